@@ -1,0 +1,55 @@
+"""``python -m emergence [group=option ...] [key=value ...]`` (``-m`` to sweep).
+
+With no arguments: the embedded default, the toy suite (trained on first use).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import hydra
+from omegaconf import DictConfig
+
+import emergence.config  # noqa: F401  (registers the schema)
+from emergence import EmergenceError
+from emergence.registry import CONF_DIR, GROUPS, check_group_choice
+
+_GROUP_CHOICE = re.compile(rf"^\+?(?P<group>{'|'.join(GROUPS)})=(?P<value>[A-Za-z0-9_,\-]+)$")
+
+
+def check_command_line(argv) -> None:
+    """Fail in one line on an unknown group option (Hydra's own message spans many)."""
+    for arg in argv:
+        match = _GROUP_CHOICE.match(arg)
+        if match:
+            for value in match["value"].split(","):
+                check_group_choice(match["group"], value)
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    from emergence.job import format_table, run_job, ui_command
+
+    try:
+        results = run_job(cfg)
+    except EmergenceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    if cfg.report:
+        print(format_table(results))
+        print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
+              f"  {ui_command(cfg.tracking.uri)}")
+
+
+def cli() -> None:
+    try:
+        check_command_line(sys.argv[1:])
+    except EmergenceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,139 @@
+"""One job: config -> registry -> model at revision -> probe -> screens -> tracking.
+
+A job screens the revisions its ``revision`` config selects (under ``-m`` the sweeper
+pins one revision per job). Every input is checked before any model is loaded or any
+run is opened, so bad input leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from emergence import EmergenceError
+from emergence import registry
+from emergence.loading import choose_device, choose_dtype, evict, load
+from emergence.probes import CORPORA, build_probe
+from emergence.revisions import Revision
+from emergence.screens import check_screen, screen
+from emergence.tracking import CONFIG_HASH_TAG, SWEEP_TAG, Tracker, config_hash, flatten
+
+SUMMARY_METRICS = ("fraction.bos", "count.induction", "induction_loss")
+
+
+@dataclass
+class RevisionResult:
+    model: str
+    revision: Revision
+    run_id: str
+    metrics: Dict[str, float]
+    skipped: bool
+
+
+def validate(cfg: DictConfig) -> List[Revision]:
+    """Check every user-given value; returns the revisions to screen."""
+    check_screen(list(cfg.screen.classes), {k: float(v) for k, v in cfg.screen.thresholds.items()})
+    if cfg.corpus.kind not in CORPORA:
+        raise EmergenceError(f"unknown corpus kind {cfg.corpus.kind!r}; valid: {', '.join(CORPORA)}")
+    if cfg.corpus.n_sequences < 1 or cfg.corpus.batch_size < 1:
+        raise EmergenceError(f"corpus.n_sequences={cfg.corpus.n_sequences} and corpus.batch_size="
+                             f"{cfg.corpus.batch_size} must be >= 1")
+    choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
+    if cfg.model.path and cfg.model.revisions != "toy":
+        from pathlib import Path
+
+        if not Path(cfg.model.path).is_dir():
+            raise EmergenceError(f"model.path={cfg.model.path!r} does not exist; give a folder holding one "
+                                 "HF model folder per revision")
+    return registry.selected_revisions(cfg.model, cfg.revision)
+
+
+def sweep_id(cfg: DictConfig) -> str:
+    if cfg.tracking.sweep:
+        return str(cfg.tracking.sweep)
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        hc = HydraConfig.get()
+        return hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.run.dir
+    except ValueError:  # outside a Hydra app
+        return f"adhoc-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_params(cfg: DictConfig, revision: Revision, adapter) -> Dict[str, str]:
+    params = flatten(OmegaConf.to_container(cfg, resolve=True))
+    params.update({
+        "model": cfg.model.name, "revision": revision.name, "step": str(revision.step),
+        "tokens": str(revision.tokens), "family": cfg.model.family,
+        "pretraining_corpus": cfg.model.pretraining_corpus,
+        "n_layers": str(adapter.n_layers), "n_heads": str(adapter.n_heads),
+        "head_dim": str(adapter.head_dim),
+    })
+    return params
+
+
+def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
+    revisions = validate(cfg)
+    tracker = Tracker(cfg.tracking)
+    sweep = sweep_id(cfg)
+    results: List[RevisionResult] = []
+    bar = tqdm(revisions, desc=f"{cfg.model.name}", unit="rev", disable=not progress or len(revisions) < 2)
+    for revision in bar:
+        bar.set_postfix_str(revision.name)
+        digest = config_hash(cfg, revision)
+        done = None if cfg.force else tracker.finished_run(digest)
+        if done is not None:
+            results.append(RevisionResult(cfg.model.name, revision, done.info.run_id,
+                                          dict(done.data.metrics), skipped=True))
+            continue
+        loaded = load(cfg.model, revision, known=registry.model_revisions(cfg.model), device=cfg.device,
+                      toy_dir=cfg.cache.toy_dir, progress=progress)
+        probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
+        result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
+                        description=f"{cfg.model.name}@{revision.name}")
+        metrics = dict(result.metrics)
+        metrics["tokens"] = float(revision.tokens)
+        params = run_params(cfg, revision, loaded.adapter)
+        params.update({"probe": probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
+                       "device": str(loaded.device), "source": loaded.source})
+        run_id = tracker.log(
+            run_name=f"{cfg.model.name}@{revision.name}:{cfg.screen.name}",
+            params=params, metrics=metrics, heads=result.heads,
+            config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
+            tags={CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, "emergence.model": cfg.model.name,
+                  "emergence.revision": revision.name, "emergence.screen": cfg.screen.name},
+            step=revision.step)
+        results.append(RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False))
+        del loaded
+        if cfg.cache.evict and cfg.model.repo and not cfg.model.path and cfg.model.revisions != "toy":
+            evict(cfg.model.repo, revision.name)
+    return results
+
+
+def format_table(results: List[RevisionResult]) -> str:
+    """Per model: tokens, BOS fraction, induction count, induction loss, per revision."""
+    lines = []
+    for model in dict.fromkeys(r.model for r in results):
+        rows = [r for r in results if r.model == model]
+        lines.append(f"{model}")
+        lines.append(f"  {'revision':<24}{'tokens':>14}{'BOS frac':>10}{'induction':>11}{'ind. loss':>11}  run")
+        for r in sorted(rows, key=lambda r: r.revision):
+            m = r.metrics
+            frac = m.get("fraction.bos")
+            count = m.get("count.induction")
+            loss = m.get("induction_loss")
+            lines.append(
+                f"  {r.revision.name:<24}{r.revision.tokens:>14,}"
+                f"{'' if frac is None else f'{frac:.1%}':>10}"
+                f"{'' if count is None else f'{count:.0f}':>11}"
+                f"{'' if loss is None else f'{loss:.3f}':>11}"
+                f"  {r.run_id[:8]}{' (done before)' if r.skipped else ''}")
+    return "\n".join(lines)
+
+
+def ui_command(uri: str) -> str:
+    return f"mlflow ui --backend-store-uri {uri}"

@@ -1,0 +1,280 @@
+"""Revision registry: every training checkpoint of a model, with its step and tokens.
+
+Sources (``model.revisions``):
+
+- ``pythia``: computed. Branches ``step0, step1, step2, step4 .. step512`` then
+  ``step1000 .. step143000`` every 1000 (154 in all); tokens = step x 2,097,152.
+- ``snapshot``: ``emergence/snapshots/<model name>.json``, made from the hub's branch
+  list by ``python -m emergence.revisions refresh <model>`` (``HfApi().list_repo_refs``)
+  and committed, so selection works offline and is reproducible. Where the hub could
+  not be reached the snapshot is *derived* from the documented checkpoint schedule
+  (METHODS section 2) and says so (``"source": "derived"``); a refresh replaces it.
+- ``folder``: ``<model.path>/revisions.json`` if present, else the ``step<N>``
+  sub-folders of ``model.path`` (tokens = step x ``tokens.tokens_per_step``).
+- ``toy``: the toy recipe's checkpoint schedule (known before training).
+
+Selections (``revision.select``): ``logspaced`` (K revisions log-spaced in tokens,
+first and last included), ``final``, ``all``, ``named``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import datetime as _dt
+import json
+import math
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence
+
+from emergence import EmergenceError
+
+SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
+PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
+SELECTIONS = ("logspaced", "final", "all", "named")
+
+_BRANCH = re.compile(r"^step(?P<step>\d+)-tokens(?P<tokens>\d+(?:\.\d+)?)(?P<unit>[KMBT]?)$")
+_UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+
+@dataclass(frozen=True, order=True)
+class Revision:
+    """One checkpoint. Ordered by (tokens, step, name)."""
+
+    tokens: int
+    step: int
+    name: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "step": self.step, "tokens": self.tokens}
+
+
+def pythia_revisions() -> List[Revision]:
+    """The 154 Pythia branches: step0, 1, 2, 4 .. 512, then 1000 .. 143000 every 1000."""
+    steps = [0] + [2**i for i in range(10)] + list(range(1000, 143001, 1000))
+    return [Revision(s * PYTHIA_TOKENS_PER_STEP, s, f"step{s}") for s in steps]
+
+
+def parse_branch(name: str) -> Optional[Revision]:
+    """Parse an OLMo/OLMoE branch name ``step<N>-tokens<X><unit>``; None if not one.
+
+    The token suffix is what the branch says (e.g. ``step20000-tokens41B`` -> 41e9);
+    it is not step x a constant, so it is parsed, never computed.
+    """
+    match = _BRANCH.match(name)
+    if match is None:
+        return None
+    tokens = float(match["tokens"]) * _UNITS[match["unit"]]
+    return Revision(int(round(tokens)), int(match["step"]), name)
+
+
+def revisions_from_branches(branches: Iterable[str]) -> List[Revision]:
+    """Revisions from a hub branch list; branches that are not checkpoints (``main``) are skipped."""
+    parsed = (parse_branch(b) for b in branches)
+    return sorted(r for r in parsed if r is not None)
+
+
+def _branch_name(step: int, tokens: float) -> str:
+    return f"step{step}-tokens{int(tokens // 10**9)}B"
+
+
+#: Documented checkpoint schedules (METHODS section 2), used to derive a snapshot
+#: where the hub cannot be reached. Keys are registry model names.
+DERIVED_SCHEDULES = {
+    # OLMoE: every 5000 steps, step5000-tokens20B .. step1220000-tokens5117B, 4,194,304 tokens a step.
+    "olmoe_1b_7b_0924": dict(start=5000, stop=1220000, every=5000, tokens_per_step=4_194_304),
+    # OLMo-1B-0724: ~1000-step interval to step1454000-tokens3048B; the tokens a step is
+    # fitted to the final branch (3048B / 1,454,000 steps). The hub list has gaps and
+    # extras that a derived list cannot know: refresh from the hub when you can.
+    "olmo_1b_0724": dict(start=1000, stop=1454000, every=1000, tokens_per_step=3048e9 / 1454000),
+}
+
+
+def derived_revisions(model: str) -> List[Revision]:
+    try:
+        sched = DERIVED_SCHEDULES[model]
+    except KeyError:
+        raise EmergenceError(
+            f"no documented checkpoint schedule for model {model!r}; known: {sorted(DERIVED_SCHEDULES)}"
+        ) from None
+    out = []
+    for step in range(sched["start"], sched["stop"] + 1, sched["every"]):
+        tokens = step * sched["tokens_per_step"]
+        out.append(Revision(int(tokens // 10**9) * 10**9, step, _branch_name(step, tokens)))
+    return out
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def snapshot_path(model: str) -> Path:
+    return SNAPSHOT_DIR / f"{model}.json"
+
+
+def write_snapshot(model: str, repo: str, revisions: Sequence[Revision], source: str, note: str = "",
+                   path: Optional[Path] = None) -> Path:
+    path = path or snapshot_path(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "model": model,
+        "repo": repo,
+        "source": source,
+        "created": _dt.date.today().isoformat(),
+        "note": note,
+        "revisions": [r.as_dict() for r in sorted(revisions)],
+    }
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=1) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_revision_file(path: Path) -> List[Revision]:
+    data = json.loads(Path(path).read_text())
+    return sorted(Revision(int(r["tokens"]), int(r["step"]), str(r["name"])) for r in data["revisions"])
+
+
+def folder_revisions(path: Path, tokens_per_step: Optional[int]) -> List[Revision]:
+    """Revisions of a local checkpoint folder (``revisions.json``, else ``step<N>`` sub-folders)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise EmergenceError(f"model folder {str(path)!r} does not exist; set model.path to a folder "
+                             "holding one HF model folder per revision")
+    listing = path / "revisions.json"
+    if listing.exists():
+        return read_revision_file(listing)
+    found = []
+    for child in path.iterdir():
+        match = re.fullmatch(r"step(\d+)", child.name)
+        if match and (child / "config.json").exists():
+            step = int(match[1])
+            found.append(Revision(step * (tokens_per_step or 0), step, child.name))
+    if not found:
+        raise EmergenceError(f"model folder {str(path)!r} holds no revisions.json and no step<N>/ "
+                             "model folders")
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def logspaced(revisions: Sequence[Revision], k: int) -> List[Revision]:
+    """K revisions log-spaced in tokens, first and last included.
+
+    Targets are ``geomspace(t_first, t_last, K)`` over the revisions with tokens > 0
+    (log 0 is undefined; a step-0 revision is left out, select it by name); each
+    target takes the nearest revision in log tokens not already taken, so the
+    result has exactly min(K, available) distinct revisions, ordered by tokens.
+    """
+    if k < 2:
+        raise EmergenceError(f"revision.k must be >= 2 for logspaced (got {k})")
+    positive = sorted(r for r in revisions if r.tokens > 0)
+    if len(positive) <= k:
+        return positive
+    logs = [math.log10(r.tokens) for r in positive]
+    lo, hi = logs[0], logs[-1]
+    chosen: List[int] = []
+    for j in range(k):
+        target = lo + (hi - lo) * j / (k - 1)
+        free = [i for i in range(len(positive)) if i not in chosen]
+        chosen.append(min(free, key=lambda i: (abs(logs[i] - target), i)))
+    return [positive[i] for i in sorted(chosen)]
+
+
+def nearest(revisions: Sequence[Revision], name: str, count: int = 2) -> List[str]:
+    """Names of the revisions nearest to ``name`` (by step if it names one, else by spelling)."""
+    match = re.match(r"step(\d+)", name)
+    ordered = sorted(revisions, key=lambda r: r.step)
+    if match:
+        steps = [r.step for r in ordered]
+        i = bisect.bisect_left(steps, int(match[1]))
+        window = ordered[max(0, i - count + 1): i + count]
+        window.sort(key=lambda r: abs(r.step - int(match[1])))
+        return [r.name for r in window[:count]]
+    import difflib
+
+    return difflib.get_close_matches(name, [r.name for r in revisions], n=count, cutoff=0.0)
+
+
+def find(revisions: Sequence[Revision], name: str, model: str) -> Revision:
+    for r in revisions:
+        if r.name == name:
+            return r
+    near = ", ".join(nearest(revisions, name)) or "none"
+    raise EmergenceError(f"unknown revision {name!r} for model {model!r}; nearest valid: {near} "
+                         f"({len(revisions)} revisions)")
+
+
+def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
+           name: Optional[str] = None) -> List[Revision]:
+    """Apply a selection rule (``logspaced``, ``final``, ``all``, ``named``)."""
+    if not revisions:
+        raise EmergenceError(f"model {model!r} has no revisions")
+    ordered = sorted(revisions)
+    if select == "logspaced":
+        return logspaced(ordered, k)
+    if select == "final":
+        return [ordered[-1]]
+    if select == "all":
+        return ordered
+    if select == "named":
+        if not name:
+            raise EmergenceError("revision=named needs revision.name=<revision>")
+        return [find(ordered, name, model)]
+    raise EmergenceError(f"unknown revision selection {select!r}; valid: {', '.join(SELECTIONS)}")
+
+
+# --------------------------------------------------------------------------- refresh command
+
+
+def refresh(model: str, repo: str, path: Optional[Path] = None) -> Path:
+    """Fetch the hub's branch list with ``HfApi().list_repo_refs`` and store it as a snapshot."""
+    from huggingface_hub import HfApi
+
+    try:
+        branches = [b.name for b in HfApi().list_repo_refs(repo).branches]
+    except Exception as exc:  # offline, unknown repo, auth
+        raise EmergenceError(
+            f"cannot list the branches of {repo!r} ({type(exc).__name__}: {exc}); run this command on a "
+            "machine that reaches the hub (and unset HF_HUB_OFFLINE); the current snapshot is kept"
+        ) from None
+    revisions = revisions_from_branches(branches)
+    if not revisions:
+        raise EmergenceError(f"{repo!r} has no stepN-tokensXB branches ({len(branches)} branches seen)")
+    return write_snapshot(model, repo, revisions, source="hub",
+                          note=f"list_repo_refs({repo!r}).branches, {len(branches)} branches", path=path)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m emergence.revisions",
+        description="Revision snapshots: 'refresh MODEL' stores the hub's branch list; "
+                    "'derive MODEL' writes one from the documented schedule; 'show MODEL' lists it.")
+    parser.add_argument("action", choices=["refresh", "derive", "show"])
+    parser.add_argument("model", help="registry name, e.g. olmo_1b_0724 (see conf/model/)")
+    args = parser.parse_args(argv)
+    from emergence.registry import load_model_config, model_revisions
+
+    try:
+        spec = load_model_config(args.model)
+        if args.action == "refresh":
+            print(refresh(spec.name, spec.repo))
+        elif args.action == "derive":
+            print(write_snapshot(spec.name, spec.repo, derived_revisions(spec.name), source="derived",
+                                 note="derived from the documented checkpoint schedule (METHODS section "
+                                      "2); replace with `python -m emergence.revisions refresh "
+                                      f"{spec.name}` where the hub is reachable"))
+        else:
+            for r in model_revisions(spec):
+                print(f"{r.name}\t{r.step}\t{r.tokens}")
+    except EmergenceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

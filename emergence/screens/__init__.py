@@ -1,0 +1,46 @@
+"""Head screens: a streaming pass of per-layer reducers, then classification.
+
+``screen()`` is the one entry point: it builds the reducers a screen config asks for,
+runs them in one forward pass over the probe, and returns the per-head table and
+whole-model metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List
+
+import pandas as pd
+
+from emergence.screens.base import Reducer, ScreenPart, run_pass
+from emergence.screens.classify import check_screen, class_metrics, head_table
+from emergence.screens.continuous import InductionLossReducer
+from emergence.screens.selectivity import SelectivityReducer
+
+__all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "check_screen", "build_reducers"]
+
+
+@dataclass
+class ScreenResult:
+    heads: pd.DataFrame
+    metrics: Dict[str, float]
+
+
+def build_reducers(screen_cfg) -> List[Reducer]:
+    reducers: List[Reducer] = [SelectivityReducer(screen_cfg.local_window), InductionLossReducer()]
+    return reducers
+
+
+def screen(model, adapter, probe, screen_cfg, progress: bool = True, description: str = "screen") -> ScreenResult:
+    classes = list(screen_cfg.classes)
+    thresholds = {k: float(v) for k, v in screen_cfg.thresholds.items()}
+    check_screen(classes, thresholds)
+    parts = run_pass(model, adapter, probe, build_reducers(screen_cfg), progress=progress,
+                     description=description)
+    heads, metrics = {}, {}
+    for part in parts:
+        heads.update(part.heads)
+        metrics.update(part.metrics)
+    table = head_table(heads, classes, thresholds)
+    metrics.update(class_metrics(table, classes, adapter.n_layers))
+    return ScreenResult(table, metrics)

@@ -1,0 +1,45 @@
+"""The toy suite's training recipe: one typed config node, composed from ``conf/recipe/``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class ToyCorpusConfig:
+    """Synthetic training text: Zipf-like bigram text, first token fixed at position 0,
+    and random segments repeated at random offsets (see ``emergence.toy.corpus``)."""
+
+    vocab_size: int = 128
+    first_token: int = 0
+    zipf_exponent: float = 1.1
+    #: Fraction of sequences that carry one repeated segment.
+    repeat_fraction: float = 0.5
+    segment_min: int = 6
+    segment_max: int = 24
+
+
+@dataclass
+class ToyRecipeConfig:
+    family: str = "gpt_neox"
+    n_layers: int = 4
+    n_heads: int = 4
+    d_model: int = 64
+    d_ff: int = 256
+    #: OLMoE only: experts and experts per token.
+    n_experts: int = 4
+    top_k: int = 2
+    seq_len: int = 64
+    batch_size: int = 32
+    steps: int = 4000
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    seed: int = 0
+    #: Checkpoints at log-spaced steps from ``first_checkpoint`` to ``steps`` (plus step 0).
+    n_checkpoints: int = 16
+    first_checkpoint: int = 25
+    corpus: ToyCorpusConfig = field(default_factory=ToyCorpusConfig)
+    #: Torch intra-op threads for training (``null``: torch's default).
+    threads: Optional[int] = None

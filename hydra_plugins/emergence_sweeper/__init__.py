@@ -1,0 +1,1 @@
+"""Hydra plugin: the revision-expanding sweeper of emergence."""
