@@ -127,7 +127,9 @@ def write_snapshot(model: str, repo: str, revisions: Sequence[Revision], source:
         "revisions": [r.as_dict() for r in sorted(revisions)],
     }
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=1) + "\n")
+    rows = ",\n".join("  " + json.dumps(r) for r in payload.pop("revisions"))
+    head = json.dumps(payload, indent=1)[:-2]  # drop the closing brace, keep the fields
+    tmp.write_text(f'{head},\n "revisions": [\n{rows}\n ]\n}}\n')
     tmp.replace(path)
     return path
 

@@ -155,6 +155,8 @@ class SelectivityReducer(Reducer):
         heads = {}
         with np.errstate(divide="ignore", invalid="ignore"):
             for c in HEAD_CLASSES:
-                heads[f"selectivity.{c}"] = np.where(self.den[c] > 0, self.num[c] / self.den[c], np.nan)
+                # No baseline mass at all: perfectly selective (inf) if the targets got any, else undefined.
+                heads[f"selectivity.{c}"] = np.where(self.den[c] > 0, self.num[c] / self.den[c],
+                                                     np.where(self.num[c] > 0, np.inf, np.nan))
         heads["first_token_attention"] = self.first_sum / max(self.first_count, 1)
         return ScreenPart(heads=heads)

@@ -1,0 +1,92 @@
+"""Every config group composes; the structured schema rejects misspelt keys and wrong types."""
+
+import shutil
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+from emergence.registry import CONF_DIR, group_options, model_revisions
+
+STUDY_ALIASES = {"pythia": "pythia_1b", "olmo": "olmo_1b_0724", "olmoe": "olmoe_1b_7b_0924"}
+
+
+def compose_with(overrides, conf_dir=CONF_DIR):
+    import emergence.config  # noqa: F401
+
+    with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def test_registry_lists_the_required_models():
+    models = set(group_options("model"))
+    for size in ("70m", "160m", "410m", "1b"):
+        assert {f"pythia_{size}", f"pythia_{size}_deduped"} <= models
+    assert {"olmo_1b_0724", "olmoe_1b_7b_0924", "toy_neox", "toy_olmo", "toy_olmoe"} <= models
+    assert set(STUDY_ALIASES) <= models
+
+
+@pytest.mark.parametrize("name", group_options("model"))
+def test_every_registered_model_composes_and_lists_revisions(name):
+    cfg = compose_with([f"model={name}"])
+    assert cfg.model.family in ("gpt_neox", "olmo", "olmoe")
+    assert cfg.model.repo or cfg.model.path or cfg.model.revisions == "toy"
+    revisions = model_revisions(cfg.model)
+    assert len(revisions) >= 10
+    assert revisions == sorted(revisions)
+    if name in STUDY_ALIASES:
+        assert cfg.model.name == STUDY_ALIASES[name]
+
+
+@pytest.mark.parametrize("group", ["corpus", "revision", "screen", "tracking"])
+def test_every_group_option_composes(group):
+    options = group_options(group)
+    assert options
+    for option in options:
+        overrides = [f"{group}={option}"]
+        if (group, option) == ("corpus", "text_file"):
+            overrides.append("corpus.path=/tmp/x.txt")
+        if (group, option) == ("revision", "named"):
+            overrides.append("revision.name=step1000")
+        cfg = compose_with(overrides + ["model=pythia_70m"])
+        assert cfg[group] is not None
+
+
+def test_tracking_uri_is_absolute_and_under_outputs():
+    cfg = compose_with(["model=pythia_70m"])
+    assert cfg.tracking.uri.startswith("sqlite:////")
+    assert cfg.tracking.uri.endswith("/outputs/mlflow.db")
+
+
+def test_wrong_type_fails_at_composition_naming_the_key():
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_with(["model=pythia_70m", "corpus.n_sequences=many"])
+    assert "n_sequences" in str(info.value) + str(info.value.__cause__)
+
+
+def test_misspelt_key_in_a_yaml_file_fails_naming_the_key(tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    (conf / "model" / "broken.yaml").write_text(
+        "name: broken\nrepo: org/broken\nfamily: gpt_neox\nrevisons: pythia\n")
+    with pytest.raises((ConfigCompositionException, ConfigKeyError, ValidationError)) as info:
+        compose_with(["model=broken"], conf_dir=conf)
+    assert "revisons" in str(info.value) + str(info.value.__cause__)
+    (conf / "screen" / "typed.yaml").write_text("name: typed\nlocal_window: wide\n")
+    with pytest.raises((ConfigCompositionException, ValidationError)) as info:
+        compose_with(["model=pythia_70m", "screen=typed"], conf_dir=conf)
+    assert "local_window" in str(info.value) + str(info.value.__cause__)
+
+
+def test_a_new_model_is_one_yaml_file(tmp_path):
+    """A local checkpoint folder registered by a YAML file alone, no code."""
+    from conftest import save_revisions
+
+    folder = save_revisions(tmp_path / "ckpts", "olmo", steps=(10, 20, 40))
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    (conf / "model" / "mine.yaml").write_text(
+        f"name: mine\npath: {folder}\nfamily: olmo\npretraining_corpus: my_corpus\nrevisions: folder\n")
+    cfg = compose_with(["model=mine"], conf_dir=conf)
+    assert [r.name for r in model_revisions(cfg.model)] == ["step10", "step20", "step40"]

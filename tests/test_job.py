@@ -1,0 +1,111 @@
+"""End to end: `python -m emergence` as a subprocess, into a temporary SQLite MLflow store."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import save_revisions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    return save_revisions(tmp_path_factory.mktemp("ckpt") / "tiny", "gpt_neox", steps=(10, 100, 1000))
+
+
+def run_cli(*args, store: Path, check=True):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "emergence", *args,
+           f"tracking.uri=sqlite:///{store}/mlflow.db", f"tracking.artifacts={store}/artifacts",
+           "tracking.experiment=e2e"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def local_model(folder):
+    return ["model=pythia_70m", "model.name=tiny_neox", f"model.path={folder}", "model.repo=null",
+            "model.revisions=folder", "corpus.n_sequences=64", "corpus.batch_size=32",
+            "corpus.segment_length=12"]
+
+
+def runs(store):
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    exp = client.get_experiment_by_name("e2e")
+    return [] if exp is None else client.search_runs([exp.experiment_id])
+
+
+def test_multirun_sweep_logs_one_run_per_revision_and_resumes(checkpoints, tmp_path):
+    store = tmp_path / "store"
+    # An "interrupted" sweep: only one revision got done.
+    run_cli("-m", *local_model(checkpoints), "revision=named", "revision.name=step100", store=store)
+    first = runs(store)
+    assert len(first) == 1
+    proc = run_cli("-m", *local_model(checkpoints), "revision=logspaced", "screen=all", store=store)
+    assert "Launching 3 jobs" in proc.stdout + proc.stderr
+    logged = runs(store)
+    assert len(logged) == 3
+    assert sorted(r.data.params["revision"] for r in logged) == ["step10", "step100", "step1000"]
+    assert first[0].info.run_id in {r.info.run_id for r in logged}  # not redone
+    for r in logged:
+        assert r.info.status == "FINISHED"
+        m = r.data.metrics
+        for name in ("fraction.bos", "count.induction", "fraction.previous_token", "layer0.count.bos",
+                     "layer3.count.induction", "mean_first_token_attention", "induction_loss",
+                     "induction_accuracy"):
+            assert name in m, name
+        p = r.data.params
+        assert p["model"] == "tiny_neox" and p["family"] == "gpt_neox"
+        assert p["tokens"] == str(int(p["step"]) * 1000)
+        assert p["pretraining_corpus"] == "the_pile" and "screen.thresholds.bos" in p
+        assert len({x.data.tags["emergence.sweep"] for x in logged if x.info.run_id != first[0].info.run_id}) == 1
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    names = {a.path for a in client.list_artifacts(logged[0].info.run_id)}
+    assert {"heads.csv", "config.yaml"} <= names
+    # The same sweep again adds nothing.
+    again = run_cli("-m", *local_model(checkpoints), "revision=logspaced", "screen=all", store=store)
+    assert len(runs(store)) == 3
+    assert "done before" in again.stdout
+
+
+def test_plain_run_prints_the_table_and_the_ui_command(checkpoints, tmp_path):
+    store = tmp_path / "store"
+    proc = run_cli(*local_model(checkpoints), "revision=final", "screen=bos", store=store)
+    assert "BOS frac" in proc.stdout and "step1000" in proc.stdout
+    assert f"mlflow ui --backend-store-uri sqlite:///{store}/mlflow.db" in proc.stdout
+    (run,) = runs(store)
+    assert "fraction.bos" in run.data.metrics and "fraction.induction" not in run.data.metrics
+
+
+@pytest.mark.parametrize("args, message", [
+    (["model=pythia_7b"], "error: unknown model 'pythia_7b'; valid: olmo, olmo_1b_0724"),
+    (["screen=sinks"], "error: unknown screen 'sinks'; valid: all, bos"),
+    (["revision=named", "revision.name=step101"], "error: unknown revision 'step101' for model 'tiny_neox'; "
+                                                  "nearest valid: step100, step10"),
+    (["screen.thresholds.bos=-5"], "error: screen.thresholds.bos=-5.0 must be a positive number"),
+])
+def test_bad_input_fails_in_one_line_and_writes_no_run(checkpoints, tmp_path, args, message):
+    store = tmp_path / "store"
+    proc = run_cli(*local_model(checkpoints), *args, store=store, check=False)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines[-1].startswith(message), proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert runs(store) == []
+
+
+def test_missing_local_folder_is_named(tmp_path):
+    store = tmp_path / "store"
+    proc = run_cli(*local_model(tmp_path / "nowhere"), store=store, check=False)
+    assert proc.returncode == 2
+    assert f"model.path='{tmp_path / 'nowhere'}' does not exist" in proc.stderr
+    assert runs(store) == []
