@@ -103,6 +103,8 @@ class AblationConfig:
     heads: List[str] = field(default_factory=list)
     #: Random control groups of the same size, drawn from the other heads.
     controls: int = 20
+    #: Probe sequences used by the ablation passes (the first ones of the probe).
+    n_sequences: int = 500
     seed: int = 0
 
 

@@ -10,11 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List
 
+import numpy as np
 import pandas as pd
+
+from emergence import EmergenceError
+from emergence.probes import Probe
 
 from emergence.screens.base import Reducer, ScreenPart, run_pass
 from emergence.screens.classify import check_screen, class_metrics, head_table
+from emergence.screens.ablation import group_ablation, parse_heads
 from emergence.screens.continuous import InductionLossReducer
+from emergence.screens.participation import ParticipationRatioReducer
 from emergence.screens.selectivity import SelectivityReducer
 
 __all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "check_screen", "build_reducers"]
@@ -28,6 +34,8 @@ class ScreenResult:
 
 def build_reducers(screen_cfg) -> List[Reducer]:
     reducers: List[Reducer] = [SelectivityReducer(screen_cfg.local_window), InductionLossReducer()]
+    if screen_cfg.participation_ratio:
+        reducers.append(ParticipationRatioReducer(screen_cfg.pr.samples, screen_cfg.pr.seed))
     return reducers
 
 
@@ -43,4 +51,19 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
         metrics.update(part.metrics)
     table = head_table(heads, classes, thresholds)
     metrics.update(class_metrics(table, classes, adapter.n_layers))
+    induction = heads["selectivity.induction"] >= thresholds["induction"]
+    if "pr" in heads and induction.any():
+        metrics["pr.induction_mean"] = float(np.nanmean(heads["pr"][induction]))
+    if screen_cfg.ablation is not None:
+        cfg = screen_cfg.ablation
+        if cfg.group == "induction":
+            group = [tuple(int(i) for i in ix) for ix in np.argwhere(induction)]
+        elif cfg.group == "list":
+            group = parse_heads(cfg.heads)
+        else:
+            raise EmergenceError(f"unknown ablation group {cfg.group!r}; valid: induction, list")
+        subset = Probe(probe.input_ids[: cfg.n_sequences], probe.kind, probe.first_token, probe.batch_size,
+                       probe.description + f" (first {cfg.n_sequences} for ablation)")
+        ablation = group_ablation(model, adapter, subset, group, cfg.mode, cfg.controls, cfg.seed, progress)
+        metrics.update(ablation.metrics())
     return ScreenResult(table, metrics)

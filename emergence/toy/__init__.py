@@ -1,0 +1,28 @@
+"""The toy suite: small causal LMs of three families trained on the CPU, whose
+log-spaced checkpoints are ordinary HF model folders (treated like hub revisions).
+
+- ``checkpoint_schedule(recipe)``: the revisions, known before training.
+- ``ensure_trained(recipe, cache_dir, name, progress=True)``: the folder of a fully
+  trained suite member, trained first if missing (resuming an interrupted training).
+
+Modules: ``recipe`` (config dataclasses), ``corpus`` (synthetic training text),
+``models`` (HF configs of the three families), ``train`` (training, layout, caching).
+"""
+
+from __future__ import annotations
+
+from emergence.toy.recipe import ToyCorpusConfig, ToyRecipeConfig
+
+__all__ = ["ToyCorpusConfig", "ToyRecipeConfig", "checkpoint_schedule", "ensure_trained",
+           "suite_folder", "recipe_hash", "is_complete", "train_suite", "as_recipe"]
+
+_LAZY = {"checkpoint_schedule", "ensure_trained", "suite_folder", "recipe_hash", "is_complete",
+         "train_suite", "as_recipe"}
+
+
+def __getattr__(name):  # torch is imported only when training is asked for
+    if name in _LAZY:
+        from emergence.toy import train
+
+        return getattr(train, name)
+    raise AttributeError(f"module 'emergence.toy' has no attribute {name!r}")

@@ -30,12 +30,26 @@ class ToyRecipeConfig:
     #: OLMoE only: experts and experts per token.
     n_experts: int = 4
     top_k: int = 2
+    #: OLMoE only: weight of the router's load-balancing loss.
+    router_aux_loss_coef: float = 0.01
+    #: OLMo / OLMoE: clamp q, k, v to [-clip_qkv, clip_qkv] (``null``: no clamp).
+    clip_qkv: Optional[float] = None
+    #: Std of the normal weight initialisation (HF ``initializer_range``).
+    init_std: float = 0.02
     seq_len: int = 64
     batch_size: int = 32
     steps: int = 4000
     lr: float = 1e-3
     weight_decay: float = 0.01
     warmup_steps: int = 100
+    #: ``constant`` (after warm-up) or ``cosine`` (decay to ``min_lr_ratio * lr`` at ``steps``).
+    lr_schedule: str = "constant"
+    min_lr_ratio: float = 0.1
+    #: AdamW betas.
+    beta1: float = 0.9
+    beta2: float = 0.95
+    #: Clip the global gradient norm (``null``: no clipping).
+    grad_clip: Optional[float] = 1.0
     seed: int = 0
     #: Checkpoints at log-spaced steps from ``first_checkpoint`` to ``steps`` (plus step 0).
     n_checkpoints: int = 16

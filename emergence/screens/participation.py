@@ -1,0 +1,99 @@
+r"""Participation ratio of each head's output (METHODS section 6), in the screen's pass.
+
+z_h is the head's slice of the output-projection input at the probe's second-half
+queries (positions with an earlier copy of their token; key position 0 never
+qualifies). A fixed set of P (sequence, query) samples is drawn once from the probe
+with a seed, so the samples are the same at every revision. With
+:math:`W = \sum_i (z_i - \bar z)(z_i - \bar z)^\top = (P-1)\hat C`, in float64,
+
+.. math::
+
+    \mathrm{PR} = \frac{(\operatorname{tr} \hat C)^2}{\operatorname{tr}(\hat C^2)}
+    \in [1, d_{head}].
+
+The plain estimate is biased low for small P. The corrected estimate replaces both
+traces by their unbiased estimates under a Gaussian model, with m = P - 1 degrees of
+freedom (:math:`E[(\operatorname{tr}W)^2] = m^2 (\operatorname{tr}C)^2 + 2m \operatorname{tr}C^2`,
+:math:`E[\operatorname{tr}W^2] = m \,(\operatorname{tr}C)^2 + m(m+1) \operatorname{tr}C^2`):
+
+.. math::
+
+    \mathrm{PR}_{corr} = \frac{(m+1)\,a - 2b}{m\,b - a}, \quad
+    a = (\operatorname{tr} W)^2,\; b = \operatorname{tr}(W^2),
+
+clipped to [1, d_head]. Only the running sums of z and z z^T are kept (d x d per head).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from emergence.screens.base import Reducer, ScreenPart
+from emergence.screens.selectivity import copy_masks
+
+
+def participation_ratio(W: np.ndarray, samples: int, corrected: bool = False) -> np.ndarray:
+    """PR from scatter matrices W [..., d, d] of ``samples`` centred samples."""
+    a = np.trace(W, axis1=-2, axis2=-1) ** 2
+    b = np.einsum("...ij,...ji->...", W, W)
+    d = W.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if not corrected:
+            return np.where(b > 0, a / b, np.nan)
+        m = samples - 1
+        pr = ((m + 1) * a - 2 * b) / (m * b - a)
+        return np.where(b > 0, np.clip(pr, 1.0, d), np.nan)
+
+
+def query_positions(input_ids: torch.Tensor) -> torch.Tensor:
+    """Boolean [N, T]: the second-half queries (positions with an earlier copy of their token)."""
+    duplicate, _ = copy_masks(input_ids)
+    return duplicate.any(-1)
+
+
+class ParticipationRatioReducer(Reducer):
+    needs_head_outputs = True
+
+    def __init__(self, samples: int = 2000, seed: int = 0):
+        if samples < 3:
+            raise ValueError(f"screen.pr.samples must be >= 3 (got {samples})")
+        self.samples = samples
+        self.seed = seed
+
+    def begin(self, adapter, probe) -> None:
+        super().begin(adapter, probe)
+        eligible = query_positions(probe.input_ids)
+        flat = eligible.flatten().nonzero().flatten().numpy()
+        rng = np.random.default_rng(self.seed)
+        take = rng.choice(flat, size=min(self.samples, len(flat)), replace=False)
+        chosen = np.zeros(eligible.numel(), dtype=bool)
+        chosen[take] = True
+        self.chosen = torch.from_numpy(chosen.reshape(eligible.shape))
+        self.n_samples = int(chosen.sum())
+        L, H, d = adapter.n_layers, adapter.n_heads, adapter.head_dim
+        self.sum = np.zeros((L, H, d))
+        self.outer = np.zeros((L, H, d, d))
+        self.offset = 0
+
+    def start_batch(self, input_ids: torch.Tensor) -> None:
+        B = input_ids.shape[0]
+        self.mask = self.chosen[self.offset:self.offset + B]
+        self.offset += B
+
+    def head_outputs(self, layer: int, z: torch.Tensor) -> None:
+        rows = z[self.mask.to(z.device)].double()  # [M, H, d]
+        if rows.shape[0] == 0:
+            return
+        self.sum[layer] += rows.sum(0).cpu().numpy()
+        self.outer[layer] += torch.einsum("mhd,mhe->hde", rows, rows).cpu().numpy()
+
+    def finish(self) -> ScreenPart:
+        P = self.n_samples
+        mean = self.sum / max(P, 1)
+        W = self.outer - P * np.einsum("lhd,lhe->lhde", mean, mean)
+        pr = participation_ratio(W, P)
+        corrected = participation_ratio(W, P, corrected=True)
+        heads = {"pr": pr, "pr_corrected": corrected,
+                 "pr_samples": np.full(pr.shape, float(P))}
+        return ScreenPart(heads=heads, metrics={"pr.mean": float(np.nanmean(pr)), "pr.samples": float(P)})

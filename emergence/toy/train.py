@@ -1,0 +1,348 @@
+"""Training the toy suite on the CPU, with log-spaced checkpoints as ordinary HF folders.
+
+Layout of one suite member, ``<cache_dir>/<name>-<hash>/`` (``hash``: the first 10
+hex digits of the SHA-256 of the normalised recipe and ``TRAINER_VERSION``)::
+
+    step0/            config.json + model.safetensors (+ generation_config.json)
+    step25/ ...       one HF model folder per revision of ``checkpoint_schedule``
+    revisions.json    {"revisions": [{"name", "step", "tokens"}...], "recipe": {...},
+                       "complete": true}   -- written last, atomically
+    train_state.pt    while training only: resume state of the last complete checkpoint
+    .lock             an advisory lock held while training
+
+Crash safety. Each checkpoint is written to a ``.tmp-*`` folder and renamed into
+place; ``revisions.json`` (the only mark of a finished suite) is written last, by an
+atomic ``os.replace``. A folder without a complete ``revisions.json`` listing every
+revision of the schedule, each with its config and weights, is never taken for a
+finished suite, whatever else it holds.
+
+Resumption (the choice made here). After each checkpoint the trainer writes
+``train_state.pt`` (model and AdamW state, the step, torch's RNG state), atomically,
+*after* the checkpoint folder is in place. An interrupted training (Ctrl-C, kill,
+power loss) resumes from the last state on the next ``ensure_trained``: the learning
+rate is a pure function of the step and the data stream is a pure function of
+(seed, step) (``emergence.toy.corpus``), so a resumed training yields the same
+weights as an uninterrupted one on the same machine (tested). Checkpoint folders
+newer than the state, and left-over ``.tmp-*`` folders, are discarded and
+rewritten. Without a usable state the folder is cleared and training restarts
+from step 0. ``train_state.pt`` is deleted once the suite is complete.
+
+Determinism: ``torch.manual_seed(seed)`` before building the model,
+``torch.use_deterministic_algorithms(True)`` during training, numpy Generators for
+the data, the thread count fixed by ``recipe.threads`` (``null``: torch's
+default). Same recipe, same machine, same thread count: bitwise-equal weights.
+Training runs on the CPU with SDPA attention; no dropout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from emergence import EmergenceError
+from emergence.toy.corpus import ToyCorpus, check_corpus
+from emergence.toy.models import build_model, check_recipe
+from emergence.toy.recipe import ToyRecipeConfig
+
+#: Bump when a change to the trainer changes the weights a recipe gives (new cache folder).
+TRAINER_VERSION = 1
+REVISIONS_FILE = "revisions.json"
+STATE_FILE = "train_state.pt"
+LR_SCHEDULES = ("constant", "cosine")
+
+
+# --------------------------------------------------------------------------- recipe
+
+
+def as_recipe(recipe) -> ToyRecipeConfig:
+    """A ``ToyRecipeConfig`` from a dataclass, an OmegaConf node or a (partial) dict;
+    missing keys take the dataclass defaults, unknown keys are refused."""
+    if isinstance(recipe, ToyRecipeConfig):
+        node = OmegaConf.structured(recipe)
+    else:
+        if recipe is None:
+            raise EmergenceError("the model has no recipe (model.recipe is null); a toy model needs one, "
+                                 "e.g. defaults: [/recipe@recipe: neox]")
+        try:
+            node = OmegaConf.merge(OmegaConf.structured(ToyRecipeConfig),
+                                   recipe if isinstance(recipe, DictConfig) else OmegaConf.create(recipe))
+        except Exception as exc:  # omegaconf's key/type errors name the key
+            raise EmergenceError(f"bad toy recipe: {exc}") from None
+    rec = OmegaConf.to_object(node)
+    check_recipe(rec)
+    check_corpus(rec.corpus, rec.seq_len)
+    if rec.lr_schedule not in LR_SCHEDULES:
+        raise EmergenceError(f"recipe.lr_schedule={rec.lr_schedule!r} is unknown; valid: {', '.join(LR_SCHEDULES)}")
+    return rec
+
+
+def recipe_dict(recipe) -> Dict:
+    return dataclasses.asdict(as_recipe(recipe))
+
+
+def recipe_hash(recipe) -> str:
+    """Short hash of the normalised recipe (and the trainer version): the cache key."""
+    text = json.dumps({"recipe": recipe_dict(recipe), "trainer_version": TRAINER_VERSION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def suite_folder(recipe, cache_dir, name: str) -> Path:
+    return Path(cache_dir) / f"{name}-{recipe_hash(recipe)}"
+
+
+def checkpoint_steps(recipe) -> List[int]:
+    rec = as_recipe(recipe)
+    logs = np.geomspace(rec.first_checkpoint, rec.steps, rec.n_checkpoints)
+    steps = sorted({0, int(rec.steps)} | {int(round(s)) for s in logs})
+    return steps
+
+
+def checkpoint_schedule(recipe) -> List[Dict]:
+    """The suite's revisions, known before training: step 0, then ``n_checkpoints``
+    log-spaced integer steps from ``first_checkpoint`` to ``steps`` (deduplicated, so
+    possibly fewer), each ``{"name": "step<N>", "step": N, "tokens": N * batch * seq_len}``."""
+    rec = as_recipe(recipe)
+    per_step = int(rec.batch_size) * int(rec.seq_len)
+    return [{"name": f"step{s}", "step": s, "tokens": s * per_step} for s in checkpoint_steps(rec)]
+
+
+def lr_at(recipe: ToyRecipeConfig, step: int) -> float:
+    """Learning rate of update ``step`` (0-based): linear warm-up, then constant or cosine."""
+    lr = float(recipe.lr)
+    if recipe.warmup_steps > 0 and step < recipe.warmup_steps:
+        return lr * (step + 1) / recipe.warmup_steps
+    if recipe.lr_schedule == "constant":
+        return lr
+    span = max(1, recipe.steps - recipe.warmup_steps)
+    progress = min(1.0, (step - recipe.warmup_steps) / span)
+    floor = lr * float(recipe.min_lr_ratio)
+    return floor + (lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+# --------------------------------------------------------------------------- suite state
+
+
+def _checkpoint_ok(path: Path) -> bool:
+    return (path / "config.json").is_file() and (path / "model.safetensors").is_file()
+
+
+def is_complete(folder: Path, recipe=None) -> bool:
+    """True only for a finished suite: ``revisions.json`` marked complete, listing the
+    recipe's schedule (when given), every revision folder with config and weights."""
+    folder = Path(folder)
+    try:
+        data = json.loads((folder / REVISIONS_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or data.get("complete") is not True:
+        return False
+    revisions = data.get("revisions") or []
+    if recipe is not None and revisions != checkpoint_schedule(recipe):
+        return False
+    return bool(revisions) and all(_checkpoint_ok(folder / r["name"]) for r in revisions)
+
+
+def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    write(tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path):
+    """Hold an advisory lock on the suite folder (POSIX; a no-op where fcntl is missing)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(folder / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _training_context(threads: Optional[int]):
+    prev_threads = torch.get_num_threads()
+    prev_det = torch.are_deterministic_algorithms_enabled()
+    prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    if threads:
+        torch.set_num_threads(int(threads))
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
+        torch.set_num_threads(prev_threads)
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _optimizer(model: torch.nn.Module, rec: ToyRecipeConfig) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    no_decay = [p for p in model.parameters() if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": float(rec.weight_decay)},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=float(rec.lr), betas=(float(rec.beta1), float(rec.beta2)))
+
+
+def _save_checkpoint(model, folder: Path, name: str) -> None:
+    final = folder / name
+    tmp = folder / f".tmp-{name}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    model.save_pretrained(tmp)
+    if final.exists():  # a leftover of a run that died after the rename, before its state
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: List[float]) -> None:
+    state = {"step": step, "recipe_hash": digest, "model": model.state_dict(),
+             "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(), "losses": losses}
+    _write_atomic(folder / STATE_FILE, lambda p: torch.save(state, p))
+
+
+def _load_state(folder: Path, digest: str) -> Optional[dict]:
+    path = folder / STATE_FILE
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception:  # truncated or corrupt: restart cleanly
+        return None
+    if not isinstance(state, dict) or state.get("recipe_hash") != digest:
+        return None
+    return state
+
+
+def _clear(folder: Path) -> None:
+    for child in folder.iterdir():
+        if child.name == ".lock":
+            continue
+        if child.is_dir():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
+                on_step: Optional[Callable[[int], None]] = None) -> Path:
+    """Train ``recipe`` into ``folder`` (resuming from ``train_state.pt`` if usable).
+
+    ``on_step(step)`` is called after each update with the number of updates done
+    (tests use it to interrupt a training). Call through ``ensure_trained``, which
+    holds the folder's lock.
+    """
+    from tqdm.auto import tqdm
+
+    rec = as_recipe(recipe)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = recipe_hash(rec)
+    schedule = checkpoint_schedule(rec)
+    save_at = {r["step"]: r["name"] for r in schedule}
+
+    # Whatever happens next, this folder is not a finished suite until we say so.
+    (folder / REVISIONS_FILE).unlink(missing_ok=True)
+    for child in folder.glob(".tmp-*"):
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+    corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, rec.seed)
+    t0 = time.perf_counter()
+    with _training_context(rec.threads):
+        model = build_model(rec, attn_implementation="sdpa")
+        model.train()
+        optimizer = _optimizer(model, rec)
+        state = _load_state(folder, digest)
+        losses: List[float] = []
+        if state is not None:
+            start = int(state["step"])
+            model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            torch.set_rng_state(state["torch_rng"])
+            losses = list(state.get("losses", []))
+            for step, rev_name in save_at.items():  # checkpoints past the state are redone
+                if step > start and (folder / rev_name).exists():
+                    shutil.rmtree(folder / rev_name)
+        else:
+            start = 0
+            _clear(folder)
+        extra = {"output_router_logits": True} if rec.family == "olmoe" else {}
+        bar = tqdm(total=rec.steps, initial=start, desc=f"training {name}", unit="step",
+                   disable=not progress, dynamic_ncols=True)
+        try:
+            if start == 0 and 0 in save_at:
+                _save_checkpoint(model, folder, save_at[0])
+                _save_state(folder, 0, model, optimizer, digest, losses)
+            for step in range(start, rec.steps):
+                batch = torch.from_numpy(corpus.batch(step))
+                for group in optimizer.param_groups:
+                    group["lr"] = lr_at(rec, step)
+                out = model(input_ids=batch, labels=batch, **extra)
+                optimizer.zero_grad(set_to_none=True)
+                out.loss.backward()
+                if rec.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), float(rec.grad_clip))
+                optimizer.step()
+                done = step + 1
+                loss = float(out.loss.detach())
+                losses.append(loss)
+                bar.update(1)
+                if done % 25 == 0 or done == rec.steps:
+                    bar.set_postfix(loss=f"{np.mean(losses[-25:]):.3f}")
+                if done in save_at:
+                    _save_checkpoint(model, folder, save_at[done])
+                    _save_state(folder, done, model, optimizer, digest, losses)
+                if on_step is not None:
+                    on_step(done)
+        finally:
+            bar.close()
+    seconds = time.perf_counter() - t0
+    listing = {"revisions": schedule, "recipe": dataclasses.asdict(rec), "recipe_hash": digest,
+               "trainer_version": TRAINER_VERSION, "name": name,
+               "train": {"seconds_last_session": round(seconds, 2), "resumed_from_step": start,
+                         "threads": rec.threads or torch.get_num_threads(),
+                         "torch": torch.__version__, "final_loss": float(np.mean(losses[-50:])) if losses else None,
+                         "loss_every_25": [round(float(np.mean(losses[i:i + 25])), 4)
+                                           for i in range(0, len(losses), 25)]},
+               "complete": True}
+    _write_atomic(folder / REVISIONS_FILE, lambda p: p.write_text(json.dumps(listing, indent=1)))
+    (folder / STATE_FILE).unlink(missing_ok=True)
+    return folder
+
+
+def ensure_trained(recipe, cache_dir, name: str, progress: bool = True) -> Path:
+    """The folder of a fully trained suite member, training it first if missing.
+
+    ``<cache_dir>/<name>-<hash>/``, holding one HF model folder per revision of
+    ``checkpoint_schedule(recipe)`` and ``revisions.json`` (written last). An
+    interrupted training resumes from its last complete checkpoint.
+    """
+    rec = as_recipe(recipe)
+    folder = suite_folder(rec, cache_dir, name)
+    if is_complete(folder, rec):
+        return folder
+    with _locked(folder):
+        if not is_complete(folder, rec):  # another process may have finished it meanwhile
+            train_suite(rec, folder, name, progress=progress)
+    return folder
