@@ -28,8 +28,8 @@ def check_command_line(argv) -> None:
 
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
-    from emergence.job import format_table, run_job, ui_command
+def main(cfg: DictConfig):
+    from emergence.job import format_markdown, format_table, formation_rows, run_job, ui_command
 
     try:
         results = run_job(cfg)
@@ -38,8 +38,12 @@ def main(cfg: DictConfig) -> None:
         sys.exit(2)
     if cfg.report:
         print(format_table(results))
+        if len(results) > 1:
+            print("\nWhen circuits form (first screened revision with at least one head flagged):")
+            print(format_markdown(formation_rows(results)))
         print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
               f"  {ui_command(cfg.tracking.uri)}")
+    return results
 
 
 def cli() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
@@ -132,6 +132,44 @@ def format_table(results: List[RevisionResult]) -> str:
                 f"{'' if count is None else f'{count:.0f}':>11}"
                 f"{'' if loss is None else f'{loss:.3f}':>11}"
                 f"  {r.run_id[:8]}{' (done before)' if r.skipped else ''}")
+    return "\n".join(lines)
+
+
+def _tokens(t: int) -> str:
+    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if t >= size:
+            return f"{t / size:.3g}{unit}"
+    return str(t)
+
+
+def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
+    """Per model: tokens at the first revision with an induction head and with a BOS head,
+    the layers that hold BOS heads (at any screened revision), and the induction loss
+    at the first and last screened revisions. ``none`` where no head ever crosses."""
+    rows = []
+    for model in dict.fromkeys(r.model for r in results):
+        ordered = sorted((r for r in results if r.model == model), key=lambda r: r.revision)
+
+        def first(metric: str) -> str:
+            hit = next((r for r in ordered if r.metrics.get(metric, 0) >= 1), None)
+            return "none" if hit is None else f"{_tokens(hit.revision.tokens)} ({hit.revision.name})"
+
+        layers = sorted({int(k[len("layer"):].split(".")[0]) for r in ordered for k, v in r.metrics.items()
+                         if k.startswith("layer") and k.endswith(".count.bos") and v > 0})
+        loss = [r.metrics.get("induction_loss", float("nan")) for r in ordered]
+        rows.append({"model": model, "induction heads from": first("count.induction"),
+                     "BOS heads from": first("count.bos"),
+                     "layers with BOS heads": ", ".join(map(str, layers)) if layers else "none (no sink)",
+                     "induction loss first -> last": f"{loss[0]:.2f} -> {loss[-1]:.2f}"})
+    return rows
+
+
+def format_markdown(rows: List[Dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(row[k] for k in keys) + " |" for row in rows]
     return "\n".join(lines)
 
 
