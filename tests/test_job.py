@@ -50,6 +50,7 @@ def test_multirun_sweep_logs_one_run_per_revision_and_resumes(checkpoints, tmp_p
     assert len(first) == 1
     proc = run_cli("-m", *local_model(checkpoints), "revision=logspaced", "screen=all", store=store)
     assert "Launching 3 jobs" in proc.stdout + proc.stderr
+    assert "=== sweep summary ===" in proc.stdout and "| tiny_neox |" in proc.stdout
     logged = runs(store)
     assert len(logged) == 3
     assert sorted(r.data.params["revision"] for r in logged) == ["step10", "step100", "step1000"]
@@ -109,3 +110,34 @@ def test_missing_local_folder_is_named(tmp_path):
     assert proc.returncode == 2
     assert f"model.path='{tmp_path / 'nowhere'}' does not exist" in proc.stderr
     assert runs(store) == []
+
+
+def test_text_file_corpus_with_the_model_tokenizer(tmp_path):
+    """corpus=text_file tokenises a local file with the checkpoint's own tokenizer."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from emergence.job import run_job
+    from emergence.registry import compose
+
+    text = tmp_path / "story.txt"
+    words = "the cat sat on the mat and the dog sat on the log while the bird sang".split()
+    text.write_text(" ".join(words * 60))
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator([text.read_text()], trainers.WordLevelTrainer(special_tokens=["[BOS]", "[UNK]"]))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="[BOS]", unk_token="[UNK]")
+    folder = save_revisions(tmp_path / "ckpt", "olmo", steps=(5,))
+    fast.save_pretrained(folder / "step5")
+    cfg = compose(["model=olmo", "model.name=texty", f"model.path={folder}", "model.repo=null",
+                   "model.revisions=folder", "revision=final", "corpus=text_file", f"corpus.path={text}",
+                   "corpus.seq_len=32", "corpus.n_sequences=20",
+                   f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifacts={tmp_path}/art"])
+    (result,) = run_job(cfg, progress=False)
+    assert result.metrics["induction_targets"] > 0  # repeated words give copy targets
+    assert "fraction.induction" in result.metrics
+    import mlflow
+
+    run = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_run(result.run_id)
+    assert run.data.params["corpus.kind"] == "text_file"
+    assert "windows=20" in run.data.params["probe"]
