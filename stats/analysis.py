@@ -1,0 +1,314 @@
+"""The whole analysis of a set of curves: fits, change points, verdicts, times, gaps,
+findings and PR lead, gathered into a :class:`StudyAnalysis` (``summary()``,
+``tables()``).
+
+Per curve (:func:`analyse_curve`): the four models with a shared dispersion
+(:func:`stats.models.fit_all`); PELT change points; the ``none`` checks of the
+verdict rule; then, for curves that change, a parametric bootstrap of the logistic
+(times and their intervals) and the bootstrap step-vs-logistic test, and the
+verdict (:mod:`stats.shape`). Random streams are spawned per curve from ``seed``,
+so a curve's result does not depend on the order of the others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from stats.bootstrap import BootstrapResults, parametric_bootstrap
+from stats.changepoint import ChangePoints, detect_changepoints
+from stats.config import AnalysisConfig
+from stats.curves import Curve, TrackedResults
+from stats.findings import Convergence, LayerFloor, LayerOnset, circuit_convergence, class_layer_counts, layer_floor, layer_onset
+from stats.hypotheses import TestResult, step_vs_logistic
+from stats.models import Dispersion, fit_all
+from stats.pr_lead import PRLead, pr_lead
+from stats.shape import ShapeVerdict, classify_shape, jump_share
+from stats.times import GapRatio, TransitionTimes, gap_ratio, transition_times
+
+#: Minimum revisions for any fit.
+MIN_FIT_POINTS = 3
+
+
+@dataclass
+class CurveAnalysis:
+    curve: Curve
+    verdict: ShapeVerdict
+    fits: Optional[dict] = None
+    dispersion: Optional[Dispersion] = None
+    changepoints: Optional[ChangePoints] = None
+    times: Optional[TransitionTimes] = None
+    step_test: Optional[TestResult] = None
+    boot: Optional[BootstrapResults] = None
+    continuous: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def model(self):
+        return self.curve.model
+
+    @property
+    def klass(self):
+        return self.curve.cls
+
+    def to_dict(self) -> dict:
+        c = self.curve
+        ev = self.verdict.evidence
+        t = self.times.to_dict() if self.times is not None else {}
+        cp = self.changepoints.primary if self.changepoints is not None else None
+        out = {
+            "model": c.model,
+            "class": c.cls,
+            "pretraining_corpus": c.corpus,
+            "shape": self.verdict.shape,
+            "reason": self.verdict.reason,
+            "n_points": len(c),
+            "tokens": c.tokens.tolist(),
+            "revisions": c.revisions.tolist(),
+            "k": c.k.tolist(),
+            "n": c.n.tolist(),
+            "t50": t.get("t50"),
+            "t50_ci": t.get("t50_ci"),
+            "onset": t.get("onset"),
+            "onset_ci": t.get("onset_ci"),
+            "saturation": t.get("saturation"),
+            "saturation_ci": t.get("saturation_ci"),
+            "t50_bound": t.get("t50_bound"),
+            "bracket_tokens": t.get("bracket_tokens"),
+            "width_decades": t.get("width_decades"),
+            "width_is_bound": t.get("width_is_bound"),
+            "spacing_decades": t.get("spacing_decades"),
+            "rise": ev.get("rise"),
+            "max_jump": ev.get("max_jump"),
+            "max_jump_share": ev.get("max_jump_share"),
+            "max_jump_tokens": ev.get("max_jump_tokens"),
+            "max_jump_revisions": ev.get("max_jump_revisions"),
+            "changepoint_tokens": None if cp is None else [cp.tokens_before, cp.tokens_after],
+            "changepoint_revisions": None if cp is None else [cp.revision_before, cp.revision_after],
+            "changepoints": None if self.changepoints is None else self.changepoints.to_dict(),
+            "best_model": ev.get("best_model"),
+            "aicc": ev.get("aicc"),
+            "delta_aicc": ev.get("delta_aicc"),
+            "p_step": None if self.step_test is None else self.step_test.p_value,
+            "step_test": None if self.step_test is None else self.step_test.to_dict(),
+            "dispersion": None if self.dispersion is None else self.dispersion.to_dict(),
+            "fits": None if self.fits is None else {
+                name: {"params": {k: float(v) for k, v in f.params.items()}, "loglik": f.loglik, "aicc": f.aicc}
+                for name, f in self.fits.items()
+            },
+            "continuous": self.continuous,
+            "notes": self.notes + (self.times.notes if self.times is not None else []),
+        }
+        return out
+
+
+def _continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float]) -> dict:
+    """Largest-jump share of the class's continuous metric(s) at the curve's revisions."""
+    cont = results.continuous
+    if cont is None or cont.empty:
+        return {}
+    metrics = [f"mean_selectivity.{curve.cls}"] + (["mean_first_token_attention"] if curve.cls == "bos" else [])
+    out = {}
+    for metric in metrics:
+        d = cont[(cont["model"] == curve.model) & (cont["metric"] == metric) & (cont["tokens"] > 0)].sort_values("tokens")
+        if len(d) < 2:
+            continue
+        v = d["value"].to_numpy(float)
+        scale = "value"
+        if metric.startswith("mean_selectivity") and np.all(v > 0):
+            v, scale = np.log10(v), "log10"
+        js = jump_share(v, direction)
+        out[metric] = {"scale": scale, "max_jump_share": js["max_jump_share"], "n_points": int(len(v))}
+    return out
+
+
+def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Optional[np.random.Generator] = None,
+                  results: Optional[TrackedResults] = None) -> CurveAnalysis:
+    """Analyse one curve (see module docstring); never raises on short or flat curves."""
+    cfg = AnalysisConfig() if config is None else config
+    rng = np.random.default_rng(cfg.seed) if rng is None else rng
+    sc = cfg.shape
+    notes = [f"left out of log10-token fits: {d}" for d in curve.dropped]
+    rule = dict(min_points=sc.min_points, min_rise=sc.min_rise, delta_aicc_none=sc.delta_aicc_none,
+                min_jump_share=sc.min_jump_share, width_factor=sc.width_factor, alpha=cfg.alpha)
+    args = (curve.tokens, curve.k, curve.n, curve.revisions)
+    if len(curve) < max(MIN_FIT_POINTS, 1) or len(curve) < sc.min_points:
+        verdict = classify_shape(*args, fits=None, **rule)
+        if verdict.shape != "none":  # min_points below MIN_FIT_POINTS
+            verdict = ShapeVerdict("none", f"too short: {len(curve)} revisions < {MIN_FIT_POINTS} needed for a fit", verdict.evidence)
+        return CurveAnalysis(curve, verdict, notes=notes)
+    fits, disp = fit_all(curve.tokens, curve.k, curve.n, cfg.fit.overdispersion, cfg.fit.dispersion_level)
+    cps = detect_changepoints(curve.tokens, curve.k, curve.n, curve.revisions, cfg.changepoint.penalty, disp.phi)
+    pre = classify_shape(*args, fits=fits, **rule)
+    params = fits["logistic"].params
+    direction = float(params["ceiling"] - params["floor"])
+    cont = _continuous_evidence(results, curve, direction) if results is not None else {}
+    if pre.shape == "none":
+        return CurveAnalysis(curve, pre, fits, disp, cps, continuous=cont, notes=notes)
+    boot = parametric_bootstrap(fits["logistic"], cfg.n_boot, rng)
+    times = transition_times(fits["logistic"], boot, rng, cfg.level, sc.width_factor)
+    test = step_vs_logistic(curve.tokens, curve.k, curve.n, cfg.n_boot, rng, disp.phi, fits)
+    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, **rule)
+    return CurveAnalysis(curve, verdict, fits, disp, cps, times, test, boot, cont, notes)
+
+
+@dataclass
+class StudyAnalysis:
+    """Everything the suite concludes from one set of curves."""
+
+    results: TrackedResults
+    config: AnalysisConfig
+    curves: list
+    gaps: list
+    layer_floor: list
+    layer_onset: list
+    convergence: list
+    pr_lead: list
+    notes: list = field(default_factory=list)
+
+    def curve(self, model: str, klass: str) -> CurveAnalysis:
+        for c in self.curves:
+            if c.model == model and c.klass == klass:
+                return c
+        raise KeyError((model, klass))
+
+    def gap(self, model: str) -> GapRatio:
+        for g in self.gaps:
+            if g.model == model:
+                return g
+        raise KeyError(model)
+
+    @property
+    def has_pr(self) -> bool:
+        return self.results.has_pr()
+
+    def summary(self) -> dict:
+        """The content of ``summary.json`` (JSON-safe: NaN and inf become null)."""
+        out = {
+            "source": self.results.source,
+            "notes": self.results.notes + self.notes,
+            "curves": [c.to_dict() for c in self.curves],
+            "gaps": [g.to_dict() for g in self.gaps],
+            "findings": {
+                "layer_floor": [f.to_dict() for f in self.layer_floor],
+                "layer_onset": [f.to_dict() for f in self.layer_onset],
+                "convergence": [f.to_dict() for f in self.convergence],
+            },
+            "pr_lead": [p.to_dict() for p in self.pr_lead],
+            "has_pr_data": self.has_pr,
+        }
+        return json_safe(out)
+
+    def tables(self) -> dict:
+        """Tidy tables for the CSV outputs."""
+        rows = []
+        for c in self.curves:
+            d = c.to_dict()
+            rows.append({k: d[k] for k in ("model", "class", "pretraining_corpus", "shape", "reason", "n_points", "t50",
+                                              "onset", "saturation", "t50_bound", "width_decades", "width_is_bound",
+                                              "spacing_decades", "rise", "max_jump", "max_jump_share", "best_model", "p_step")}
+                        | {"t50_lo": _ci(d["t50_ci"], 0), "t50_hi": _ci(d["t50_ci"], 1),
+                           "changepoint_before": _ci(d["changepoint_tokens"], 0), "changepoint_after": _ci(d["changepoint_tokens"], 1),
+                           "dispersion": None if c.dispersion is None else c.dispersion.phi})
+        fit_rows = []
+        for c in self.curves:
+            for name, f in (c.fits or {}).items():
+                ci = f.conf_int()
+                for p, v in f.params.items():
+                    fit_rows.append({"model": c.model, "class": c.klass, "fit": name, "parameter": p, "estimate": float(v),
+                                     "lower": float(ci.loc[p, "lower"]), "upper": float(ci.loc[p, "upper"]),
+                                     "loglik": f.loglik, "aicc": f.aicc, "dispersion": f.dispersion})
+        conv = [c.table.assign(model=c.model) for c in self.convergence]
+        pr = [pd.DataFrame([h.to_dict() for h in p.heads]).assign(model=p.model) for p in self.pr_lead if p.heads]
+        return {
+            "data": self.results.curves,
+            "curves": pd.DataFrame(rows),
+            "fits": pd.DataFrame(fit_rows),
+            "gaps": pd.DataFrame([g.to_dict() for g in self.gaps]).drop(columns=["notes"], errors="ignore") if self.gaps else pd.DataFrame(),
+            "layer_floor": pd.DataFrame([f.to_dict() for f in self.layer_floor]),
+            "layer_onset": pd.DataFrame([{"model": f.model, "layer": l, "onset_tokens": t} for f in self.layer_onset for l, t in f.onset.items()]),
+            "convergence": pd.concat(conv, ignore_index=True) if conv else pd.DataFrame(),
+            "pr_lead": pd.concat(pr, ignore_index=True) if pr else pd.DataFrame(),
+        }
+
+
+def _ci(v, i):
+    return None if v is None else v[i]
+
+
+def json_safe(obj):
+    """Recursively turn numpy scalars into Python ones and NaN/inf into None."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [json_safe(v) for v in obj.tolist()]
+    if isinstance(obj, (np.bool_,)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    return obj
+
+
+def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) -> StudyAnalysis:
+    """Analyse every curve of ``results`` and the cross-curve findings."""
+    cfg = AnalysisConfig() if config is None else config
+    curve_list = list(results.iter_curves())
+    seeds = np.random.SeedSequence(cfg.seed).spawn(len(curve_list) + 1)
+    analyses = []
+    bar = tqdm(curve_list, desc="curves", disable=not cfg.progress, leave=False)
+    for curve, seed in zip(bar, seeds):
+        bar.set_postfix_str(f"{curve.model}/{curve.cls}")
+        analyses.append(analyse_curve(curve, cfg, np.random.default_rng(seed), results))
+    tc = cfg.times
+    gaps = []
+    by_key = {(a.model, a.klass): a for a in analyses}
+    for model in results.models:
+        late, early = by_key.get((model, tc.late_class)), by_key.get((model, tc.early_class))
+        if late is None or early is None:
+            continue
+        if late.times is None or early.times is None:
+            missing = [a.klass for a in (late, early) if a.times is None]
+            nan = float("nan")
+            gaps.append(GapRatio(model, tc.late_class, tc.early_class, tc.formation, nan, nan, nan, [nan, nan], nan, cfg.level,
+                                 [f"no transition in {', '.join(missing)} (shape none): no ratio"]))
+            continue
+        gaps.append(gap_ratio(model, late.times, early.times, tc.formation, tc.late_class, tc.early_class, cfg.level))
+    fc = cfg.findings
+    rng = np.random.default_rng(seeds[-1])
+    floors, onsets, convs, leads = [], [], [], []
+    for model in results.models:
+        counts = class_layer_counts(results, fc.floor_class, model)
+        if not counts.empty:
+            f = layer_floor(counts, model, fc.floor_class, fc.floor_layers, fc.floor_rate, cfg.alpha, results.heads)
+            if f is not None:
+                floors.append(f)
+        counts = class_layer_counts(results, fc.onset_class, model)
+        if not counts.empty:
+            o = layer_onset(counts, model, fc.onset_class, fc.onset_min_count, fc.floor_layers, fc.n_perm, rng)
+            if o is not None:
+                onsets.append(o)
+        if results.heads is not None:
+            c = circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level)
+            if c is not None:
+                convs.append(c)
+            pc = cfg.pr_lead
+            p = pr_lead(results.heads, model, pc.column, pc.k_mad, pc.induction_class, pc.top_heads)
+            if p is not None:
+                leads.append(p)
+    notes = []
+    if not results.has_pr():
+        notes.append("no PR data: the runs have no `pr` column in heads.csv; the PR-lead analysis is empty")
+    if results.heads is None:
+        notes.append("no per-head table: circuit convergence and PR lead not computed")
+    return StudyAnalysis(results, cfg, analyses, gaps, floors, onsets, convs, leads, notes)

@@ -1,0 +1,366 @@
+"""Curves: read tracked screen runs (MLflow) or a CSV into tidy tables.
+
+A *curve* is k(t): the number ``k`` of ``n`` heads flagged for one class at the
+revisions of one model, with their training-token counts ``t``.
+
+Tables of a :class:`TrackedResults` (pandas DataFrames):
+
+- ``curves``: model, pretraining_corpus, class, revision, tokens, k, n - one row per
+  (model, class, revision), ``n`` all heads of the model;
+- ``layers``: model, class, revision, tokens, layer, k, n - per-layer counts
+  (``n`` = heads per layer);
+- ``heads``: model, revision, tokens, layer, head, ``selectivity.<class>``,
+  ``flag.<class>``, primary, first_token_attention and (when the PR screen ran)
+  pr, pr_corrected, pr_samples - one row per head and revision, or None;
+- ``continuous``: model, revision, tokens, metric, value - the continuous metrics
+  (mean selectivity, mean first-token attention, induction loss and accuracy, PR).
+
+Rules: only runs tagged ``emergence.status = complete`` are read (configurable);
+where several runs share (model, revision) the latest is kept and a note says so;
+revisions with equal token counts are merged (the first by name kept); revisions
+with zero tokens (``step0``) are kept in the tables but left out of fits on log10
+tokens (noted by the analysis).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Optional
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pandas as pd
+
+from stats.errors import StatsError
+
+#: The six head classes of the selectivity screen (METHODS section 5).
+CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
+#: Continuous metrics logged per run (Schaeffer et al. 2023: report these too).
+CONTINUOUS_METRICS = (
+    "mean_first_token_attention",
+    "induction_loss",
+    "induction_accuracy",
+    "pr.mean",
+    "pr.induction_mean",
+) + tuple(f"mean_selectivity.{c}" for c in CLASSES)
+
+CURVE_COLUMNS = ["model", "pretraining_corpus", "class", "revision", "tokens", "k", "n"]
+LAYER_COLUMNS = ["model", "class", "revision", "tokens", "layer", "k", "n"]
+CSV_REQUIRED = ("model", "class", "tokens", "k", "n")
+CSV_OPTIONAL = ("layer", "revision", "pretraining_corpus")
+
+_LAYER_METRIC = re.compile(r"^layer(\d+)\.count\.(.+)$")
+
+
+@dataclass
+class Curve:
+    """One curve: arrays sorted by tokens (positive tokens only)."""
+
+    model: str
+    cls: str
+    revisions: np.ndarray
+    tokens: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    corpus: str = "unknown"
+    dropped: list = field(default_factory=list)
+
+    @property
+    def x(self) -> np.ndarray:
+        return np.log10(self.tokens)
+
+    @property
+    def fraction(self) -> np.ndarray:
+        return self.k / np.where(self.n > 0, self.n, 1)
+
+    def __len__(self):
+        return len(self.tokens)
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, model: str, klass: str, corpus: str = "unknown") -> "Curve":
+        df = df.sort_values("tokens")
+        dropped = []
+        bad = (df["tokens"] <= 0) | (df["n"] <= 0)
+        if bad.any():
+            dropped = [f"{r.revision} (tokens={r.tokens}, n={r.n})" for r in df[bad].itertuples()]
+            df = df[~bad]
+        return cls(
+            model=model,
+            cls=klass,
+            revisions=df["revision"].astype(str).to_numpy(),
+            tokens=df["tokens"].to_numpy(float),
+            k=df["k"].to_numpy(float),
+            n=df["n"].to_numpy(float),
+            corpus=corpus,
+            dropped=dropped,
+        )
+
+
+@dataclass
+class TrackedResults:
+    """The tidy tables read from a store or a CSV (see module docstring)."""
+
+    curves: pd.DataFrame
+    layers: pd.DataFrame
+    heads: Optional[pd.DataFrame] = None
+    continuous: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["model", "revision", "tokens", "metric", "value"]))
+    source: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def models(self) -> list:
+        return sorted(self.curves["model"].unique())
+
+    def classes(self, model: Optional[str] = None) -> list:
+        df = self.curves if model is None else self.curves[self.curves["model"] == model]
+        present = set(df["class"].unique())
+        ordered = [c for c in CLASSES if c in present]
+        return ordered + sorted(present - set(CLASSES))
+
+    def corpus(self, model: str) -> str:
+        vals = self.curves.loc[self.curves["model"] == model, "pretraining_corpus"].dropna().unique()
+        return str(vals[0]) if len(vals) else "unknown"
+
+    def curve(self, model: str, klass: str) -> Curve:
+        df = self.curves[(self.curves["model"] == model) & (self.curves["class"] == klass)]
+        if df.empty:
+            raise StatsError(
+                f"no curve for model {model!r} class {klass!r}; models: {self.models}, classes: {self.classes(model)}"
+            )
+        return Curve.from_frame(df, model, klass, self.corpus(model))
+
+    def iter_curves(self) -> Iterator[Curve]:
+        for model in self.models:
+            for klass in self.classes(model):
+                yield self.curve(model, klass)
+
+    def has_pr(self) -> bool:
+        return self.heads is not None and "pr" in self.heads.columns and self.heads["pr"].notna().any()
+
+
+# ---------------------------------------------------------------------------------
+# CSV
+# ---------------------------------------------------------------------------------
+
+
+def read_csv(path) -> TrackedResults:
+    """Read curves measured elsewhere: columns ``model,class,tokens,k,n`` (optional
+    ``layer``, ``revision``, ``pretraining_corpus``).
+
+    Rows with an empty ``layer`` are whole-model counts; rows with a layer are
+    per-layer counts. A (model, class) with only per-layer rows gets its whole-model
+    curve by summing the layers at each token count.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise StatsError(f"no such CSV file: {str(path)!r} (source.path must name an existing file)")
+    try:
+        df = pd.read_csv(path)
+    except Exception as exc:  # pandas raises several types for unreadable files
+        raise StatsError(f"cannot read CSV {str(path)!r}: {exc}") from None
+    missing = [c for c in CSV_REQUIRED if c not in df.columns]
+    if missing:
+        raise StatsError(
+            f"CSV {str(path)!r} lacks column(s) {missing}; required: {list(CSV_REQUIRED)}, optional: {list(CSV_OPTIONAL)}"
+        )
+    extra = [c for c in df.columns if c not in CSV_REQUIRED + CSV_OPTIONAL]
+    if df.empty:
+        raise StatsError(f"CSV {str(path)!r} has no rows")
+    for col in ("tokens", "k", "n"):
+        vals = pd.to_numeric(df[col], errors="coerce")
+        if vals.isna().any():
+            row = int(np.flatnonzero(vals.isna().to_numpy())[0])
+            raise StatsError(f"CSV {str(path)!r} column {col!r} row {row}: {df[col].iloc[row]!r} is not a number")
+        df[col] = vals
+    if (df["k"] < 0).any() or (df["k"] > df["n"]).any():
+        raise StatsError(f"CSV {str(path)!r}: every row needs 0 <= k <= n")
+    df["model"] = df["model"].astype(str)
+    df["class"] = df["class"].astype(str)
+    if "revision" not in df.columns:
+        df["revision"] = df["tokens"].map(lambda t: f"t{int(t)}")
+    df["revision"] = df["revision"].astype(str)
+    if "pretraining_corpus" not in df.columns:
+        df["pretraining_corpus"] = "unknown"
+    if "layer" not in df.columns:
+        df["layer"] = np.nan
+    per_layer = df[df["layer"].notna()].copy()
+    whole = df[df["layer"].isna()].copy()
+    layers = per_layer.assign(layer=per_layer["layer"].astype(int))[LAYER_COLUMNS] if not per_layer.empty else _empty(LAYER_COLUMNS)
+    if not per_layer.empty:
+        have = set(zip(whole["model"], whole["class"]))
+        summed = (
+            per_layer.groupby(["model", "class", "tokens"], as_index=False)
+            .agg(k=("k", "sum"), n=("n", "sum"), revision=("revision", "first"), pretraining_corpus=("pretraining_corpus", "first"))
+        )
+        summed = summed[[(m, c) not in have for m, c in zip(summed["model"], summed["class"])]]
+        whole = pd.concat([whole, summed], ignore_index=True)
+    curves = _dedupe_tokens(whole[CURVE_COLUMNS].reset_index(drop=True))
+    notes = [f"ignored CSV columns: {extra}"] if extra else []
+    return TrackedResults(curves=curves, layers=layers.reset_index(drop=True), heads=None, source={"kind": "csv", "path": str(path.resolve())}, notes=notes)
+
+
+def _empty(cols):
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+def _dedupe_tokens(curves: pd.DataFrame) -> pd.DataFrame:
+    """Keep one row per (model, class, tokens): revisions with equal tokens are the same checkpoint."""
+    curves = curves.sort_values(["model", "class", "tokens", "revision"])
+    return curves.drop_duplicates(["model", "class", "tokens"], keep="first").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------------
+# MLflow
+# ---------------------------------------------------------------------------------
+
+
+def _sqlite_path(uri: str) -> Optional[Path]:
+    """The database file of a ``sqlite:///PATH`` URI (PATH absolute when it starts with /)."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return Path(unquote(uri[len("sqlite:///"):]))
+
+
+def _client(tracking_uri: str):
+    from mlflow.tracking import MlflowClient
+
+    path = _sqlite_path(tracking_uri)
+    if path is not None and not path.is_file():
+        raise StatsError(f"no MLflow store at {str(path)!r} (tracking_uri={tracking_uri!r}); run a sweep first or pass source=csv")
+    if tracking_uri.startswith("file:"):
+        local = Path(unquote(urlparse(tracking_uri).path))
+        if not local.exists():
+            raise StatsError(f"no MLflow store at {str(local)!r} (tracking_uri={tracking_uri!r})")
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
+def _search_all(client, experiment_id: str, filter_string: str):
+    runs, token = [], None
+    while True:
+        page = client.search_runs([experiment_id], filter_string=filter_string or "", max_results=1000, page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def read_mlflow(
+    tracking_uri: str,
+    experiment: str = "emergence",
+    filter_string: Optional[str] = None,
+    sweep: Optional[str] = None,
+    models: Optional[Iterable[str]] = None,
+    status: Optional[str] = "complete",
+    read_heads: bool = True,
+) -> TrackedResults:
+    """Read the screen runs of an MLflow experiment into tidy tables.
+
+    ``filter_string`` is an MLflow search filter; ``sweep`` keeps the runs tagged
+    ``emergence.sweep`` with that id (``latest``: the sweep of the newest run);
+    ``models`` keeps those registry names; ``status`` the runs whose
+    ``emergence.status`` tag equals it (None: all). ``read_heads`` downloads each
+    run's ``heads.csv`` artifact for the per-head analyses.
+    """
+    client = _client(tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        names = sorted(e.name for e in client.search_experiments())
+        raise StatsError(f"no experiment {experiment!r} in {tracking_uri!r}; experiments: {names}")
+    try:
+        runs = _search_all(client, exp.experiment_id, filter_string)
+    except Exception as exc:
+        raise StatsError(f"MLflow search failed for filter {filter_string!r}: {exc}") from None
+    what = f"experiment {experiment!r}" + (f" with filter {filter_string!r}" if filter_string else "")
+    runs = [r for r in runs if "model" in r.data.params and "tokens" in r.data.params]
+    if status:
+        runs = [r for r in runs if r.data.tags.get("emergence.status") == status]
+    if not runs:
+        raise StatsError(f"no {status or ''} screen runs in {what} at {tracking_uri!r}".replace("  ", " "))
+    if sweep:
+        sweeps = {r.data.tags.get("emergence.sweep") for r in runs} - {None}
+        if sweep == "latest":
+            sweep = max(runs, key=lambda r: r.info.start_time).data.tags.get("emergence.sweep")
+        if sweep not in sweeps:
+            raise StatsError(f"no runs of sweep {sweep!r} in {what}; sweeps: {sorted(sweeps)}")
+        runs = [r for r in runs if r.data.tags.get("emergence.sweep") == sweep]
+    if models:
+        models = list(models)
+        present = sorted({r.data.params["model"] for r in runs})
+        unknown = [m for m in models if m not in present]
+        if unknown:
+            raise StatsError(f"model(s) {unknown} not in {what}; models: {present}")
+        runs = [r for r in runs if r.data.params["model"] in models]
+
+    notes = []
+    runs.sort(key=lambda r: r.info.start_time or 0, reverse=True)
+    seen, kept = set(), []
+    for r in runs:
+        key = (r.data.params["model"], r.data.params.get("revision", r.data.params["tokens"]))
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(r)
+    if len(kept) < len(runs):
+        notes.append(f"{len(runs) - len(kept)} older duplicate run(s) of the same (model, revision) ignored")
+
+    curve_rows, layer_rows, cont_rows, head_frames = [], [], [], []
+    tmp = tempfile.TemporaryDirectory() if read_heads else None
+    for r in kept:
+        p, m = r.data.params, r.data.metrics
+        model = p["model"]
+        revision = p.get("revision", f"t{p['tokens']}")
+        try:
+            tokens = float(p["tokens"])
+        except ValueError:
+            raise StatsError(f"run {r.info.run_id}: param tokens={p['tokens']!r} is not a number") from None
+        corpus = p.get("pretraining_corpus", "unknown")
+        n_total = m.get("n_heads_total")
+        if n_total is None and "n_layers" in p and "n_heads" in p:
+            n_total = int(p["n_layers"]) * int(p["n_heads"])
+        n_heads = int(p["n_heads"]) if "n_heads" in p else None
+        for key, val in m.items():
+            if key.startswith("count."):
+                if n_total is None:
+                    raise StatsError(f"run {r.info.run_id}: no n_heads_total metric nor n_layers/n_heads params")
+                curve_rows.append((model, corpus, key[len("count."):], revision, tokens, val, n_total))
+            lm = _LAYER_METRIC.match(key)
+            if lm and n_heads is not None:
+                layer_rows.append((model, lm.group(2), revision, tokens, int(lm.group(1)), val, n_heads))
+            if key in CONTINUOUS_METRICS:
+                cont_rows.append((model, revision, tokens, key, val))
+        if read_heads:
+            heads = _download_heads(client, r.info.run_id, tmp.name)
+            if heads is not None:
+                heads.insert(0, "tokens", tokens)
+                heads.insert(0, "revision", revision)
+                heads.insert(0, "model", model)
+                head_frames.append(heads)
+    if tmp is not None:
+        tmp.cleanup()
+    if not curve_rows:
+        raise StatsError(f"runs in {what} have no count.<class> metrics; classes expected: {list(CLASSES)}")
+    curves = _dedupe_tokens(pd.DataFrame(curve_rows, columns=CURVE_COLUMNS))
+    layers = pd.DataFrame(layer_rows, columns=LAYER_COLUMNS)
+    continuous = pd.DataFrame(cont_rows, columns=["model", "revision", "tokens", "metric", "value"])
+    heads = pd.concat(head_frames, ignore_index=True) if head_frames else None
+    if read_heads and heads is None:
+        notes.append("no heads.csv artifacts: per-head analyses skipped")
+    source = {"kind": "mlflow", "tracking_uri": tracking_uri, "experiment": experiment, "filter": filter_string,
+              "sweep": sweep, "n_runs": len(kept)}
+    return TrackedResults(curves=curves, layers=layers, heads=heads, continuous=continuous, source=source, notes=notes)
+
+
+def _download_heads(client, run_id: str, dst: str) -> Optional[pd.DataFrame]:
+    try:
+        names = [a.path for a in client.list_artifacts(run_id)]
+    except Exception:
+        return None
+    if "heads.csv" not in names:
+        return None
+    local = client.download_artifacts(run_id, "heads.csv", dst)
+    df = pd.read_csv(local)
+    Path(local).unlink(missing_ok=True)
+    return df

@@ -1,0 +1,216 @@
+"""The study's other findings: layer floor, per-layer onset, circuit convergence.
+
+Layer floor (F1). For one model and class c (BOS), ``k`` = head-revision pairs
+flagged c in the floor layers (default L0, L1) over all revisions, of
+``N = heads in those layers x revisions``. Reported: ``k``, the exact one-sided
+95 % upper bound on the rate (Clopper-Pearson; ``1 - 0.05^(1/N)`` when k = 0) and
+the exact test of H0 rate >= ``floor_rate``. The N head-revision pairs are not
+independent (the same head at ten revisions), so the bound over *distinct heads*
+(a head counts once, positive if flagged at any revision) is reported as well:
+the conservative reading.
+
+Per-layer onset. A layer's onset is the first revision at which it holds at least
+``onset_min_count`` heads of the class (never: +inf). Reported per model: the
+onset of every layer, the layers that gain heads first and last, and the
+"middle first, spreading outward" statistic: Spearman's rho between a layer's
+distance from the middle layer ``(L - 1) / 2`` and its onset, over the layers
+outside the floor, with a one-sided permutation p-value (H0: onsets exchangeable
+across layers; H1: rho > 0, farther layers later).
+
+Circuit convergence (F4). ``S_final`` = the heads flagged (induction) at the final
+revision (largest token count). At each revision r, recall(r) = |S_r n S_final| /
+|S_final|. Reported: the recall curve, the first revision where recall >=
+``recall_level`` (2/3) and its tokens and percentage of training (tokens over the
+final revision's tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from stats.hypotheses import TestResult, clopper_pearson_upper, layer_floor_test, permutation_spearman
+
+
+def class_layer_counts(results, klass: str, model: Optional[str] = None) -> pd.DataFrame:
+    """Per-layer counts of ``klass`` (model, revision, tokens, layer, k, n), from the
+    per-layer metrics, else from the per-head table."""
+    lay = results.layers
+    df = lay[lay["class"] == klass] if not lay.empty else lay
+    if df.empty and results.heads is not None and f"flag.{klass}" in results.heads.columns:
+        h = results.heads
+        df = (
+            h.groupby(["model", "revision", "tokens", "layer"], as_index=False)
+            .agg(k=(f"flag.{klass}", "sum"), n=("head", "size"))
+        )
+    df = df[["model", "revision", "tokens", "layer", "k", "n"]] if not df.empty else pd.DataFrame(
+        columns=["model", "revision", "tokens", "layer", "k", "n"])
+    if model is not None:
+        df = df[df["model"] == model]
+    return df.astype({"layer": int}).sort_values(["tokens", "layer"]).reset_index(drop=True) if not df.empty else df
+
+
+@dataclass
+class LayerFloor:
+    model: str
+    klass: str
+    layers: list
+    k: int
+    N: int
+    n_revisions: int
+    n_heads: int
+    heads_ever: int
+    upper_bound: float
+    upper_bound_heads: float
+    test: TestResult
+    level: float = 0.95
+
+    @property
+    def holds(self) -> bool:
+        return self.k == 0
+
+    def to_dict(self):
+        return {
+            "model": self.model,
+            "class": self.klass,
+            "layers": self.layers,
+            "flagged_head_revisions": self.k,
+            "head_revisions": self.N,
+            "n_revisions": self.n_revisions,
+            "n_heads": self.n_heads,
+            "heads_ever_flagged": self.heads_ever,
+            "rate": self.k / self.N if self.N else None,
+            "upper_bound": self.upper_bound,
+            "upper_bound_heads": self.upper_bound_heads,
+            "level": self.level,
+            "holds": self.holds,
+            "p_value": self.test.p_value,
+            "null": self.test.null,
+        }
+
+
+def layer_floor(counts: pd.DataFrame, model: str, klass: str = "bos", floor_layers=(0, 1), rate0: float = 0.05,
+                alpha: float = 0.05, heads: Optional[pd.DataFrame] = None) -> Optional[LayerFloor]:
+    """Layer-floor summary of one model from its per-layer counts (see module docstring)."""
+    floor_layers = [int(v) for v in floor_layers]
+    df = counts[counts["layer"].isin(floor_layers)]
+    if df.empty:
+        return None
+    k = int(df["k"].sum())
+    N = int(df["n"].sum())
+    n_rev = int(df["revision"].nunique())
+    n_heads = int(df.groupby("layer")["n"].max().sum())
+    if heads is not None and f"flag.{klass}" in heads.columns:
+        h = heads[heads["layer"].isin(floor_layers)]
+        heads_ever = int((h.groupby(["layer", "head"])[f"flag.{klass}"].max() > 0).sum())
+    else:
+        # without per-head rows, bound by the largest per-revision count (a lower bound on distinct heads)
+        heads_ever = int(df.groupby("revision")["k"].sum().max()) if k else 0
+    test = layer_floor_test(k, N, rate0, alpha)
+    return LayerFloor(model, klass, floor_layers, k, N, n_rev, n_heads, heads_ever,
+                      clopper_pearson_upper(k, N, alpha), clopper_pearson_upper(heads_ever, n_heads, alpha), test, 1 - alpha)
+
+
+@dataclass
+class LayerOnset:
+    model: str
+    klass: str
+    onset: dict  # layer -> tokens (None: never)
+    first_layers: list
+    last_layers: list
+    never_layers: list
+    test: Optional[TestResult]
+    floor_layers: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {
+            "model": self.model,
+            "class": self.klass,
+            "onset_tokens": {str(k): v for k, v in self.onset.items()},
+            "first_layers": self.first_layers,
+            "last_layers": self.last_layers,
+            "never_layers": self.never_layers,
+            "middle_out_rho": None if self.test is None else self.test.statistic,
+            "middle_out_p_value": None if self.test is None else self.test.p_value,
+            "floor_layers_excluded": self.floor_layers,
+        }
+
+
+def layer_onset(counts: pd.DataFrame, model: str, klass: str = "bos", min_count: int = 1, floor_layers=(0, 1),
+                n_perm: int = 9999, rng: Optional[np.random.Generator] = None, n_layers: Optional[int] = None) -> Optional[LayerOnset]:
+    """Per-layer onset and the middle-out test of one model (see module docstring)."""
+    if counts.empty:
+        return None
+    rng = np.random.default_rng(0) if rng is None else rng
+    L = int(n_layers if n_layers is not None else counts["layer"].max() + 1)
+    onset = {}
+    for layer in range(L):
+        d = counts[(counts["layer"] == layer) & (counts["k"] >= min_count)]
+        onset[layer] = float(d["tokens"].min()) if not d.empty else None
+    finite = {l: t for l, t in onset.items() if t is not None}
+    never = [l for l, t in onset.items() if t is None]
+    first = sorted(l for l, t in finite.items() if t == min(finite.values())) if finite else []
+    eligible = [l for l in range(L) if l not in set(int(v) for v in floor_layers)]
+    elig_finite = {l: finite[l] for l in eligible if l in finite}
+    last = sorted(l for l, t in elig_finite.items() if t == max(elig_finite.values())) if elig_finite else []
+    test = None
+    if len(eligible) >= 3 and finite:
+        mid = (L - 1) / 2
+        dist = np.array([abs(l - mid) for l in eligible])
+        vals = np.array([onset[l] if onset[l] is not None else np.inf for l in eligible])
+        vals = np.where(np.isfinite(vals), np.log10(np.where(np.isfinite(vals), vals, 1.0)), np.inf)
+        test = permutation_spearman(dist, vals, n_perm, rng)
+    return LayerOnset(model, klass, onset, first, last, never, test, [int(v) for v in floor_layers])
+
+
+@dataclass
+class Convergence:
+    model: str
+    klass: str
+    table: pd.DataFrame  # revision, tokens, recall, n_found, n_final
+    level: float
+    revision_at_level: Optional[str]
+    tokens_at_level: Optional[float]
+    pct_training: Optional[float]
+    n_final: int
+
+    def to_dict(self):
+        return {
+            "model": self.model,
+            "class": self.klass,
+            "n_final": self.n_final,
+            "level": self.level,
+            "revision_at_level": self.revision_at_level,
+            "tokens_at_level": self.tokens_at_level,
+            "pct_training": self.pct_training,
+            "recall": [
+                {"revision": r.revision, "tokens": float(r.tokens), "recall": float(r.recall)}
+                for r in self.table.itertuples()
+            ],
+        }
+
+
+def circuit_convergence(heads: pd.DataFrame, model: str, klass: str = "induction", level: float = 2 / 3) -> Optional[Convergence]:
+    """Recall of the final circuit at each revision (see module docstring)."""
+    col = f"flag.{klass}"
+    h = heads[heads["model"] == model]
+    if h.empty or col not in h.columns:
+        return None
+    final_tokens = float(h["tokens"].max())
+    final = h[h["tokens"] == final_tokens]
+    s_final = set(map(tuple, final.loc[final[col] > 0, ["layer", "head"]].to_numpy().tolist()))
+    rows = []
+    for (rev, tok), g in h.groupby(["revision", "tokens"], sort=False):
+        s_r = set(map(tuple, g.loc[g[col] > 0, ["layer", "head"]].to_numpy().tolist()))
+        found = len(s_r & s_final)
+        rows.append((rev, float(tok), found / len(s_final) if s_final else np.nan, found, len(s_final)))
+    table = pd.DataFrame(rows, columns=["revision", "tokens", "recall", "n_found", "n_final"]).sort_values("tokens").reset_index(drop=True)
+    hit = table[table["recall"] >= level - 1e-12]
+    if hit.empty or not s_final:
+        return Convergence(model, klass, table, level, None, None, None, len(s_final))
+    first = hit.iloc[0]
+    pct = 100.0 * first["tokens"] / final_tokens if final_tokens > 0 else None
+    return Convergence(model, klass, table, level, str(first["revision"]), float(first["tokens"]), pct, len(s_final))

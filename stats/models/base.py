@@ -1,0 +1,386 @@
+"""Common base of the curve models: binomial likelihood on log10 tokens.
+
+A curve is ``k_i`` of ``n_i`` heads flagged at revisions ``i = 1..m`` with token
+counts ``t_i``; the models work on ``x_i = log10 t_i``. A model gives the flagged
+probability ``p(x; theta)`` and is fitted by binomial maximum likelihood::
+
+    l(theta) = sum_i [ log C(n_i, k_i) + k_i log p_i + (n_i - k_i) log(1 - p_i) ].
+
+Overdispersion (quasi-likelihood, McCullagh & Nelder 1989): the Pearson statistic
+``X2 = sum_i (k_i - n_i p_i)^2 / (n_i p_i (1 - p_i))`` of the most flexible model
+(the logistic) on ``df = m - K`` degrees of freedom estimates the dispersion
+``phi = X2 / df``. Overdispersion is *present* when ``X2`` exceeds the 0.95 quantile of
+chi-square(df); then ``phi = X2 / df`` is used, otherwise ``phi = 1``. Where present,
+standard errors are scaled by ``sqrt(phi)``, model comparison uses QAICc and the
+parametric bootstrap draws beta-binomial counts with the same variance inflation
+(``var = phi n p (1 - p)``, intra-class correlation ``rho = (phi - 1) / (n - 1)``).
+
+Model comparison by AICc (m is about 10, so the small-sample correction matters)::
+
+    AICc  = -2 l + 2 K + 2 K (K + 1) / (m - K - 1)
+    QAICc = -2 l / phi + 2 K' + 2 K' (K' + 1) / (m - K' - 1),  K' = K + 1 (phi estimated)
+
+and ``+inf`` when ``m - K - 1 <= 0`` (too few revisions for that model).
+
+Every model fits many replicates at once (``fit_batch``): the parametric bootstrap
+refits thousands of replicate curves in one vectorised call. Smooth models use a
+batched, box-constrained Levenberg-Marquardt (Fisher scoring) from several starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+from scipy.special import expit, gammaln
+
+#: Probabilities are kept in [EPS, 1 - EPS] inside logarithms.
+EPS = 1e-12
+#: Bound on the logit of a probability parameter (expit(-18) ~ 1.5e-8).
+LOGIT_BOUND = 18.0
+
+
+def log_binom_coef(k, n):
+    """log C(n, k), elementwise."""
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+
+def binomial_loglik(k, n, p, const=None):
+    """Binomial log-likelihood summed over the last axis (broadcasting k, n, p)."""
+    p = np.clip(p, EPS, 1 - EPS)
+    ll = (k * np.log(p) + (n - k) * np.log1p(-p)).sum(-1)
+    if const is None:
+        const = log_binom_coef(k, n).sum(-1)
+    return ll + const
+
+
+def pearson_chi2(k, n, p):
+    """Pearson X2 = sum (k - n p)^2 / (n p (1 - p)) over the last axis."""
+    p = np.clip(p, EPS, 1 - EPS)
+    return ((k - n * p) ** 2 / (n * p * (1 - p))).sum(-1)
+
+
+def information_criterion(loglik, n_params, n_obs, dispersion=1.0):
+    """AICc (``dispersion == 1``) or QAICc (``dispersion > 1``, one extra parameter).
+
+    Returns ``inf`` when the sample is too small for the correction term.
+    """
+    if dispersion > 1.0:
+        kk = n_params + 1
+        dev = -2.0 * loglik / dispersion
+    else:
+        kk = n_params
+        dev = -2.0 * loglik
+    denom = n_obs - kk - 1
+    if denom <= 0:
+        return float("inf")
+    return float(dev + 2 * kk + 2 * kk * (kk + 1) / denom)
+
+
+@dataclass
+class Dispersion:
+    """Pearson dispersion estimate of a fit (see module docstring)."""
+
+    chi2: float
+    df: int
+    phi: float
+    present: bool
+    p_value: float
+
+    def to_dict(self):
+        return {
+            "pearson_chi2": self.chi2,
+            "df": self.df,
+            "phi": self.phi,
+            "present": self.present,
+            "p_value": self.p_value,
+        }
+
+
+def estimate_dispersion(k, n, p, n_params, level=0.95) -> Dispersion:
+    """Quasi-likelihood dispersion: ``phi = X2/df`` if ``X2 > chi2_{level}(df)``, else 1."""
+    chi2 = float(pearson_chi2(np.asarray(k, float), np.asarray(n, float), np.asarray(p, float)))
+    df = int(len(np.atleast_1d(k)) - n_params)
+    if df < 1 or not np.isfinite(chi2):
+        return Dispersion(chi2, df, 1.0, False, float("nan"))
+    pval = float(sps.chi2.sf(chi2, df))
+    present = chi2 > sps.chi2.ppf(level, df)
+    return Dispersion(chi2, df, chi2 / df if present else 1.0, bool(present), pval)
+
+
+# ---------------------------------------------------------------------------------
+# Batched Levenberg-Marquardt for the binomial likelihood.
+# ---------------------------------------------------------------------------------
+
+
+def levenberg_marquardt(
+    mean_jac: Callable[[np.ndarray], tuple],
+    theta0: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    k: np.ndarray,
+    n: np.ndarray,
+    max_iter: int = 200,
+    tol: float = 1e-10,
+):
+    """Maximise the binomial log-likelihood of P problems at once.
+
+    Fisher scoring with Levenberg damping: with ``J = dp/dtheta`` (P, m, q),
+    score ``g = J' (k - n p) / (p (1 - p))`` and expected information
+    ``H = J' diag(n / (p (1 - p))) J``, the step solves
+    ``(H + lambda (diag H + 1e-8)) delta = g``; a step is kept if it does not lower
+    the likelihood (then ``lambda /= 3``), else ``lambda *= 10``. Box constraints
+    are handled by projection, with coordinates at a bound whose score points
+    outwards frozen for that iteration (active set). A problem stops when a kept
+    step gains less than ``tol`` or ``lambda`` exceeds 1e10.
+
+    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q).
+    ``k`` is (P, m); ``n`` is (m,) or (P, m). Returns ``theta`` (P, q) and the
+    log-likelihood without the binomial-coefficient constant (P,).
+    """
+    theta = np.clip(np.array(theta0, float), lower, upper)
+    P, q = theta.shape
+    k = np.asarray(k, float)
+    n = np.broadcast_to(np.asarray(n, float), k.shape)
+    p, J = mean_jac(theta)
+    ll = binomial_loglik(k, n, p, const=0.0)
+    lam = np.full(P, 1e-3)
+    active = np.ones(P, bool)
+    eye = np.eye(q)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        th, pp, JJ, kk, nn = theta[idx], np.clip(p[idx], EPS, 1 - EPS), J[idx], k[idx], n[idx]
+        v = pp * (1 - pp)
+        g = np.einsum("pmi,pm->pi", JJ, (kk - nn * pp) / v)
+        H = np.einsum("pmi,pm,pmj->pij", JJ, nn / v, JJ)
+        fixed = ((th <= lower + 1e-12) & (g < 0)) | ((th >= upper - 1e-12) & (g > 0))
+        free = ~fixed
+        g = np.where(fixed, 0.0, g)
+        H = H * free[:, :, None] * free[:, None, :]
+        diag = np.diagonal(H, axis1=1, axis2=2)
+        damp = lam[idx, None] * (diag + 1e-8) + fixed
+        A = H + damp[:, :, None] * eye
+        try:
+            step = np.linalg.solve(A, g[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            step = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(A, g)])
+        step = np.where(np.isfinite(step), step, 0.0)
+        new = np.clip(th + step, lower, upper)
+        pn, Jn = mean_jac(new)
+        lln = binomial_loglik(kk, nn, pn, const=0.0)
+        gain = lln - ll[idx]
+        keep = np.isfinite(lln) & (gain >= -1e-13)
+        ki = idx[keep]
+        theta[ki], p[ki], J[ki], ll[ki] = new[keep], pn[keep], Jn[keep], lln[keep]
+        lam[ki] = np.maximum(lam[ki] / 3.0, 1e-12)
+        ri = idx[~keep]
+        lam[ri] *= 10.0
+        done_kept = keep & (np.abs(gain) < tol)
+        active[idx[done_kept]] = False
+        active[ri[lam[ri] > 1e10]] = False
+    return theta, ll
+
+
+# ---------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BatchFit:
+    """Fits of B replicate curves: internal parameters (B, q) and log-likelihoods (B,)."""
+
+    theta: np.ndarray
+    loglik: np.ndarray
+
+
+@dataclass
+class FitResults:
+    """One fitted curve model, in the style of a statsmodels results object.
+
+    ``params`` are the natural parameters (a Series); ``conf_int()`` gives Wald
+    intervals (on the internal scale, mapped back, scaled by ``sqrt(phi)``) or
+    parametric-bootstrap percentile intervals; ``aicc`` is AICc, or QAICc where
+    ``dispersion > 1``; ``predict(tokens)`` the fitted probability.
+    """
+
+    model: "CurveModel"
+    theta: np.ndarray
+    loglik: float
+    tokens: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    dispersion: float = 1.0
+    cov_theta: Optional[np.ndarray] = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def x(self):
+        return np.log10(self.tokens)
+
+    @property
+    def params(self) -> pd.Series:
+        return pd.Series(self.model.natural(self.theta[None, :], self.x)[0], index=self.model.param_names)
+
+    @property
+    def n_params(self) -> int:
+        return self.model.n_params
+
+    @property
+    def n_obs(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def aicc(self) -> float:
+        return information_criterion(self.loglik, self.n_params, self.n_obs, self.dispersion)
+
+    @property
+    def fitted(self) -> np.ndarray:
+        """Fitted probabilities at the observed revisions."""
+        return self.model.mean(self.theta[None, :], self.x)[0]
+
+    @property
+    def pearson_chi2(self) -> float:
+        return float(pearson_chi2(self.k, self.n, self.fitted))
+
+    def predict(self, tokens) -> np.ndarray:
+        """Fitted probability at the given token counts."""
+        x = np.log10(np.asarray(tokens, float))
+        return self.model.mean(self.theta[None, :], x, ref=self.x)[0]
+
+    def with_dispersion(self, phi: float) -> "FitResults":
+        """The same fit under dispersion ``phi`` (covariance scaled, QAICc)."""
+        cov = None if self.cov_theta is None else self.cov_theta * (phi / self.dispersion)
+        return FitResults(self.model, self.theta, self.loglik, self.tokens, self.k, self.n, float(phi), cov, list(self.notes))
+
+    def bse_theta(self) -> np.ndarray:
+        if self.cov_theta is None:
+            return np.full(len(self.theta), np.nan)
+        return np.sqrt(np.clip(np.diag(self.cov_theta), 0, None))
+
+    def conf_int(self, alpha=0.05, method="wald", n_boot=1000, seed=0) -> pd.DataFrame:
+        """Intervals for ``params``: ``wald`` (NaN for a parameter at a bound) or ``bootstrap``."""
+        names = list(self.model.param_names)
+        if method == "bootstrap":
+            from stats.bootstrap import parametric_bootstrap
+
+            boot = parametric_bootstrap(self, n_boot, np.random.default_rng(seed))
+            nat = self.model.natural(boot.theta, self.x)
+            lo, hi = np.nanquantile(nat, [alpha / 2, 1 - alpha / 2], axis=0)
+            return pd.DataFrame({"lower": lo, "upper": hi}, index=names)
+        if method != "wald":
+            raise ValueError(f"conf_int method {method!r}: valid choices are 'wald', 'bootstrap'")
+        z = sps.norm.ppf(1 - alpha / 2)
+        se = self.bse_theta()
+        lo_t, hi_t = self.theta - z * se, self.theta + z * se
+        lo = self.model.natural(lo_t[None, :], self.x)[0]
+        hi = self.model.natural(hi_t[None, :], self.x)[0]
+        lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
+        return pd.DataFrame({"lower": lo, "upper": hi}, index=names)
+
+    def summary(self) -> str:
+        """A plain-text table of the fit."""
+        ci = self.conf_int()
+        crit = "QAICc" if self.dispersion > 1 else "AICc"
+        lines = [
+            f"{self.model.name} model, binomial ML on log10 tokens",
+            f"  revisions: {self.n_obs}   parameters: {self.n_params}   "
+            f"log-likelihood: {self.loglik:.3f}   {crit}: {self.aicc:.3f}   dispersion: {self.dispersion:.3f}",
+            f"  {'parameter':<12}{'estimate':>14}{'95% lower':>14}{'95% upper':>14}",
+        ]
+        for name, val in self.params.items():
+            lines.append(f"  {name:<12}{val:>14.5g}{ci.loc[name, 'lower']:>14.5g}{ci.loc[name, 'upper']:>14.5g}")
+        lines.extend(f"  note: {s}" for s in self.notes)
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<FitResults {self.model.name}: loglik={self.loglik:.3f} aicc={self.aicc:.3f}>"
+
+
+class CurveModel:
+    """Base of the curve models: ``fit(tokens, k, n)`` returns a :class:`FitResults`.
+
+    Subclasses define the internal parameters ``theta`` (unconstrained or boxed),
+    ``mean(theta, x)``, ``natural(theta, x)`` and ``fit_batch(x, k, n)``.
+    """
+
+    name: str = "base"
+    param_names: tuple = ()
+
+    @property
+    def n_params(self) -> int:
+        return len(self.param_names)
+
+    def mean(self, theta, x, ref=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def natural(self, theta, x):
+        return theta
+
+    def fit_batch(self, x, k, n, init=None) -> BatchFit:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def information(self, theta, x, n):
+        """Expected Fisher information of the internal parameters (q, q), or None."""
+        return None
+
+    def fit(self, tokens, k, n, dispersion: float = 1.0) -> FitResults:
+        """Fit one curve by binomial maximum likelihood.
+
+        ``tokens`` (> 0), ``k`` and ``n`` are arrays of one value a revision, sorted
+        by tokens. ``dispersion`` (phi >= 1) scales standard errors and turns AICc
+        into QAICc; estimate it with :func:`estimate_dispersion` on the most flexible
+        model.
+        """
+        tokens = np.asarray(tokens, float)
+        k = np.asarray(k, float)
+        n = np.asarray(n, float)
+        x = np.log10(tokens)
+        bf = self.fit_batch(x, k[None, :], n)
+        theta = bf.theta[0]
+        ll = float(bf.loglik[0])
+        cov = None
+        info = self.information(theta, x, n)
+        notes = []
+        if info is not None:
+            cov = _inverse_on_free(info, self._at_bound(theta, x))
+            if cov is not None:
+                cov = cov * dispersion
+            if np.isnan(np.diag(cov)).any():
+                notes.append("parameters at a bound have no Wald interval (NaN)")
+        return FitResults(self, theta, ll, tokens, k, n, float(dispersion), cov, notes)
+
+    def _at_bound(self, theta, x):
+        return np.zeros(len(theta), bool)
+
+
+def _inverse_on_free(info, at_bound):
+    """Inverse of the information over the free parameters; NaN rows for bound ones."""
+    q = info.shape[0]
+    cov = np.full((q, q), np.nan)
+    free = ~at_bound
+    if free.any():
+        sub = info[np.ix_(free, free)]
+        try:
+            inv = np.linalg.inv(sub)
+            if not np.all(np.isfinite(inv)) or np.any(np.diag(inv) < 0):
+                raise np.linalg.LinAlgError
+        except np.linalg.LinAlgError:
+            inv = np.linalg.pinv(sub)
+            bad = np.diag(inv) <= 0
+            inv[bad, :] = np.nan
+            inv[:, bad] = np.nan
+        cov[np.ix_(free, free)] = inv
+    return cov
+
+
+def logit(p):
+    p = np.clip(np.asarray(p, float), expit(-LOGIT_BOUND), expit(LOGIT_BOUND))
+    return np.log(p) - np.log1p(-p)

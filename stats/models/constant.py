@@ -1,0 +1,35 @@
+"""Constant: no change at all, ``p_i = p`` with ``p = sum k / sum n`` (closed form). K = 1."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from stats.models.base import LOGIT_BOUND, BatchFit, CurveModel, binomial_loglik, logit
+
+
+class ConstantModel(CurveModel):
+    """One level for every revision."""
+
+    name = "constant"
+    param_names = ("p",)
+
+    def mean(self, theta, x, ref=None):
+        theta = np.atleast_2d(theta)
+        return np.broadcast_to(expit(theta[:, :1]), (theta.shape[0], np.size(x))).copy()
+
+    def natural(self, theta, x):
+        return expit(np.atleast_2d(theta))
+
+    def information(self, theta, x, n):
+        p = expit(theta[0])
+        return np.array([[np.asarray(n, float).sum() * p * (1 - p)]])
+
+    def _at_bound(self, theta, x):
+        return np.abs(theta) >= LOGIT_BOUND - 1e-6
+
+    def fit_batch(self, x, k, n, init=None) -> BatchFit:
+        k = np.atleast_2d(np.asarray(k, float))
+        n = np.broadcast_to(np.asarray(n, float), k.shape)
+        p = k.sum(-1) / np.maximum(n.sum(-1), 1)
+        return BatchFit(logit(p)[:, None], binomial_loglik(k, n, p[:, None]))
