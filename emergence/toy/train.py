@@ -181,6 +181,10 @@ def _locked(folder: Path):
 
 @contextlib.contextmanager
 def _training_context(threads: Optional[int]):
+    from transformers.utils import logging as hf_logging
+
+    prev_bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Writing model shards" bar per checkpoint
     prev_threads = torch.get_num_threads()
     prev_det = torch.are_deterministic_algorithms_enabled()
     prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
@@ -192,6 +196,8 @@ def _training_context(threads: Optional[int]):
     finally:
         torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
         torch.set_num_threads(prev_threads)
+        if prev_bar:
+            hf_logging.enable_progress_bar()
 
 
 # --------------------------------------------------------------------------- training
