@@ -30,7 +30,7 @@ from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
 from stats.pr_lead import PRLead, pr_lead
 from stats.shape import ShapeVerdict, classify_shape, jump_share
-from stats.times import GapRatio, TransitionTimes, gap_ratio, transition_times
+from stats.times import GapRatio, TransitionTimes, already_formed_times, gap_ratio, transition_times
 
 #: Minimum revisions for any fit.
 MIN_FIT_POINTS = 3
@@ -277,13 +277,16 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
         late, early = by_key.get((model, tc.late_class)), by_key.get((model, tc.early_class))
         if late is None or early is None:
             continue
-        if late.times is None or early.times is None:
+        early_times = early.times
+        if early_times is None and early.verdict.shape == "none" and len(early.curve) and early.curve.k[0] >= 1:
+            early_times = already_formed_times(float(early.curve.tokens[0]), cfg.n_boot, cfg.level)
+        if late.times is None or early_times is None:
             missing = [a.klass for a in (late, early) if a.times is None]
             nan = float("nan")
             gaps.append(GapRatio(model, tc.late_class, tc.early_class, tc.formation, nan, nan, nan, [nan, nan], nan, cfg.level,
                                  [f"no transition in {', '.join(missing)} (shape none): no ratio"]))
             continue
-        gaps.append(gap_ratio(model, late.times, early.times, tc.formation, tc.late_class, tc.early_class, cfg.level))
+        gaps.append(gap_ratio(model, late.times, early_times, tc.formation, tc.late_class, tc.early_class, cfg.level))
     fc = cfg.findings
     rng = np.random.default_rng(seeds[-1])
     floors, onsets, convs, leads = [], [], [], []

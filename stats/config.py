@@ -47,7 +47,7 @@ class FitConfig:
 @dataclass
 class ShapeConfig:
     min_points: int = 5
-    min_rise: float = 0.05
+    min_rise: float = 0.02
     delta_aicc_none: float = 2.0
     min_jump_share: float = 0.5
     width_factor: float = 1.0

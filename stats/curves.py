@@ -332,7 +332,7 @@ def read_mlflow(
             if key in CONTINUOUS_METRICS:
                 cont_rows.append((model, revision, tokens, key, val))
         if read_heads:
-            heads = _download_heads(client, r.info.run_id, tmp.name)
+            heads = _read_heads(client, r, tmp.name)
             if heads is not None:
                 heads.insert(0, "tokens", tokens)
                 heads.insert(0, "revision", revision)
@@ -353,14 +353,20 @@ def read_mlflow(
     return TrackedResults(curves=curves, layers=layers, heads=heads, continuous=continuous, source=source, notes=notes)
 
 
-def _download_heads(client, run_id: str, dst: str) -> Optional[pd.DataFrame]:
+def _read_heads(client, run, dst: str) -> Optional[pd.DataFrame]:
+    """The run's ``heads.csv`` artifact: read in place from a local artifact store,
+    else downloaded into ``dst``; None when the run has none."""
+    uri = run.info.artifact_uri or ""
+    if uri.startswith("file:") or uri.startswith("/"):
+        local = Path(unquote(urlparse(uri).path)) / "heads.csv"
+        return pd.read_csv(local) if local.is_file() else None
     try:
-        names = [a.path for a in client.list_artifacts(run_id)]
+        names = [a.path for a in client.list_artifacts(run.info.run_id)]
     except Exception:
         return None
     if "heads.csv" not in names:
         return None
-    local = client.download_artifacts(run_id, "heads.csv", dst)
+    local = client.download_artifacts(run.info.run_id, "heads.csv", dst)
     df = pd.read_csv(local)
     Path(local).unlink(missing_ok=True)
     return df

@@ -15,7 +15,7 @@ Evidence (all reported):
 Verdict rule (thresholds are config values, defaults in brackets):
 
 1. ``none`` when the curve cannot show a transition: fewer than ``min_points`` [5]
-   revisions with positive tokens; or a total rise below ``min_rise`` [0.05]; or no
+   revisions with positive tokens; or a total rise (max - min of the observed fractions) below ``min_rise`` [0.02]; or no
    evidence of change, the constant model within ``delta_aicc_none`` [2] of the best
    AICc. The reason is stated.
 2. ``sharp`` when at least ``min_jump_share`` [0.5] of the rise happens between one
@@ -76,7 +76,7 @@ def classify_shape(
     times=None,
     p_step: Optional[float] = None,
     min_points: int = 5,
-    min_rise: float = 0.05,
+    min_rise: float = 0.02,
     delta_aicc_none: float = 2.0,
     min_jump_share: float = 0.5,
     width_factor: float = 1.0,

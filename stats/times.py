@@ -23,7 +23,10 @@ Intervals are bootstrap percentile intervals (never resampling revisions).
 
 Gap ratio: ``ratio = t50(late class) / t(early class)`` (by default t50(BOS) over the
 induction formation point, itself the induction curve's t50, or its onset with
-``formation = onset``); its interval is the percentile interval of the ratio over
+``formation = onset``). When the early class shows no transition (verdict ``none``)
+but already has flagged heads at the first revision, its formation is
+left-censored (``t <= first revision``, :func:`already_formed_times`) and the
+ratio is a lower bound. Its interval is the percentile interval of the ratio over
 paired replicates of the two independent curve bootstraps, and its separation test
 is :func:`stats.hypotheses.separation_test`.
 """
@@ -177,6 +180,21 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
     )
 
 
+def already_formed_times(first_tokens: float, n_boot: int, level: float = 0.95) -> TransitionTimes:
+    """Times of a class that shows no transition but has heads from the first revision.
+
+    Its formation is left-censored: ``t <= first revision``. Onset and t50 are set to
+    the first revision and flagged ``t50_bound = "upper"``; the bootstrap draws are
+    that constant, so a gap ratio over it is a lower bound and its separation test
+    conservative.
+    """
+    x0 = float(np.log10(first_tokens))
+    draws = np.full(n_boot, x0)
+    return TransitionTimes(first_tokens, first_tokens, first_tokens, [first_tokens] * 2, [first_tokens] * 2,
+                           [first_tokens] * 2, float("nan"), False, float("nan"), None, "upper", level,
+                           ["already formed at the first revision (no transition): time is an upper bound"], draws, draws)
+
+
 @dataclass
 class GapRatio:
     """t(late) / t(early) for one model, with its interval and separation test."""
@@ -192,6 +210,8 @@ class GapRatio:
     p_value: float
     level: float = 0.95
     notes: list = field(default_factory=list)
+    #: ``lower`` / ``upper`` when a censored time makes the ratio a bound
+    bound: Optional[str] = None
 
     def to_dict(self):
         return {
@@ -204,6 +224,7 @@ class GapRatio:
             "ratio": self.ratio,
             "ratio_ci": self.ratio_ci,
             "p_value": self.p_value,
+            "ratio_bound": self.bound,
             "null": "t_late / t_early <= 1",
             "notes": self.notes,
         }
@@ -219,17 +240,24 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
     t_early = early.t50 if formation == "t50" else early.onset
     d_early = early.draws_t50 if formation == "t50" else early.draws_onset
     notes = []
-    if late.t50_bound == "lower" or early.t50_bound == "upper":
+    bound = None
+    low = late.t50_bound == "lower" or early.t50_bound == "upper"
+    high = late.t50_bound == "upper" or early.t50_bound == "lower"
+    if low and not high:
+        bound = "lower"
         notes.append("a time is censored at the observed range: the ratio is a lower bound")
-    if late.t50_bound == "upper" or early.t50_bound == "lower":
+    elif high and not low:
+        bound = "upper"
         notes.append("a time is censored at the observed range: the ratio is an upper bound")
+    elif low and high:
+        notes.append("both times censored in opposite directions: the ratio is not bounded")
     ratio = late.t50 / t_early
     if late.draws_t50 is None or d_early is None:
         return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio,
-                        [float("nan"), float("nan")], float("nan"), level, notes + ["no bootstrap draws"])
+                        [float("nan"), float("nan")], float("nan"), level, notes + ["no bootstrap draws"], bound)
     B = min(len(late.draws_t50), len(d_early))
     log_ratio = late.draws_t50[:B] - d_early[:B]
     lo, hi = _pct(log_ratio, level)
     test = separation_test(log_ratio)
     return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio,
-                    [float(10**lo), float(10**hi)], test.p_value, level, notes)
+                    [float(10**lo), float(10**hi)], test.p_value, level, notes, bound)

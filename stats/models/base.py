@@ -280,8 +280,9 @@ class FitResults:
         z = sps.norm.ppf(1 - alpha / 2)
         se = self.bse_theta()
         lo_t, hi_t = self.theta - z * se, self.theta + z * se
-        lo = self.model.natural(lo_t[None, :], self.x)[0]
-        hi = self.model.natural(hi_t[None, :], self.x)[0]
+        with np.errstate(over="ignore", invalid="ignore"):
+            lo = self.model.natural(lo_t[None, :], self.x)[0]
+            hi = self.model.natural(hi_t[None, :], self.x)[0]
         lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
         return pd.DataFrame({"lower": lo, "upper": hi}, index=names)
 

@@ -1,0 +1,245 @@
+"""Figures (matplotlib, Agg backend, PNG).
+
+- ``curve_<model>_<class>.png``: the observed fraction (Wilson 95 % bars), the four
+  fits, the logistic's 95 % bootstrap band (pointwise percentiles of replicate
+  curves), the primary change point (shaded between its bracketing revisions) and
+  t50 with its interval;
+- ``layers_<model>.png``: heatmap of BOS heads per layer (rows) and revision (columns);
+- ``timeline.png``: per model, t(induction) and t50(BOS) with intervals, and the ratio;
+- ``pr_<model>.png``: PR trajectories of the top final induction heads, with the
+  elevation threshold, and the elevation and crossing revisions;
+- ``convergence.png``: recall of the final induction set against tokens;
+- ``continuous_<model>.png``: the continuous metrics against tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from scipy import stats as sps  # noqa: E402
+
+from stats.findings import class_layer_counts  # noqa: E402
+
+COLORS = {"logistic": "C0", "step": "C3", "ramp": "C2", "constant": "C7"}
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in str(name))
+
+
+def wilson_interval(k, n, level=0.95):
+    """Wilson score interval of k of n."""
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
+    z = sps.norm.ppf(0.5 + level / 2)
+    p = k / n
+    denom = 1 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
+    return centre - half, centre + half
+
+
+def curve_figure(ca, path: Path) -> Path:
+    c = ca.curve
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    if len(c):
+        f = c.fraction
+        lo, hi = wilson_interval(c.k, c.n)
+        ax.errorbar(c.tokens, f, yerr=[f - lo, hi - f], fmt="o", color="k", ms=4, capsize=2, label="observed", zorder=5)
+        grid = np.logspace(np.log10(c.tokens.min()) - 0.1, np.log10(c.tokens.max()) + 0.1, 300)
+        if ca.boot is not None and ca.fits is not None:
+            model = ca.fits["logistic"].model
+            sub = ca.boot.theta[: min(len(ca.boot.theta), 400)]
+            curves = model.mean(sub, np.log10(grid))
+            blo, bhi = np.quantile(curves, [0.025, 0.975], axis=0)
+            ax.fill_between(grid, blo, bhi, color="C0", alpha=0.18, lw=0, label="logistic 95% band")
+        for name, fit in (ca.fits or {}).items():
+            ax.plot(grid, fit.predict(grid), color=COLORS.get(name, None), lw=1.6 if name == "logistic" else 1.0,
+                    ls="-" if name == "logistic" else "--", label=f"{name} (AICc {fit.aicc:.1f})")
+        cp = ca.changepoints.primary if ca.changepoints is not None else None
+        if cp is not None:
+            ax.axvspan(cp.tokens_before, cp.tokens_after, color="C1", alpha=0.12, lw=0, label="change point")
+        t = ca.times
+        if t is not None and t.t50 and np.all(np.isfinite(t.t50_ci)):
+            yl = ca.fits["logistic"].predict([t.t50])[0]
+            ax.errorbar([t.t50], [yl], xerr=[[t.t50 - t.t50_ci[0]], [t.t50_ci[1] - t.t50]], fmt="D", color="C4",
+                        ms=6, capsize=3, label="t50 (95% CI)", zorder=6)
+        ax.set_xscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel(f"fraction of heads: {c.cls}")
+    ax.set_ylim(-0.02, max(0.1, float(np.max(c.fraction)) * 1.15 if len(c) else 1.0))
+    ax.set_title(f"{c.model} / {c.cls}: {ca.verdict.shape}", fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def layers_figure(counts, model: str, klass: str, path: Path, floor_layers=(0, 1)) -> Path:
+    revs = counts.drop_duplicates("revision").sort_values("tokens")
+    L = int(counts["layer"].max()) + 1
+    grid = np.zeros((L, len(revs)))
+    col = {r: i for i, r in enumerate(revs["revision"])}
+    for r in counts.itertuples():
+        grid[int(r.layer), col[r.revision]] = r.k
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(revs) + 2), max(3.0, 0.3 * L + 1.5)))
+    im = ax.imshow(grid, aspect="auto", origin="lower", cmap="viridis")
+    for i in range(L):
+        for j in range(len(revs)):
+            ax.text(j, i, f"{int(grid[i, j])}", ha="center", va="center", fontsize=6,
+                    color="w" if grid[i, j] < grid.max() / 2 else "k")
+    for lf in floor_layers:
+        if lf < L:
+            ax.axhline(lf + 0.5, color="r", lw=0.6, ls=":")
+    ax.set_xticks(range(len(revs)))
+    ax.set_xticklabels([f"{t:.2g}" for t in revs["tokens"]], rotation=60, fontsize=7)
+    ax.set_yticks(range(L))
+    ax.set_yticklabels(range(L), fontsize=7)
+    ax.set_xlabel("revision (training tokens)")
+    ax.set_ylabel("layer")
+    ax.set_title(f"{model}: {klass} heads per layer", fontsize=10)
+    fig.colorbar(im, ax=ax, label="heads")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def timeline_figure(analysis, path: Path) -> Path:
+    tc = analysis.config.times
+    models = analysis.results.models
+    fig, ax = plt.subplots(figsize=(7.0, 1.0 + 0.7 * len(models)))
+    for i, model in enumerate(models):
+        for klass, color, dy in ((tc.early_class, "C0", 0.12), (tc.late_class, "C3", -0.12)):
+            try:
+                ca = analysis.curve(model, klass)
+            except KeyError:
+                continue
+            t = ca.times
+            if t is None:
+                continue
+            val = t.t50 if (klass == tc.late_class or tc.formation == "t50") else t.onset
+            ci = t.t50_ci if (klass == tc.late_class or tc.formation == "t50") else t.onset_ci
+            xerr = [[max(val - ci[0], 0)], [max(ci[1] - val, 0)]] if np.all(np.isfinite(ci)) else None
+            ax.errorbar([val], [i + dy], xerr=xerr, fmt="o", color=color, capsize=3,
+                        label=klass if i == 0 else None)
+        try:
+            g = analysis.gap(model)
+            if np.isfinite(g.ratio):
+                ax.text(1.01, i, f"x{g.ratio:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+        except KeyError:
+            pass
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(models)))
+    ax.set_yticklabels(models, fontsize=8)
+    ax.set_ylim(-0.6, len(models) - 0.4)
+    ax.set_xlabel("training tokens")
+    ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals", fontsize=10)
+    if models:
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def pr_figure(lead, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    thr = lead.thresholds
+    ax.plot(thr["tokens"], thr["threshold"], color="k", ls=":", lw=1, label="elevation threshold")
+    ax.plot(thr["tokens"], thr["median"], color="0.6", ls="-", lw=1, label="median PR")
+    flag = [c for c in lead.trajectories.columns if c.startswith("flag.")][0]
+    by_head = {(h.layer, h.head): h for h in lead.heads}
+    for i, (layer, head) in enumerate(lead.top):
+        g = lead.trajectories[(lead.trajectories["layer"] == layer) & (lead.trajectories["head"] == head)]
+        ax.plot(g["tokens"], g[lead.column], marker=".", color=f"C{i}", label=f"L{layer}H{head}")
+        h = by_head[(layer, head)]
+        if h.tokens_elevated:
+            ax.plot([h.tokens_elevated], g.loc[g["tokens"] == h.tokens_elevated, lead.column].iloc[:1], "^", color=f"C{i}", ms=8)
+        ax.plot([h.tokens_crossed], g.loc[g["tokens"] == h.tokens_crossed, lead.column].iloc[:1], "s", mfc="none", color=f"C{i}", ms=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel(lead.column)
+    ax.set_title(f"{lead.model}: PR of top induction heads (triangle: elevated, square: crosses threshold)", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def convergence_figure(convs, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for i, c in enumerate(convs):
+        t = c.table[c.table["tokens"] > 0]
+        ax.plot(t["tokens"], t["recall"], marker="o", color=f"C{i}", label=f"{c.model} (n={c.n_final})")
+        if c.tokens_at_level:
+            ax.axvline(c.tokens_at_level, color=f"C{i}", ls=":", lw=0.8)
+    if convs:
+        ax.axhline(convs[0].level, color="k", ls="--", lw=0.8, label=f"recall {convs[0].level:.2f}")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("training tokens")
+    ax.set_ylabel("recall of the final induction set")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def continuous_figure(cont, model: str, path: Path) -> Path:
+    d = cont[(cont["model"] == model) & (cont["tokens"] > 0)]
+    metrics = sorted(d["metric"].unique())
+    ncol = 3
+    nrow = int(np.ceil(len(metrics) / ncol))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(9, 2.3 * nrow), squeeze=False)
+    for ax, metric in zip(axes.flat, metrics):
+        g = d[d["metric"] == metric].sort_values("tokens")
+        ax.plot(g["tokens"], g["value"], marker="o", ms=3)
+        ax.set_xscale("log")
+        if metric.startswith("mean_selectivity") and (g["value"] > 0).all():
+            ax.set_yscale("log")
+        ax.set_title(metric, fontsize=8)
+        ax.tick_params(labelsize=6)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    fig.suptitle(f"{model}: continuous metrics", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
+    """Write every figure under ``out_dir/figures``; return {kind: [paths relative to out_dir]}."""
+    from tqdm.auto import tqdm
+
+    out_dir = Path(out_dir)
+    fig_dir = out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    made = {"curves": [], "layers": [], "timeline": [], "pr": [], "convergence": [], "continuous": []}
+    rel = lambda p: str(Path(p).relative_to(out_dir))  # noqa: E731
+    for ca in tqdm(analysis.curves, desc="figures", disable=not progress, leave=False):
+        made["curves"].append(rel(curve_figure(ca, fig_dir / f"curve_{_safe(ca.model)}_{_safe(ca.klass)}.png")))
+    fc = analysis.config.findings
+    for model in analysis.results.models:
+        counts = class_layer_counts(analysis.results, fc.onset_class, model)
+        if not counts.empty:
+            made["layers"].append(rel(layers_figure(counts, model, fc.onset_class, fig_dir / f"layers_{_safe(model)}.png", fc.floor_layers)))
+        cont = analysis.results.continuous
+        if cont is not None and not cont.empty and (cont["model"] == model).any():
+            made["continuous"].append(rel(continuous_figure(cont, model, fig_dir / f"continuous_{_safe(model)}.png")))
+    made["timeline"].append(rel(timeline_figure(analysis, fig_dir / "timeline.png")))
+    for lead in analysis.pr_lead:
+        if lead.top:
+            made["pr"].append(rel(pr_figure(lead, fig_dir / f"pr_{_safe(lead.model)}.png")))
+    if analysis.convergence:
+        made["convergence"].append(rel(convergence_figure(analysis.convergence, fig_dir / "convergence.png")))
+    return made
