@@ -306,7 +306,7 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
             if c is not None:
                 convs.append(c)
             pc = cfg.pr_lead
-            p = pr_lead(results.heads, model, pc.column, pc.k_mad, pc.induction_class, pc.top_heads)
+            p = pr_lead(results.heads, model, pc.column, pc.k_mad, pc.induction_class, pc.top_heads, pc.persist)
             if p is not None:
                 leads.append(p)
     notes = []

@@ -88,6 +88,8 @@ class PRLeadConfig:
     column: str = "pr"
     #: PR elevated: above the revision's median by k_mad robust SDs (1.4826 MAD)
     k_mad: float = 3.0
+    #: ... held for this many consecutive revisions (fewer at the end of the series)
+    persist: int = 2
     top_heads: int = 6
     induction_class: str = "induction"
 

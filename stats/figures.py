@@ -74,8 +74,8 @@ def curve_figure(ca, path: Path) -> Path:
     ax.set_ylabel(f"fraction of heads: {c.cls}")
     ax.set_ylim(-0.02, max(0.1, float(np.max(c.fraction)) * 1.15 if len(c) else 1.0))
     ax.set_title(f"{c.model} / {c.cls}: {ca.verdict.shape}", fontsize=10)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
+    ax.legend(fontsize=7, loc="upper left")
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.13, top=0.92)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -202,17 +202,18 @@ def continuous_figure(cont, model: str, path: Path) -> Path:
     fig, axes = plt.subplots(nrow, ncol, figsize=(9, 2.3 * nrow), squeeze=False)
     for ax, metric in zip(axes.flat, metrics):
         g = d[d["metric"] == metric].sort_values("tokens")
-        ax.plot(g["tokens"], g["value"], marker="o", ms=3)
-        ax.set_xscale("log")
-        if metric.startswith("mean_selectivity") and (g["value"] > 0).all():
-            ax.set_yscale("log")
-        ax.set_title(metric, fontsize=8)
+        y, title = g["value"].to_numpy(float), metric
+        if metric.startswith("mean_selectivity") and (y > 0).all():
+            y, title = np.log10(y), f"log10 {metric}"
+        ax.plot(np.log10(g["tokens"].to_numpy(float)), y, marker="o", ms=3)
+        ax.set_title(title, fontsize=8)
+        ax.set_xlabel("log10 tokens", fontsize=6)
         ax.tick_params(labelsize=6)
     for ax in list(axes.flat)[len(metrics):]:
         ax.axis("off")
     fig.suptitle(f"{model}: continuous metrics", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.06, top=0.9, hspace=0.55, wspace=0.3)
+    fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
 

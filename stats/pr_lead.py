@@ -5,9 +5,11 @@ For every head flagged induction at the final revision (largest token count):
 - *PR-elevation rule*: the head's PR is elevated at revision r when it exceeds the
   median PR of all the model's heads at r by ``k_mad`` (default 3) robust standard
   deviations, ``PR > median_r + k_mad * 1.4826 * MAD_r`` (MAD_r the median absolute
-  deviation across heads at r; where MAD_r = 0, any PR above the median). The first
-  revision where this holds is the elevation revision. The rule is cross-sectional,
-  so a drift of every head's PR over training does not count as elevation.
+  deviation across heads at r; where MAD_r = 0, any PR above the median). The
+  elevation revision is the first revision from which this holds at ``persist``
+  (default 2) consecutive revisions (fewer at the end of the series: all the
+  remaining ones), so that a one-revision blip does not count. The rule is
+  cross-sectional, so a drift of every head's PR over training does not count.
 - *Crossing*: the first revision at which the head is flagged induction (its
   selectivity passes the induction threshold).
 - *Lead ratio* (tokens): ``t_crossing / t_elevation``; > 1 when PR leads. A head
@@ -64,6 +66,7 @@ class PRLead:
     k_mad: float
     heads: list
     test: TestResult
+    persist: int = 2
     trajectories: pd.DataFrame = field(repr=False, default=None)
     thresholds: pd.DataFrame = field(repr=False, default=None)
     top: list = field(default_factory=list)
@@ -82,7 +85,8 @@ class PRLead:
         return {
             "model": self.model,
             "column": self.column,
-            "rule": f"PR > median + {self.k_mad} x 1.4826 MAD across heads at the revision",
+            "rule": f"PR > median + {self.k_mad} x 1.4826 MAD across heads at the revision, "
+                    f"held for {self.persist} consecutive revisions",
             "heads": [h.to_dict() for h in self.heads],
             **self.counts,
             "median_lead_ratio": self.median_lead_ratio,
@@ -91,8 +95,17 @@ class PRLead:
         }
 
 
+def first_persistent(flags, persist: int = 2) -> Optional[int]:
+    """First index i with flags[i : i + persist] all true (truncated at the end)."""
+    flags = np.asarray(flags, bool)
+    for i in range(len(flags)):
+        if flags[i : i + max(persist, 1)].all():
+            return i
+    return None
+
+
 def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 3.0, induction_class: str = "induction",
-            top_heads: int = 6) -> Optional[PRLead]:
+            top_heads: int = 6, persist: int = 2) -> Optional[PRLead]:
     """PR-lead analysis of one model's per-head table (see module docstring)."""
     flag = f"flag.{induction_class}"
     h = heads[heads["model"] == model]
@@ -111,7 +124,8 @@ def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 
     leads = []
     for layer, head in final[["layer", "head"]].to_numpy().tolist():
         g = h[(h["layer"] == layer) & (h["head"] == head)].sort_values("order")
-        el = g[g["elevated"]]
+        i_el = first_persistent(g["elevated"].to_numpy(), persist)
+        el = g.iloc[[i_el]] if i_el is not None else g.iloc[[]]
         cr = g[g[flag] > 0]
         e_rev = str(el["revision"].iloc[0]) if not el.empty else None
         e_tok = float(el["tokens"].iloc[0]) if not el.empty else None
@@ -131,4 +145,4 @@ def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 
     traj = h[[tuple(v) in set(top) for v in h[["layer", "head"]].to_numpy().tolist()]][
         ["layer", "head", "revision", "tokens", column, "elevated", flag]
     ].sort_values(["layer", "head", "tokens"])
-    return PRLead(model, column, k_mad, leads, test, traj.reset_index(drop=True), thr, top)
+    return PRLead(model, column, k_mad, leads, test, persist, traj.reset_index(drop=True), thr, top)

@@ -1,0 +1,126 @@
+"""``python -m stats``: the report from a real MLflow store and from a CSV; config
+validation; one-line errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+
+import stats
+from stats.config import StatsConfig
+
+CONF = str(Path(stats.__file__).resolve().parents[1] / "conf")
+
+
+def run_stats(*overrides, cwd=None):
+    return subprocess.run([sys.executable, "-m", "stats", *overrides], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def store_overrides(store, out):
+    return [f"source.tracking_uri={store['uri']}", f"tracking.uri={store['uri']}",
+            f"tracking.artifacts={store['artifacts']}", f"output_dir={out}", "analysis.n_boot=200", "analysis.progress=false"]
+
+
+def test_command_on_tracked_runs_writes_every_output(mlflow_store, tmp_path):
+    out = tmp_path / "out"
+    proc = run_stats(*store_overrides(mlflow_store, out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["curves"]) == 12
+    for c in summary["curves"]:
+        assert {"model", "class", "shape", "t50", "t50_ci", "width_decades", "max_jump", "changepoint_tokens"} <= set(c)
+        assert c["shape"] in ("sharp", "gradual", "none")
+        if c["shape"] != "none":
+            assert len(c["t50_ci"]) == 2 and c["t50_ci"][0] <= c["t50"] <= c["t50_ci"][1]
+    assert {g["model"] for g in summary["gaps"]} == {"toy_neox", "toy_olmo"}
+    for g in summary["gaps"]:
+        assert {"model", "ratio", "ratio_ci", "p_value"} <= set(g)
+    assert summary["has_pr_data"] and {p["model"] for p in summary["pr_lead"]} == {"toy_neox", "toy_olmo"}
+    for p in summary["pr_lead"]:
+        assert p["heads"] and "p_value" in p and all("lead_ratio" in h for h in p["heads"])
+    olmo_bos = next(c for c in summary["curves"] if c["model"] == "toy_olmo" and c["class"] == "bos")
+    assert olmo_bos["shape"] == "sharp"
+    floors = summary["findings"]["layer_floor"]
+    assert floors and all(f["holds"] for f in floors)
+    conv = summary["findings"]["convergence"]
+    assert conv and all(c["tokens_at_level"] for c in conv)
+    figs = summary["figures"]
+    for kind in ("curves", "layers", "timeline", "pr", "convergence", "continuous"):
+        assert figs[kind], kind
+    report = (out / "report.md").read_text()
+    for kind, paths in figs.items():
+        for p in paths:
+            assert (out / p).is_file() and (out / p).stat().st_size > 1000
+            assert f"]({p})" in report
+    for t in ("curves", "fits", "gaps", "layer_floor", "layer_onset", "convergence", "pr_lead", "data"):
+        assert (out / "tables" / f"{t}.csv").is_file()
+    # logged as one MLflow run
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=mlflow_store["uri"])
+    exp = client.get_experiment_by_name("emergence_stats")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1
+    names = {a.path for a in client.list_artifacts(runs[0].info.run_id)}
+    assert {"summary.json", "report.md", "figures", "tables"} <= names
+    assert "gap_ratio.toy_olmo" in runs[0].data.metrics
+
+
+def test_command_on_a_csv_without_pr(reference_csv, tmp_path):
+    out = tmp_path / "csvout"
+    proc = run_stats("source=csv", f"source.path={reference_csv}", f"output_dir={out}", "tracking.log=false",
+                     "analysis.n_boot=200", "analysis.progress=false")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["pr_lead"] == [] and summary["has_pr_data"] is False
+    assert "No PR data" in (out / "report.md").read_text()
+    shapes = {(c["model"], c["class"]): c["shape"] for c in summary["curves"]}
+    assert shapes[("olmo_1b_0724", "bos")] == "sharp"
+    assert (out / "figures" / "timeline.png").is_file()
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["source=csv", "source.path=/nonexistent/curves.csv"], "no such CSV file: '/nonexistent/curves.csv'"),
+        (["source=csv"], "source=csv needs source.path=FILE"),
+        (["source.experiment=absent"], "no experiment 'absent'"),
+    ],
+)
+def test_bad_input_is_one_clear_line(mlflow_store, tmp_path, overrides, message):
+    proc = run_stats(*store_overrides(mlflow_store, tmp_path / "o"), "tracking.log=false", *overrides)
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.strip().splitlines() if line.startswith("stats: error")]
+    assert len(lines) == 1 and message in lines[0], proc.stderr[-1500:]
+
+
+def test_config_schema_rejects_misspelt_keys_and_composes_defaults():
+    with initialize_config_dir(config_dir=CONF, version_base=None):
+        cfg = compose("stats")
+        assert cfg.source.kind == "mlflow" and cfg.analysis.n_boot == 1000
+        csv = compose("stats", overrides=["source=csv", "source.path=/x.csv"])
+        assert csv.source.kind == "csv" and csv.source.path == "/x.csv"
+        with pytest.raises(ConfigCompositionException):
+            compose("stats", overrides=["analysis.n_bot=5"])
+        with pytest.raises(ConfigCompositionException):
+            compose("stats", overrides=["analysis.n_boot=many"])
+        with pytest.raises(ConfigCompositionException, match="Available options in 'source'"):
+            compose("stats", overrides=["source=sql"])
+        obj = OmegaConf.to_object(compose("stats", overrides=["output_dir=/tmp/x"]))
+        assert isinstance(obj, StatsConfig)
+        assert obj.tracking.uri.startswith("sqlite:///") and obj.tracking.uri.endswith("/outputs/mlflow.db")
+        assert Path(obj.tracking.uri[len("sqlite:///"):]).is_absolute()
+
+
+def test_default_output_dir_is_absolute_under_outputs_stats():
+    with initialize_config_dir(config_dir=CONF, version_base=None):
+        cfg = compose("stats", return_hydra_config=True)
+        run_dir = cfg.hydra.run.dir
+    root = str(Path(stats.__file__).resolve().parents[1])
+    assert run_dir.startswith("${project_root:}/outputs/stats/") or run_dir.startswith(root + "/outputs/stats/")
+    assert OmegaConf.select(cfg, "hydra.job.chdir") is False

@@ -1,0 +1,101 @@
+"""Layer floor, per-layer onset, circuit convergence and PR lead on known inputs."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stats.findings import circuit_convergence, layer_floor, layer_onset
+from stats.pr_lead import pr_lead
+from stats.simulate import logspaced_tokens, pr_lead_heads
+
+TOK = logspaced_tokens(1e9, 1e12, 10)
+
+
+def counts_table(onsets, n_layers=8, n_heads=8, per_layer_k=4):
+    rows = []
+    for r, t in enumerate(TOK):
+        for layer in range(n_layers):
+            on = onsets.get(layer)
+            rows.append({"model": "m", "revision": f"r{r}", "tokens": t, "layer": layer,
+                         "k": per_layer_k if (on is not None and r >= on) else 0, "n": n_heads})
+    return pd.DataFrame(rows)
+
+
+def test_layer_floor_zero_and_exact_bound():
+    counts = counts_table({l: 3 for l in range(2, 8)})
+    f = layer_floor(counts, "m")
+    assert f.holds and f.k == 0 and f.N == 2 * 8 * 10
+    assert f.upper_bound == pytest.approx(1 - 0.05 ** (1 / 160))
+    assert f.upper_bound_heads == pytest.approx(1 - 0.05 ** (1 / 16))
+    assert f.test.p_value < 0.001
+    counts.loc[(counts["layer"] == 1) & (counts["revision"] == "r9"), "k"] = 2
+    f2 = layer_floor(counts, "m")
+    assert not f2.holds and f2.k == 2 and f2.upper_bound > f.upper_bound
+
+
+def test_middle_out_onset_is_detected():
+    # 8 layers: middle layers 3, 4 first, then spreading out; floor 0, 1 never
+    onsets = {3: 2, 4: 2, 2: 4, 5: 4, 6: 6, 7: 7}
+    o = layer_onset(counts_table(onsets), "m", n_perm=1999, rng=np.random.default_rng(0))
+    assert o.first_layers == [3, 4]
+    assert o.never_layers == [0, 1]
+    assert o.last_layers == [7]
+    assert o.test.statistic > 0.8 and o.test.p_value < 0.05
+    # reversed (outside first) is not significant in the middle-out direction
+    rev = {3: 7, 4: 7, 2: 4, 5: 4, 6: 2, 7: 2}
+    assert layer_onset(counts_table(rev), "m", n_perm=999, rng=np.random.default_rng(1)).test.p_value > 0.5
+
+
+def test_circuit_convergence_known_recall():
+    rows = []
+    final = [(5, 0), (5, 1), (6, 2)]
+    found_from = {(5, 0): 2, (5, 1): 4, (6, 2): 8}  # recall 1/3 at r2, 2/3 at r4, 1 at r8
+    for r, t in enumerate(TOK):
+        for layer in range(8):
+            for h in range(4):
+                on = found_from.get((layer, h))
+                rows.append({"model": "m", "revision": f"r{r}", "tokens": t, "layer": layer, "head": h,
+                             "flag.induction": int(on is not None and r >= on)})
+    c = circuit_convergence(pd.DataFrame(rows), "m")
+    assert c.n_final == 3
+    assert c.revision_at_level == "r4" and c.tokens_at_level == TOK[4]
+    assert c.pct_training == pytest.approx(100 * TOK[4] / TOK[-1])
+    assert c.table["recall"].tolist()[:5] == pytest.approx([0, 0, 1 / 3, 1 / 3, 2 / 3])
+
+
+def test_pr_lead_recovers_a_known_lead():
+    rng = np.random.default_rng(2)
+    heads = pr_lead_heads(TOK, 64, 8, 2, rng, crossing=[4, 5, 6, 7, 4, 5, 6, 7])
+    lead = pr_lead(heads, "sim")
+    assert len(lead.heads) == 8
+    for h in lead.heads:
+        i = list(TOK).index(h.tokens_crossed)
+        assert h.tokens_elevated == TOK[i - 2]
+        assert h.lead_ratio == pytest.approx(TOK[i] / TOK[i - 2])
+    assert lead.counts == {"before": 8, "same": 0, "after_or_never": 0}
+    assert lead.test.p_value == pytest.approx(0.5**8)
+    assert lead.median_lead_ratio == pytest.approx((TOK[1] / TOK[0]) ** 2)
+
+
+def test_pr_lead_without_lead_is_not_significant_and_lag_is_negative():
+    rng = np.random.default_rng(3)
+    lag = pr_lead(pr_lead_heads(TOK, 64, 8, -1, rng), "sim")
+    assert lag.counts["after_or_never"] == 8 and lag.test.p_value == 1.0
+    same = pr_lead(pr_lead_heads(TOK, 64, 8, 0, rng), "sim")
+    assert same.counts["same"] == 8 and same.test.p_value == 1.0
+
+
+def test_pr_lead_sign_test_small_calibration_under_symmetric_leads():
+    rng = np.random.default_rng(4)
+    rej = 0
+    for _ in range(100):
+        leads = rng.choice([-2, -1, 1, 2], size=20)
+        heads = pr_lead_heads(logspaced_tokens(1e9, 1e12, 12), 100, 20, leads, rng,
+                              crossing=rng.integers(3, 9, size=20))
+        rej += pr_lead(heads, "sim").test.p_value <= 0.05
+    assert rej / 100 <= 0.1
+
+
+def test_pr_lead_needs_a_pr_column():
+    heads = pr_lead_heads(TOK, 16, 2, 1, np.random.default_rng(5)).drop(columns=["pr"])
+    assert pr_lead(heads, "sim") is None

@@ -1,0 +1,90 @@
+"""Transition times and gap ratios: known answers and small calibration checks."""
+
+import numpy as np
+import pytest
+
+from stats.bootstrap import parametric_bootstrap
+from stats.models import LogisticModel, fit_all
+from stats.simulate import logistic_probability, logspaced_tokens, simulate_counts_once, step_probability
+from stats.times import already_formed_times, gap_ratio, logistic_times, transition_times
+
+TOK = logspaced_tokens(1e9, 3e12, 10)
+N = np.full(10, 128)
+
+
+def times_of(k, rng, n_boot=300, n=N):
+    fits, disp = fit_all(TOK, k, n)
+    fit = fits["logistic"]
+    return transition_times(fit, parametric_bootstrap(fit, n_boot, rng), rng)
+
+
+def test_t50_is_recovered_within_its_interval():
+    rng = np.random.default_rng(0)
+    t = times_of(simulate_counts_once(logistic_probability(TOK, 0.02, 0.6, 5e10, 1.5), N, rng), rng)
+    assert t.t50_ci[0] < 5e10 < t.t50_ci[1]
+    assert t.t50_ci[1] / t.t50_ci[0] < 10  # informative
+    assert t.onset < t.t50 < t.saturation
+    assert not t.width_is_bound
+    assert t.width_decades == pytest.approx(1.5, rel=0.5)
+
+
+def test_t50_interval_coverage_small_simulation():
+    rng = np.random.default_rng(1)
+    hits, trials = 0, 60
+    for _ in range(trials):
+        t50 = 10 ** rng.uniform(10.2, 11.3)
+        k = simulate_counts_once(logistic_probability(TOK, 0.02, rng.uniform(0.3, 0.7), t50, rng.uniform(1.0, 2.5)), N, rng)
+        t = times_of(k, rng, 200)
+        hits += t.t50_ci[0] <= t50 <= t.t50_ci[1]
+    assert 0.85 <= hits / trials <= 1.0
+
+
+def test_a_sharp_step_is_bracketed_by_its_revisions():
+    rng = np.random.default_rng(2)
+    t = times_of(simulate_counts_once(step_probability(TOK, 0.05, 0.7, 4), N, rng), rng)
+    assert t.width_is_bound
+    assert t.bracket_tokens == [pytest.approx(TOK[4]), pytest.approx(TOK[5])]
+    assert t.t50_ci[0] <= TOK[4] * 1.0000001 and t.t50_ci[1] >= TOK[5] * 0.9999999
+    assert t.width_decades == pytest.approx(np.log10(TOK[5] / TOK[4]))
+
+
+def test_censoring_flags():
+    x = np.log10(TOK)
+    early = np.array([[-18, 0.0, x[0] - 0.5, np.log(2.0)]])
+    late = np.array([[-18, 0.0, x[-1] + 0.5, np.log(2.0)]])
+    assert logistic_times(early, x)["bound"][0] == "upper"
+    assert logistic_times(early, x)["t50"][0] == pytest.approx(x[0])
+    assert logistic_times(late, x)["bound"][0] == "lower"
+
+
+def test_gap_of_known_ratio_is_recovered():
+    rng = np.random.default_rng(3)
+    early = times_of(simulate_counts_once(logistic_probability(TOK, 0.0, 0.2, 5e9, 1.2), N, rng), rng, 500)
+    late = times_of(simulate_counts_once(logistic_probability(TOK, 0.0, 0.6, 1e11, 1.2), N, rng), rng, 500)
+    g = gap_ratio("m", late, early)
+    assert g.ratio_ci[0] < 20 < g.ratio_ci[1]
+    assert g.ratio == pytest.approx(20, rel=0.6)
+    assert g.p_value < 0.01
+    d = g.to_dict()
+    assert d["null"] == "t_late / t_early <= 1" and d["ratio_bound"] is None
+
+
+def test_separation_test_small_calibration_at_ratio_one():
+    rng = np.random.default_rng(4)
+    rej, trials = 0, 60
+    for _ in range(trials):
+        t50, w = 10 ** rng.uniform(10.3, 11.2), rng.uniform(1.2, 2.0)
+        a = times_of(simulate_counts_once(logistic_probability(TOK, 0.0, 0.5, t50, w), N, rng), rng, 150)
+        b = times_of(simulate_counts_once(logistic_probability(TOK, 0.0, 0.3, t50, w), N, rng), rng, 150)
+        rej += gap_ratio("m", a, b).p_value <= 0.05
+    assert rej / trials <= 0.15
+
+
+def test_already_formed_early_class_gives_a_lower_bound():
+    rng = np.random.default_rng(5)
+    late = times_of(simulate_counts_once(logistic_probability(TOK, 0.0, 0.6, 1e11, 1.2), N, rng), rng, 300)
+    early = already_formed_times(TOK[0], 300)
+    g = gap_ratio("m", late, early)
+    assert g.bound == "lower"
+    assert g.ratio == pytest.approx(late.t50 / TOK[0])
+    assert g.p_value < 0.01
