@@ -5,7 +5,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from conftest import tiny_model
+from tiny_models import tiny_model
 from emergence.adapters import adapter_for
 from emergence.config import AblationConfig, ScreenConfig
 from emergence.probes import synthetic_induction

@@ -81,7 +81,7 @@ def test_misspelt_key_in_a_yaml_file_fails_naming_the_key(tmp_path):
 
 def test_a_new_model_is_one_yaml_file(tmp_path):
     """A local checkpoint folder registered by a YAML file alone, no code."""
-    from conftest import save_revisions
+    from tiny_models import save_revisions
 
     folder = save_revisions(tmp_path / "ckpts", "olmo", steps=(10, 20, 40))
     conf = tmp_path / "conf"

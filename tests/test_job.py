@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import save_revisions
+from tiny_models import save_revisions
 
 ROOT = Path(__file__).resolve().parents[1]
 

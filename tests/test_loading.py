@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import tiny_model
+from tiny_models import tiny_model
 from emergence import EmergenceError
 from emergence.adapters import adapter_for
 from emergence.loading import choose_dtype

@@ -7,7 +7,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from conftest import tiny_model
+from tiny_models import tiny_model
 from emergence.adapters import adapter_for
 from emergence.config import HEAD_CLASSES, ScreenConfig
 from emergence.probes import synthetic_induction
