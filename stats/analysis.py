@@ -153,7 +153,8 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
         return CurveAnalysis(curve, pre, fits, disp, cps, continuous=cont, notes=notes)
     boot = parametric_bootstrap(fits["logistic"], cfg.n_boot, rng)
     times = transition_times(fits["logistic"], boot, rng, cfg.level, sc.width_factor)
-    test = step_vs_logistic(curve.tokens, curve.k, curve.n, cfg.n_boot, rng, disp.phi, fits)
+    test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
+    test = step_vs_logistic(curve.tokens, curve.k, curve.n, cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, **rule)
     return CurveAnalysis(curve, verdict, fits, disp, cps, times, test, boot, cont, notes)
 

@@ -20,7 +20,7 @@ from stats.models.base import (
     information_criterion,
 )
 from stats.models.constant import ConstantModel
-from stats.models.logistic import LogisticModel
+from stats.models.logistic import LogisticModel, effective_params
 from stats.models.ramp import RampModel
 from stats.models.step import StepModel
 
@@ -32,12 +32,15 @@ def fit_all(tokens, k, n, overdispersion: bool = True, level: float = 0.95):
     """Fit the four models to one curve; return ``(fits, dispersion)``.
 
     The dispersion is estimated from the logistic's Pearson statistic (see
-    :mod:`stats.models.base`) and, when ``overdispersion`` is on and it is present,
-    applied to every model (standard errors, QAICc).
+    :mod:`stats.models.base`) on ``m - K_eff`` degrees of freedom, ``K_eff`` the
+    logistic parameters not at a bound of their box
+    (:func:`~stats.models.logistic.effective_params`), and, when ``overdispersion``
+    is on and it is present, applied to every model (standard errors, QAICc).
     """
     fits = {name: cls().fit(tokens, k, n) for name, cls in MODELS.items()}
     logistic = fits["logistic"]
-    disp = estimate_dispersion(k, n, logistic.fitted, logistic.n_params, level)
+    k_eff = int(effective_params(logistic.theta, logistic.x)[0])
+    disp = estimate_dispersion(k, n, logistic.fitted, k_eff, level)
     if not overdispersion:
         disp = Dispersion(disp.chi2, disp.df, 1.0, False, disp.p_value)
     if disp.phi > 1.0:

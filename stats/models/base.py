@@ -8,7 +8,8 @@ probability ``p(x; theta)`` and is fitted by binomial maximum likelihood::
 
 Overdispersion (quasi-likelihood, McCullagh & Nelder 1989): the Pearson statistic
 ``X2 = sum_i (k_i - n_i p_i)^2 / (n_i p_i (1 - p_i))`` of the most flexible model
-(the logistic) on ``df = m - K`` degrees of freedom estimates the dispersion
+(the logistic) on ``df = m - K_eff`` degrees of freedom (``K_eff``: its parameters
+not at a bound of their box) estimates the dispersion
 ``phi = X2 / df``. Overdispersion is *present* when ``X2`` exceeds the 0.95 quantile of
 chi-square(df); then ``phi = X2 / df`` is used, otherwise ``phi = 1``. Where present,
 standard errors are scaled by ``sqrt(phi)``, model comparison uses QAICc and the
@@ -92,11 +93,19 @@ class Dispersion:
     present: bool
     p_value: float
 
+    @property
+    def phi_raw(self) -> float:
+        """max(1, X2 / df) without the significance threshold (the bootstrap test's)."""
+        if self.df < 1 or not np.isfinite(self.chi2):
+            return 1.0
+        return max(1.0, self.chi2 / self.df)
+
     def to_dict(self):
         return {
             "pearson_chi2": self.chi2,
             "df": self.df,
             "phi": self.phi,
+            "phi_raw": self.phi_raw,
             "present": self.present,
             "p_value": self.p_value,
         }

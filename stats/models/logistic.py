@@ -71,6 +71,19 @@ def logistic_mean_jac(theta, x):
     return p, J
 
 
+def effective_params(theta, x):
+    """Parameters of logistic fits (B, 4) not at a bound of their box: (B,) ints.
+
+    A parameter at a bound is not really estimated (a floor at 0, a slope at the
+    step limit where the midpoint is only located within a gap), so it does not
+    use up a degree of freedom of the Pearson statistic.
+    """
+    lo, hi = logistic_bounds(x)
+    theta = np.atleast_2d(theta)
+    at = (theta <= lo + 1e-6) | (theta >= hi - 1e-6)
+    return 4 - at.sum(-1)
+
+
 class LogisticModel(CurveModel):
     """Four-parameter logistic (floor, ceiling, log10 t50, slope per decade)."""
 

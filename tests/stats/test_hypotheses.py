@@ -15,7 +15,7 @@ N = np.full(10, 128)
 
 def run_step_test(k, rng, n_boot=100, n=N):
     fits, disp = fit_all(TOK, k, n)
-    return step_vs_logistic(TOK, k, n, n_boot, rng, disp.phi, fits)
+    return step_vs_logistic(TOK, k, n, n_boot, rng, disp.phi_raw, fits)
 
 
 def test_step_test_rejects_gradual_and_keeps_steps():

@@ -1,0 +1,173 @@
+"""Calibration of the statistics suite by simulation under each test's null.
+
+    .venv/bin/python benchmarks/bench_stats_calibration.py [--datasets 400] [--n-boot 500] [--seed 0]
+
+For every test, ``--datasets`` data sets are simulated under its null and the test
+is run exactly as the analysis runs it; the rejection rate at alpha = 0.05 must lie
+in [0.02, 0.08]. The 95 % t50 interval's coverage on gradual logistic curves with a
+known t50 must lie in [0.90, 0.98]. Informational rows (not criteria) show
+behaviour inside a null (conservative cases) and false-alarm rates.
+
+Nulls simulated:
+- step_vs_logistic: a single step between two adjacent revisions (random levels and
+  gap), binomial counts of 128 heads; and the same with beta-binomial
+  overdispersion phi = 4 on 256 heads.
+- separation: two gradual logistic curves with the SAME t50 (ratio = 1, the
+  boundary of H0: ratio <= 1), independent binomial counts.
+- layer_floor: k ~ Binomial(N = 160 head-revisions, rate0 = 0.05), the boundary of
+  H0 rate >= rate0.
+- sign test (PR lead): the whole PR-lead pipeline on 30 final induction heads whose
+  PR elevation is as likely 1-2 revisions after as before the crossing.
+- middle-out permutation test: layer onsets drawn independently of the layer.
+"""
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+ALPHA = 0.05
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", type=int, default=400)
+    ap.add_argument("--n-boot", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    D, B = args.datasets, args.n_boot
+
+    from tqdm import tqdm
+
+    from stats.bootstrap import parametric_bootstrap
+    from stats.changepoint import detect_changepoints
+    from stats.findings import layer_onset
+    from stats.hypotheses import clopper_pearson_upper, layer_floor_test, step_vs_logistic
+    from stats.models import fit_all
+    from stats.pr_lead import pr_lead
+    from stats.simulate import logistic_probability, logspaced_tokens, pr_lead_heads, simulate_counts_once, step_probability
+    from stats.times import gap_ratio, transition_times
+
+    rng = np.random.default_rng(args.seed)
+    tok = logspaced_tokens(1e9, 3e12, 10)
+    rows = []  # (name, value, lo, hi) ; lo None: informational
+
+    def report(name, value, lo=0.02, hi=0.08, n=D):
+        rows.append((name, value, lo, hi, n))
+        ok = "" if lo is None else ("PASS" if lo <= value <= hi else "FAIL")
+        rng_txt = "" if lo is None else f"[{lo:.2f}, {hi:.2f}]"
+        print(f"  {name:<68} {value:6.3f}  {rng_txt:<13} {ok}", flush=True)
+
+    t_start = time.perf_counter()
+    print(f"calibration: {D} data sets per test, {B} bootstrap replicates, alpha = {ALPHA}")
+
+    # 1. step vs logistic, binomial null
+    def step_test_rate(n_heads, phi, label):
+        n = np.full(10, n_heads)
+        p_vals, present = [], 0
+        for _ in tqdm(range(D), desc=label, leave=False):
+            p = step_probability(tok, rng.uniform(0, 0.2), rng.uniform(0.4, 0.8), int(rng.integers(1, 8)))
+            k = simulate_counts_once(p, n, rng, phi)
+            fits, disp = fit_all(tok, k, n)
+            present += disp.present
+            p_vals.append(step_vs_logistic(tok, k, n, B, rng, disp.phi_raw, fits).p_value)
+        return np.mean(np.array(p_vals) <= ALPHA), present / D
+
+    rate, present = step_test_rate(128, 1.0, "step test (binomial)")
+    report("step_vs_logistic, H0 step, binomial, n = 128: rejection rate", rate)
+    report("  (info) overdispersion flagged under binomial counts (nominal 0.05)", present, None)
+    rate, present = step_test_rate(256, 4.0, "step test (phi = 4)")
+    report("step_vs_logistic, H0 step, beta-binomial phi = 4, n = 256: rejection rate", rate)
+    report("  (info) overdispersion flagged when phi = 4", present, None)
+
+    # 2. separation at ratio = 1, and t50 coverage on the same gradual curves
+    n = np.full(10, 128)
+    rej, cover_first, cover_all, total = 0, 0, 0, 0
+    for _ in tqdm(range(D), desc="separation / coverage", leave=False):
+        t50 = 10 ** rng.uniform(10.0, 11.5)
+        times = []
+        for _c in range(2):
+            p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.2, 0.7), t50, rng.uniform(1.0, 2.5))
+            k = simulate_counts_once(p, n, rng)
+            fits, disp = fit_all(tok, k, n)
+            fit = fits["logistic"]
+            t = transition_times(fit, parametric_bootstrap(fit, B, rng), rng)
+            hit = t.t50_ci[0] <= t50 <= t.t50_ci[1]
+            cover_all += hit
+            total += 1
+            if _c == 0:
+                cover_first += hit
+            times.append(t)
+        rej += gap_ratio("sim", times[0], times[1]).p_value <= ALPHA
+    report("separation, H0 ratio = 1 (boundary), gradual curves: rejection rate", rej / D)
+    report("t50 95% interval coverage, gradual logistic (one curve a data set)", cover_first / D, 0.90, 0.98)
+    report(f"  (info) t50 coverage over all {total} curves", cover_all / total, None, n=total)
+    n256 = np.full(10, 256)
+    cover = 0
+    Dc = max(D // 2, 50)
+    for _ in tqdm(range(Dc), desc="coverage, phi = 4", leave=False):
+        t50 = 10 ** rng.uniform(10.0, 11.5)
+        p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.2, 0.7), t50, rng.uniform(1.0, 2.5))
+        k = simulate_counts_once(p, n256, rng, 4.0)
+        fits, disp = fit_all(tok, k, n256)
+        t = transition_times(fits["logistic"], parametric_bootstrap(fits["logistic"], B, rng), rng)
+        cover += t.t50_ci[0] <= t50 <= t.t50_ci[1]
+    report("  (info) t50 coverage, beta-binomial phi = 4, n = 256", cover / Dc, None, n=Dc)
+
+    # separation inside H0 with sharp curves in the same gap (conservative by construction)
+    rej = 0
+    Ds = max(D // 4, 50)
+    for _ in tqdm(range(Ds), desc="separation, sharp", leave=False):
+        j = int(rng.integers(2, 7))
+        times = []
+        for _c in range(2):
+            k = simulate_counts_once(step_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.3, 0.7), j), n, rng)
+            fits, disp = fit_all(tok, k, n)
+            times.append(transition_times(fits["logistic"], parametric_bootstrap(fits["logistic"], B, rng), rng))
+        rej += gap_ratio("sim", times[0], times[1]).p_value <= ALPHA
+    report("  (info) separation, both curves step in the same gap: rejection rate", rej / Ds, None, n=Ds)
+
+    # 3. layer floor, exact binomial at the boundary rate
+    N, r0 = 160, 0.05
+    ks = rng.binomial(N, r0, max(D, 4000))
+    p = np.array([layer_floor_test(int(k), N, r0).p_value for k in ks])
+    report(f"layer_floor, H0 rate >= {r0} at the boundary, N = {N}: rejection rate", float(np.mean(p <= ALPHA)), n=len(ks))
+    rate_true = 0.02
+    cover = np.mean([clopper_pearson_upper(int(k), N) >= rate_true for k in rng.binomial(N, rate_true, 4000)])
+    report("  (info) exact 95% upper bound covers the true rate (>= 0.95 by construction)", float(cover), None, n=4000)
+
+    # 4. sign test through the PR-lead pipeline, symmetric leads
+    tok12 = logspaced_tokens(1e9, 1e12, 12)
+    rej = 0
+    for _ in tqdm(range(D), desc="PR lead sign test", leave=False):
+        leads = rng.choice([-2, -1, 1, 2], size=30)
+        heads = pr_lead_heads(tok12, 120, 30, leads, rng, crossing=rng.integers(3, 9, size=30))
+        rej += pr_lead(heads, "sim").test.p_value <= ALPHA
+    report("sign test (PR lead pipeline), H0 symmetric leads, 30 heads: rejection rate", rej / D)
+
+    # 5. middle-out permutation test, onsets independent of layer
+    import pandas as pd
+
+    rej = 0
+    for _ in tqdm(range(D), desc="middle-out permutation", leave=False):
+        onset_rev = rng.integers(1, 10, size=16)
+        rows_ = [{"model": "m", "revision": f"r{r}", "tokens": t, "layer": layer, "k": int(r >= onset_rev[layer]) * 3, "n": 16}
+                 for r, t in enumerate(tok) for layer in range(16)]
+        o = layer_onset(pd.DataFrame(rows_), "m", floor_layers=(0, 1), n_perm=999, rng=rng)
+        rej += o.test.p_value <= ALPHA
+    report("middle-out permutation test, H0 exchangeable onsets, 16 layers: rejection rate", rej / D)
+
+    # 6. change points under no change (informational)
+    false = sum(bool(detect_changepoints(tok, simulate_counts_once(np.full(10, rng.uniform(0.05, 0.5)), n, rng), n).points)
+                for _ in range(D))
+    report("  (info) change point (bic penalty) false alarms under a constant", false / D, None)
+
+    failed = [r for r in rows if r[2] is not None and not (r[2] <= r[1] <= r[3])]
+    print(f"done in {time.perf_counter() - t_start:.0f} s: "
+          f"{sum(r[2] is not None for r in rows) - len(failed)} criteria pass, {len(failed)} fail")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
