@@ -89,7 +89,7 @@ def test_plain_run_prints_the_table_and_the_ui_command(checkpoints, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["model=pythia_7b"], "error: unknown model 'pythia_7b'; valid: olmo, olmo_1b_0724"),
-    (["screen=sinks"], "error: unknown screen 'sinks'; valid: all, bos"),
+    (["screen=sinks"], "error: unknown screen 'sinks'; valid: ablation, all, bos"),
     (["revision=named", "revision.name=step101"], "error: unknown revision 'step101' for model 'tiny_neox'; "
                                                   "nearest valid: step100, step10"),
     (["screen.thresholds.bos=-5"], "error: screen.thresholds.bos=-5.0 must be a positive number"),
