@@ -29,7 +29,7 @@ def check_command_line(argv) -> None:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
-    from emergence.job import format_markdown, format_table, formation_rows, run_job, ui_command
+    from emergence.job import format_markdown, format_table, formation_rows, run_job, stats_report, ui_command
 
     try:
         results = run_job(cfg)
@@ -41,6 +41,8 @@ def main(cfg: DictConfig):
         if len(results) > 1:
             print("\nWhen circuits form (first screened revision with at least one head flagged):")
             print(format_markdown(formation_rows(results)))
+        if cfg.stats and len(results) > 1:
+            print(stats_report(cfg, sorted({r.model for r in results})))
         print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
               f"  {ui_command(cfg.tracking.uri)}")
     return results

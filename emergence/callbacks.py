@@ -26,7 +26,7 @@ class SweepSummary(Callback):
             self.results.extend(value)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from emergence.job import format_markdown, format_table, formation_rows, ui_command
+        from emergence.job import format_markdown, format_table, formation_rows, stats_report, ui_command
 
         if not self.results or not config.get("report", True):
             return
@@ -34,4 +34,6 @@ class SweepSummary(Callback):
         print(format_table(self.results))
         print("\nWhen circuits form (first screened revision with at least one head flagged):")
         print(format_markdown(formation_rows(self.results)))
+        if config.get("stats", False):
+            print(stats_report(config, sorted({r.model for r in self.results})))
         print(f"\nOpen the runs with:\n  {ui_command(config.tracking.uri)}")

@@ -165,6 +165,8 @@ class EmergenceConfig:
     force: bool = False
     #: Print the per-family summary table at the end.
     report: bool = True
+    #: Then write the statistics report (``python -m stats`` on this job's models).
+    stats: bool = True
     #: Extra free-form metadata logged as params (``+meta.study=...``).
     meta: Dict[str, Any] = field(default_factory=dict)
 

@@ -173,5 +173,25 @@ def format_markdown(rows: List[Dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def stats_report(cfg: DictConfig, models: List[str]) -> str:
+    """Run ``python -m stats`` on this job's models (a subprocess: stats never imports
+    the model code, and has its own Hydra app). Returns its last line of output."""
+    import subprocess
+    import sys
+
+    from emergence import PROJECT_ROOT
+
+    cmd = [sys.executable, "-m", "stats", f"source.tracking_uri={cfg.tracking.uri}",
+           f"source.experiment={cfg.tracking.experiment}", f"source.models=[{','.join(models)}]",
+           f"tracking.uri={cfg.tracking.uri}", f"tracking.artifacts={cfg.tracking.artifacts}"]
+    proc = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    if proc.returncode == 0 and lines:
+        return lines[-1]
+    errors = [line for line in lines if "rror" in line and "HYDRA_FULL_ERROR" not in line]
+    return (f"stats report failed (exit {proc.returncode}): {errors[-1] if errors else 'no output'}\n"
+            f"  rerun it with: {' '.join(cmd[1:]).replace(sys.executable, 'python')}")
+
+
 def ui_command(uri: str) -> str:
     return f"mlflow ui --backend-store-uri {uri}"
