@@ -40,14 +40,13 @@ def main():
 
     from tqdm import tqdm
 
-    from stats.bootstrap import parametric_bootstrap
     from stats.changepoint import detect_changepoints
     from stats.findings import layer_onset
     from stats.hypotheses import clopper_pearson_upper, layer_floor_test, step_vs_logistic
     from stats.models import fit_all
     from stats.pr_lead import pr_lead
     from stats.simulate import logistic_probability, logspaced_tokens, pr_lead_heads, simulate_counts_once, step_probability
-    from stats.times import gap_ratio, transition_times
+    from stats.times import bootstrap_transition_times, gap_ratio
 
     rng = np.random.default_rng(args.seed)
     tok = logspaced_tokens(1e9, 3e12, 10)
@@ -91,8 +90,7 @@ def main():
             p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.2, 0.7), t50, rng.uniform(1.0, 2.5))
             k = simulate_counts_once(p, n, rng)
             fits, disp = fit_all(tok, k, n)
-            fit = fits["logistic"]
-            t = transition_times(fit, parametric_bootstrap(fit, B, rng), rng)
+            t = bootstrap_transition_times(fits["logistic"], disp, B, rng)[0]
             hit = t.t50_ci[0] <= t50 <= t.t50_ci[1]
             cover_all += hit
             total += 1
@@ -111,7 +109,7 @@ def main():
         p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.2, 0.7), t50, rng.uniform(1.0, 2.5))
         k = simulate_counts_once(p, n256, rng, 4.0)
         fits, disp = fit_all(tok, k, n256)
-        t = transition_times(fits["logistic"], parametric_bootstrap(fits["logistic"], B, rng), rng)
+        t = bootstrap_transition_times(fits["logistic"], disp, B, rng)[0]
         cover += t.t50_ci[0] <= t50 <= t.t50_ci[1]
     report("  (info) t50 coverage, beta-binomial phi = 4, n = 256", cover / Dc, None, n=Dc)
 
@@ -124,7 +122,7 @@ def main():
         for _c in range(2):
             k = simulate_counts_once(step_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.3, 0.7), j), n, rng)
             fits, disp = fit_all(tok, k, n)
-            times.append(transition_times(fits["logistic"], parametric_bootstrap(fits["logistic"], B, rng), rng))
+            times.append(bootstrap_transition_times(fits["logistic"], disp, B, rng)[0])
         rej += gap_ratio("sim", times[0], times[1]).p_value <= ALPHA
     report("  (info) separation, both curves step in the same gap: rejection rate", rej / Ds, None, n=Ds)
 

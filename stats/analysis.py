@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from stats.bootstrap import BootstrapResults, parametric_bootstrap
+from stats.bootstrap import BootstrapResults
 from stats.changepoint import ChangePoints, detect_changepoints
 from stats.config import AnalysisConfig
 from stats.curves import Curve, TrackedResults
@@ -30,7 +30,7 @@ from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
 from stats.pr_lead import PRLead, pr_lead
 from stats.shape import ShapeVerdict, classify_shape, jump_share
-from stats.times import GapRatio, TransitionTimes, already_formed_times, gap_ratio, transition_times
+from stats.times import GapRatio, TransitionTimes, already_formed_times, bootstrap_transition_times, gap_ratio
 
 #: Minimum revisions for any fit.
 MIN_FIT_POINTS = 3
@@ -138,7 +138,7 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
     rule = dict(min_points=sc.min_points, min_rise=sc.min_rise, delta_aicc_none=sc.delta_aicc_none,
                 min_jump_share=sc.min_jump_share, width_factor=sc.width_factor, alpha=cfg.alpha)
     args = (curve.tokens, curve.k, curve.n, curve.revisions)
-    if len(curve) < max(MIN_FIT_POINTS, 1) or len(curve) < sc.min_points:
+    if len(curve) < max(MIN_FIT_POINTS, sc.min_points):
         verdict = classify_shape(*args, fits=None, **rule)
         if verdict.shape != "none":  # min_points below MIN_FIT_POINTS
             verdict = ShapeVerdict("none", f"too short: {len(curve)} revisions < {MIN_FIT_POINTS} needed for a fit", verdict.evidence)
@@ -151,8 +151,8 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
     cont = _continuous_evidence(results, curve, direction) if results is not None else {}
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, fits, disp, cps, continuous=cont, notes=notes)
-    boot = parametric_bootstrap(fits["logistic"], cfg.n_boot, rng)
-    times = transition_times(fits["logistic"], boot, rng, cfg.level, sc.width_factor)
+    times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, sc.width_factor,
+                                             cfg.fit.overdispersion)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(curve.tokens, curve.k, curve.n, cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, **rule)

@@ -8,7 +8,12 @@ variance ``phi n_i p_i (1 - p_i)``::
     pi_i ~ Beta(p_i (1 - rho_i) / rho_i, (1 - p_i) (1 - rho_i) / rho_i),
     k*_i ~ Binomial(n_i, pi_i),      rho_i = (phi - 1) / (n_i - 1).
 
-Each replicate is refitted (all at once, :meth:`CurveModel.fit_batch`).
+The analysis draws each replicate's phi from the uncertainty of the estimate,
+``phi_b = max(1, X2 / chi2_b)`` with ``chi2_b ~ chi-square(df)`` (whenever
+``X2 / df > 1``; :meth:`stats.models.base.Dispersion.draw`): with about six degrees
+of freedom a single plug-in phi under-covers (simulation: 95 % intervals covered
+86 % at phi = 4; with the draws, 94 %). Each replicate is refitted (all at once,
+:meth:`CurveModel.fit_batch`).
 """
 
 from __future__ import annotations
@@ -18,19 +23,25 @@ from dataclasses import dataclass
 import numpy as np
 
 
-def simulate_counts(p, n, n_boot: int, rng: np.random.Generator, dispersion: float = 1.0) -> np.ndarray:
-    """Draw ``n_boot`` replicate count vectors (n_boot, m) around probabilities ``p``."""
+def simulate_counts(p, n, n_boot: int, rng: np.random.Generator, dispersion=1.0) -> np.ndarray:
+    """Draw ``n_boot`` replicate count vectors (n_boot, m) around probabilities ``p``.
+
+    ``dispersion`` is one phi for every replicate or an array (n_boot,) of them;
+    replicates with phi <= 1 are binomial, the others beta-binomial.
+    """
     p = np.clip(np.asarray(p, float), 0.0, 1.0)
     n = np.asarray(n, int)
     size = (n_boot, p.size)
-    if dispersion <= 1.0:
-        return rng.binomial(np.broadcast_to(n, size), np.broadcast_to(p, size))
-    rho = np.clip((dispersion - 1.0) / np.maximum(n - 1, 1), 1e-9, 1 - 1e-9)
-    scale = (1 - rho) / rho
-    alpha = np.maximum(p * scale, 1e-9)
-    beta = np.maximum((1 - p) * scale, 1e-9)
-    pi = rng.beta(np.broadcast_to(alpha, size), np.broadcast_to(beta, size))
-    pi = np.where(p[None, :] <= 0, 0.0, np.where(p[None, :] >= 1, 1.0, pi))
+    phi = np.broadcast_to(np.asarray(dispersion, float), (n_boot,))
+    pi = np.broadcast_to(p, size).copy()
+    over = phi > 1.0
+    if over.any():
+        rho = np.clip((phi[over, None] - 1.0) / np.maximum(n[None, :] - 1, 1), 1e-9, 1 - 1e-9)
+        scale = (1 - rho) / rho
+        alpha = np.maximum(p[None, :] * scale, 1e-9)
+        beta = np.maximum((1 - p[None, :]) * scale, 1e-9)
+        draw = rng.beta(alpha, beta)
+        pi[over] = np.where(p[None, :] <= 0, 0.0, np.where(p[None, :] >= 1, 1.0, draw))
     return rng.binomial(np.broadcast_to(n, size), pi)
 
 
@@ -47,14 +58,17 @@ class BootstrapResults:
         return self.theta.shape[0]
 
 
-def parametric_bootstrap(fit, n_boot: int, rng: np.random.Generator, model=None) -> BootstrapResults:
+def parametric_bootstrap(fit, n_boot: int, rng: np.random.Generator, model=None, dispersion=None) -> BootstrapResults:
     """Bootstrap a :class:`~stats.models.base.FitResults`: simulate from its fit, refit.
 
     ``model`` (default: the fit's own model) is the model refitted to each replicate,
     so that a statistic of another model can be bootstrapped under this fit's null.
+    ``dispersion`` (default: the fit's phi) may be an array of one phi a replicate,
+    e.g. :meth:`stats.models.base.Dispersion.draw`.
     """
     model = fit.model if model is None else model
-    counts = simulate_counts(fit.fitted, fit.n, n_boot, rng, fit.dispersion)
+    dispersion = fit.dispersion if dispersion is None else dispersion
+    counts = simulate_counts(fit.fitted, fit.n, n_boot, rng, dispersion)
     init = fit.theta if model is fit.model else None
     bf = model.fit_batch(fit.x, counts, fit.n, init=init)
     return BootstrapResults(bf.theta, bf.loglik, counts)

@@ -18,8 +18,8 @@ Tables of a :class:`TrackedResults` (pandas DataFrames):
 Rules: only runs tagged ``emergence.status = complete`` are read (configurable);
 where several runs share (model, revision) the latest is kept and a note says so;
 revisions with equal token counts are merged (the first by name kept); revisions
-with zero tokens (``step0``) are kept in the tables but left out of fits on log10
-tokens (noted by the analysis).
+with zero tokens (``step0``), no heads or a missing count are kept in the tables but
+left out of the curves fitted on log10 tokens (noted by the analysis).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Curve:
     def from_frame(cls, df: pd.DataFrame, model: str, klass: str, corpus: str = "unknown") -> "Curve":
         df = df.sort_values("tokens")
         dropped = []
-        bad = (df["tokens"] <= 0) | (df["n"] <= 0)
+        bad = (df["tokens"] <= 0) | (df["n"] <= 0) | df["k"].isna() | df["n"].isna() | df["tokens"].isna()
         if bad.any():
             dropped = [f"{r.revision} (tokens={r.tokens}, n={r.n})" for r in df[bad].itertuples()]
             df = df[~bad]
@@ -304,7 +304,8 @@ def read_mlflow(
         seen.add(key)
         kept.append(r)
     if len(kept) < len(runs):
-        notes.append(f"{len(runs) - len(kept)} older duplicate run(s) of the same (model, revision) ignored")
+        notes.append(f"{len(runs) - len(kept)} older duplicate run(s) of the same (model, revision) ignored; "
+                     "choose runs with source.sweep or source.filter")
 
     curve_rows, layer_rows, cont_rows, head_frames = [], [], [], []
     tmp = tempfile.TemporaryDirectory() if read_heads else None

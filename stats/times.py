@@ -195,6 +195,18 @@ def already_formed_times(first_tokens: float, n_boot: int, level: float = 0.95) 
                            ["already formed at the first revision (no transition): time is an upper bound"], draws, draws)
 
 
+def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = 0.95,
+                               width_factor: float = 1.0, overdispersion: bool = True):
+    """Times of a logistic fit with the analysis's bootstrap: one phi a replicate drawn
+    from ``dispersion`` (:meth:`Dispersion.draw`) when ``overdispersion``; returns
+    ``(times, boot)``."""
+    from stats.bootstrap import parametric_bootstrap
+
+    phi = dispersion.draw(n_boot, rng) if overdispersion else 1.0
+    boot = parametric_bootstrap(fit, n_boot, rng, dispersion=phi)
+    return transition_times(fit, boot, rng, level, width_factor), boot
+
+
 @dataclass
 class GapRatio:
     """t(late) / t(early) for one model, with its interval and separation test."""

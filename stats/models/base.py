@@ -100,6 +100,13 @@ class Dispersion:
             return 1.0
         return max(1.0, self.chi2 / self.df)
 
+    def draw(self, n_boot: int, rng) -> np.ndarray:
+        """One phi a bootstrap replicate: ``max(1, X2 / chi2_b)``, ``chi2_b ~ chi-square(df)``,
+        when ``X2 / df > 1`` (the estimate's uncertainty), else ones."""
+        if self.phi_raw <= 1.0:
+            return np.ones(n_boot)
+        return np.maximum(1.0, self.chi2 / rng.chisquare(self.df, size=n_boot))
+
     def to_dict(self):
         return {
             "pearson_chi2": self.chi2,

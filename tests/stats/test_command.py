@@ -23,7 +23,8 @@ def run_stats(*overrides, cwd=None):
 
 def store_overrides(store, out):
     return [f"source.tracking_uri={store['uri']}", f"tracking.uri={store['uri']}",
-            f"tracking.artifacts={store['artifacts']}", f"output_dir={out}", "analysis.n_boot=200", "analysis.progress=false"]
+            f"tracking.artifacts={store['artifacts']}", f"output_dir={out}", f"hydra.run.dir={out}_hydra",
+            "analysis.n_boot=200", "analysis.progress=false"]
 
 
 def test_command_on_tracked_runs_writes_every_output(mlflow_store, tmp_path):
@@ -73,7 +74,7 @@ def test_command_on_tracked_runs_writes_every_output(mlflow_store, tmp_path):
 
 def test_command_on_a_csv_without_pr(reference_csv, tmp_path):
     out = tmp_path / "csvout"
-    proc = run_stats("source=csv", f"source.path={reference_csv}", f"output_dir={out}", "tracking.log=false",
+    proc = run_stats("source=csv", f"source.path={reference_csv}", f"hydra.run.dir={out}", "tracking.log=false",
                      "analysis.n_boot=200", "analysis.progress=false")
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
@@ -124,3 +125,11 @@ def test_default_output_dir_is_absolute_under_outputs_stats():
     root = str(Path(stats.__file__).resolve().parents[1])
     assert run_dir.startswith("${project_root:}/outputs/stats/") or run_dir.startswith(root + "/outputs/stats/")
     assert OmegaConf.select(cfg, "hydra.job.chdir") is False
+
+
+def test_stats_never_imports_emergence():
+    code = ("import sys, stats, stats.analysis, stats.figures, stats.report, stats.__main__; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'emergence'))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

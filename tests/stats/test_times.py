@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from stats.bootstrap import parametric_bootstrap
-from stats.models import LogisticModel, fit_all
+from stats.models import fit_all
 from stats.simulate import logistic_probability, logspaced_tokens, simulate_counts_once, step_probability
-from stats.times import already_formed_times, gap_ratio, logistic_times, transition_times
+from stats.times import already_formed_times, bootstrap_transition_times, gap_ratio, logistic_times
 
 TOK = logspaced_tokens(1e9, 3e12, 10)
 N = np.full(10, 128)
@@ -14,8 +13,7 @@ N = np.full(10, 128)
 
 def times_of(k, rng, n_boot=300, n=N):
     fits, disp = fit_all(TOK, k, n)
-    fit = fits["logistic"]
-    return transition_times(fit, parametric_bootstrap(fit, n_boot, rng), rng)
+    return bootstrap_transition_times(fits["logistic"], disp, n_boot, rng)[0]
 
 
 def test_t50_is_recovered_within_its_interval():
@@ -88,3 +86,24 @@ def test_already_formed_early_class_gives_a_lower_bound():
     assert g.bound == "lower"
     assert g.ratio == pytest.approx(late.t50 / TOK[0])
     assert g.p_value < 0.01
+
+
+def test_t50_coverage_under_overdispersion_small_simulation():
+    rng = np.random.default_rng(6)
+    n = np.full(10, 256)
+    hits, trials = 0, 60
+    for _ in range(trials):
+        t50 = 10 ** rng.uniform(10.2, 11.3)
+        k = simulate_counts_once(logistic_probability(TOK, 0.02, rng.uniform(0.3, 0.7), t50, rng.uniform(1.0, 2.5)), n, rng, 4.0)
+        t = times_of(k, rng, 200, n)
+        hits += t.t50_ci[0] <= t50 <= t.t50_ci[1]
+    assert hits / trials >= 0.85
+
+
+def test_dispersion_draws():
+    from stats.models import Dispersion
+
+    rng = np.random.default_rng(7)
+    assert np.all(Dispersion(5.0, 6, 1.0, False, 0.5).draw(100, rng) == 1.0)
+    d = Dispersion(24.0, 6, 4.0, True, 0.001).draw(20000, rng)
+    assert d.min() >= 1.0 and 3.0 < np.median(d) < 6.0
