@@ -115,6 +115,7 @@ def timeline_figure(analysis, path: Path) -> Path:
     tc = analysis.config.times
     models = analysis.results.models
     fig, ax = plt.subplots(figsize=(7.0, 1.0 + 0.7 * len(models)))
+    plotted = False
     for i, model in enumerate(models):
         for klass, color, dy in ((tc.early_class, "C0", 0.12), (tc.late_class, "C3", -0.12)):
             try:
@@ -127,22 +128,27 @@ def timeline_figure(analysis, path: Path) -> Path:
             val = t.t50 if (klass == tc.late_class or tc.formation == "t50") else t.onset
             ci = t.t50_ci if (klass == tc.late_class or tc.formation == "t50") else t.onset_ci
             xerr = [[max(val - ci[0], 0)], [max(ci[1] - val, 0)]] if np.all(np.isfinite(ci)) else None
-            ax.errorbar([val], [i + dy], xerr=xerr, fmt="o", color=color, capsize=3,
-                        label=klass if i == 0 else None)
+            ax.errorbar([val], [i + dy], xerr=xerr, fmt="o", color=color, capsize=3, label=klass)
+            plotted = True
         try:
             g = analysis.gap(model)
             if np.isfinite(g.ratio):
                 ax.text(1.01, i, f"x{g.ratio:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         except KeyError:
             pass
-    ax.set_xscale("log")
+    if plotted:
+        ax.set_xscale("log")
+        handles, labels = ax.get_legend_handles_labels()
+        unique = dict(zip(labels, handles))
+        ax.legend(unique.values(), unique.keys(), fontsize=7, loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "no transition times (every curve has verdict none)", transform=ax.transAxes,
+                ha="center", va="center", fontsize=9)
     ax.set_yticks(range(len(models)))
     ax.set_yticklabels(models, fontsize=8)
     ax.set_ylim(-0.6, len(models) - 0.4)
     ax.set_xlabel("training tokens")
     ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals", fontsize=10)
-    if models:
-        ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -151,18 +157,19 @@ def timeline_figure(analysis, path: Path) -> Path:
 
 def pr_figure(lead, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    thr = lead.thresholds
+    thr = lead.thresholds[lead.thresholds["tokens"] > 0]
     ax.plot(thr["tokens"], thr["threshold"], color="k", ls=":", lw=1, label="elevation threshold")
     ax.plot(thr["tokens"], thr["median"], color="0.6", ls="-", lw=1, label="median PR")
-    flag = [c for c in lead.trajectories.columns if c.startswith("flag.")][0]
     by_head = {(h.layer, h.head): h for h in lead.heads}
     for i, (layer, head) in enumerate(lead.top):
-        g = lead.trajectories[(lead.trajectories["layer"] == layer) & (lead.trajectories["head"] == head)]
+        g = lead.trajectories[(lead.trajectories["layer"] == layer) & (lead.trajectories["head"] == head)
+                              & (lead.trajectories["tokens"] > 0)]
         ax.plot(g["tokens"], g[lead.column], marker=".", color=f"C{i}", label=f"L{layer}H{head}")
         h = by_head[(layer, head)]
-        if h.tokens_elevated:
+        if h.tokens_elevated and (g["tokens"] == h.tokens_elevated).any():
             ax.plot([h.tokens_elevated], g.loc[g["tokens"] == h.tokens_elevated, lead.column].iloc[:1], "^", color=f"C{i}", ms=8)
-        ax.plot([h.tokens_crossed], g.loc[g["tokens"] == h.tokens_crossed, lead.column].iloc[:1], "s", mfc="none", color=f"C{i}", ms=8)
+        if (g["tokens"] == h.tokens_crossed).any():
+            ax.plot([h.tokens_crossed], g.loc[g["tokens"] == h.tokens_crossed, lead.column].iloc[:1], "s", mfc="none", color=f"C{i}", ms=8)
     ax.set_xscale("log")
     ax.set_xlabel("training tokens")
     ax.set_ylabel(lead.column)
@@ -176,14 +183,21 @@ def pr_figure(lead, path: Path) -> Path:
 
 def convergence_figure(convs, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    plotted = False
     for i, c in enumerate(convs):
-        t = c.table[c.table["tokens"] > 0]
+        t = c.table[(c.table["tokens"] > 0) & c.table["recall"].notna()]
+        if t.empty:
+            continue
         ax.plot(t["tokens"], t["recall"], marker="o", color=f"C{i}", label=f"{c.model} (n={c.n_final})")
+        plotted = True
         if c.tokens_at_level:
             ax.axvline(c.tokens_at_level, color=f"C{i}", ls=":", lw=0.8)
     if convs:
         ax.axhline(convs[0].level, color="k", ls="--", lw=0.8, label=f"recall {convs[0].level:.2f}")
-    ax.set_xscale("log")
+    if plotted:
+        ax.set_xscale("log")
+    else:
+        ax.text(0.5, 0.5, "no final induction heads", transform=ax.transAxes, ha="center", va="center")
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("training tokens")
     ax.set_ylabel("recall of the final induction set")

@@ -90,7 +90,7 @@ class PRLead:
             "heads": [h.to_dict() for h in self.heads],
             **self.counts,
             "median_lead_ratio": self.median_lead_ratio,
-            "p_value": self.test.p_value,
+            "p_value": self.test.p_value if self.heads else None,
             "null": self.test.null,
         }
 

@@ -113,6 +113,9 @@ def render_report(summary: dict, figures: dict) -> str:
     else:
         L += ["| model | heads | elevated before | same revision | after or never | median lead ratio | sign-test p |", "|---|---|---|---|---|---|---|"]
         for x in summary["pr_lead"]:
+            if not x["heads"]:
+                L.append(f"| {x['model']} | 0 (no induction heads at the final revision) | - | - | - | - | - |")
+                continue
             L.append(f"| {x['model']} | {len(x['heads'])} | {x['before']} | {x['same']} | {x['after_or_never']} | "
                      f"{_num(x['median_lead_ratio'])} | {_num(x['p_value'])} |")
         L.append("")

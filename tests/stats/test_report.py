@@ -1,0 +1,39 @@
+"""Outputs on degenerate input: every figure still written, no crash."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from stats import analyse, read_csv
+from stats.config import AnalysisConfig
+from stats.report import render_report, write_outputs
+
+
+def test_all_flat_or_short_curves_still_give_every_output(tmp_path):
+    rows = [{"model": "flat", "class": "bos", "tokens": t, "k": 0, "n": 64} for t in np.logspace(9, 12, 8)]
+    rows += [{"model": "flat", "class": "induction", "tokens": t, "k": 3, "n": 64} for t in np.logspace(9, 12, 8)]
+    rows += [{"model": "short", "class": "bos", "tokens": t, "k": k, "n": 16} for t, k in ((1e9, 0), (1e10, 8))]
+    rows += [{"model": "short", "class": "bos", "tokens": 0, "k": 0, "n": 16, "revision": "step0"}]
+    rows += [{"model": "flat", "class": "bos", "tokens": 1e10, "k": 0, "n": 8, "layer": layer} for layer in range(8)]
+    path = tmp_path / "c.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    analysis = analyse(read_csv(path), AnalysisConfig(n_boot=50, progress=False))
+    assert {c.verdict.shape for c in analysis.curves} == {"none"}
+    out = write_outputs(analysis, tmp_path / "out")
+    summary = json.loads(out["summary"].read_text())
+    assert summary["figures"]["timeline"] and (tmp_path / "out" / summary["figures"]["timeline"][0]).is_file()
+    assert len(summary["figures"]["curves"]) == 3
+    gap = summary["gaps"][0]
+    assert gap["ratio"] is None and "no transition" in gap["notes"][0]
+    text = out["report"].read_text()
+    assert "No PR data" in text and "flat / bos: none" in text
+
+
+def test_report_lists_every_curve_and_gap(reference_csv):
+    analysis = analyse(read_csv(reference_csv), AnalysisConfig(n_boot=100, progress=False))
+    text = render_report(analysis.summary(), {})
+    for c in analysis.curves:
+        assert f"| {c.model} | {c.klass} | **{c.verdict.shape}** |" in text
+    for g in analysis.gaps:
+        assert f"| {g.model} |" in text
