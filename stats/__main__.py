@@ -13,6 +13,7 @@ one line naming the value and the valid choices.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -73,8 +74,6 @@ def main(cfg: DictConfig) -> None:
         print(f"stats: error: {exc}", file=sys.stderr)
         sys.exit(2)
     shapes = {}
-    import json
-
     summary = json.loads(Path(paths["summary"]).read_text())
     for c in summary["curves"]:
         shapes[c["shape"]] = shapes.get(c["shape"], 0) + 1

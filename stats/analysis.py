@@ -12,7 +12,6 @@ so a curve's result does not depend on the order of the others.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -25,10 +24,10 @@ from stats.bootstrap import BootstrapResults
 from stats.changepoint import ChangePoints, detect_changepoints
 from stats.config import AnalysisConfig
 from stats.curves import Curve, TrackedResults
-from stats.findings import Convergence, LayerFloor, LayerOnset, circuit_convergence, class_layer_counts, layer_floor, layer_onset
+from stats.findings import circuit_convergence, class_layer_counts, layer_floor, layer_onset
 from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
-from stats.pr_lead import PRLead, pr_lead
+from stats.pr_lead import pr_lead
 from stats.shape import ShapeVerdict, classify_shape, jump_share
 from stats.times import GapRatio, TransitionTimes, already_formed_times, bootstrap_transition_times, gap_ratio
 
