@@ -278,7 +278,10 @@ def read_mlflow(
     if status:
         runs = [r for r in runs if r.data.tags.get("emergence.status") == status]
     if not runs:
-        raise StatsError(f"no {status or ''} screen runs in {what} at {tracking_uri!r}".replace("  ", " "))
+        others = sorted(e.name for e in client.search_experiments() if e.name != experiment)
+        hint = f"; status filter {status!r} (source.status=null reads all)" if status else ""
+        raise StatsError(f"no {status or ''} screen runs in {what} at {tracking_uri!r}{hint}; "
+                         f"other experiments: {others}".replace("  ", " "))
     if sweep:
         sweeps = {r.data.tags.get("emergence.sweep") for r in runs} - {None}
         if sweep == "latest":
