@@ -1,0 +1,36 @@
+"""End to end (slow): the toy suite's runs, written by ``python -m emergence`` into a
+temporary store, analysed by ``python -m stats``: the report with every figure."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.slow
+def test_stats_on_the_toy_suite_runs(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    common = [f"tracking.uri={uri}", f"tracking.artifacts={tmp_path}/mlartifacts"]
+    job = subprocess.run(
+        [sys.executable, "-m", "emergence", "model=toy_neox", "model.recipe.threads=1", f"cache.toy_dir={tmp_path}/toy",
+         f"hydra.run.dir={tmp_path}/run", *common],
+        capture_output=True, text=True, timeout=3000,
+    )
+    assert job.returncode == 0, job.stderr[-3000:]
+    out = tmp_path / "stats"
+    proc = subprocess.run(
+        [sys.executable, "-m", "stats", f"source.tracking_uri={uri}", f"hydra.run.dir={out}", "analysis.progress=false", *common],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert len(summary["curves"]) == 6 and all(c["n_points"] >= 5 for c in summary["curves"])
+    figs = summary["figures"]
+    assert len(figs["curves"]) == 6 and figs["layers"] and figs["timeline"] and figs["continuous"]
+    if any(c["n_final"] for c in summary["findings"]["convergence"]):
+        assert figs["convergence"] and figs["pr"]
+    report = (out / "report.md").read_text()
+    for paths in figs.values():
+        for p in paths:
+            assert (out / p).is_file() and f"]({p})" in report
