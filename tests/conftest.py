@@ -16,3 +16,10 @@ from tiny_models import FAMILIES  # noqa: E402
 @pytest.fixture(params=FAMILIES)
 def family(request):
     return request.param
+
+
+@pytest.fixture(scope="session")
+def toy_cache(tmp_path_factory):
+    """One toy checkpoint cache for the whole session: the slow tests that need a trained
+    toy model share it, so each recipe is trained at most once per test run."""
+    return tmp_path_factory.mktemp("toy_cache")
