@@ -57,14 +57,17 @@ def build_config(recipe):
         initializer_range=float(recipe.init_std), bos_token_id=first, eos_token_id=first,
         pad_token_id=None, tie_word_embeddings=False, use_cache=False,
     )
+    rope = {"rope_type": "default", "rope_theta": float(recipe.rope_theta)}
     if recipe.family == "gpt_neox":
-        return GPTNeoXConfig(rotary_pct=1.0, use_parallel_residual=True, hidden_dropout=0.0,
-                             attention_dropout=0.0, **common)
+        return GPTNeoXConfig(rope_parameters={**rope, "partial_rotary_factor": 1.0}, use_parallel_residual=True,
+                             hidden_dropout=0.0, attention_dropout=0.0, attention_bias=True, **common)
     if recipe.family == "olmo":
-        return OlmoConfig(clip_qkv=recipe.clip_qkv, attention_dropout=0.0, **common)
+        return OlmoConfig(rope_parameters=rope, clip_qkv=recipe.clip_qkv, attention_bias=bool(recipe.attention_bias),
+                          attention_dropout=0.0, **common)
     return OlmoeConfig(num_experts=int(recipe.n_experts), num_experts_per_tok=int(recipe.top_k),
                        router_aux_loss_coef=float(recipe.router_aux_loss_coef), clip_qkv=recipe.clip_qkv,
-                       attention_dropout=0.0, **common)
+                       rope_parameters=rope, attention_bias=bool(recipe.attention_bias), attention_dropout=0.0,
+                       **common)
 
 
 def build_model(recipe, attn_implementation: str = "sdpa"):

@@ -15,9 +15,10 @@ class ToyCorpusConfig:
     first_token: int = 0
     zipf_exponent: float = 1.1
     #: Fraction of sequences that carry one repeated segment.
-    repeat_fraction: float = 0.5
-    segment_min: int = 6
-    segment_max: int = 24
+    repeat_fraction: float = 1.0
+    #: Segment lengths, uniform in [segment_min, segment_max] (the probe's n = 31 is the maximum).
+    segment_min: int = 12
+    segment_max: int = 31
 
 
 @dataclass
@@ -35,11 +36,16 @@ class ToyRecipeConfig:
     #: OLMo / OLMoE: clamp q, k, v to [-clip_qkv, clip_qkv] (``null``: no clamp).
     clip_qkv: Optional[float] = None
     #: Std of the normal weight initialisation (HF ``initializer_range``).
-    init_std: float = 0.02
+    init_std: float = 0.05
+    #: Rotary base (HF ``rope_parameters.rope_theta``); rotary covers the full head in every family.
+    rope_theta: float = 500.0
+    #: Biases on the q, k, v and output projections (HF ``attention_bias``; OLMo / OLMoE only:
+    #: GPT-NeoX always has them, OLMo-1B and OLMoE-1B-7B have none).
+    attention_bias: bool = False
     seq_len: int = 64
     batch_size: int = 32
-    steps: int = 4000
-    lr: float = 1e-3
+    steps: int = 2000
+    lr: float = 3e-3
     weight_decay: float = 0.01
     warmup_steps: int = 100
     #: ``constant`` (after warm-up) or ``cosine`` (decay to ``min_lr_ratio * lr`` at ``steps``).
@@ -53,7 +59,8 @@ class ToyRecipeConfig:
     seed: int = 0
     #: Checkpoints at log-spaced steps from ``first_checkpoint`` to ``steps`` (plus step 0).
     n_checkpoints: int = 16
-    first_checkpoint: int = 25
+    first_checkpoint: int = 100
     corpus: ToyCorpusConfig = field(default_factory=ToyCorpusConfig)
-    #: Torch intra-op threads for training (``null``: torch's default).
+    #: Torch intra-op threads for training (``null``: torch's default). Part of the recipe's
+    #: identity: another thread count changes the weights in the last bits.
     threads: Optional[int] = None
