@@ -27,6 +27,13 @@ def check_command_line(argv) -> None:
                 check_group_choice(match["group"], value)
 
 
+def in_multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
     from emergence.job import format_markdown, format_table, formation_rows, run_job, stats_report, ui_command
@@ -36,7 +43,7 @@ def main(cfg: DictConfig):
     except EmergenceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    if cfg.report:
+    if cfg.report and not in_multirun():  # a sweep's jobs are summarised once, by emergence.callbacks
         print(format_table(results))
         if len(results) > 1:
             print("\nWhen circuits form (first screened revision with at least one head flagged):")

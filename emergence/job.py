@@ -185,9 +185,10 @@ def stats_report(cfg: DictConfig, models: List[str]) -> str:
            f"source.experiment={cfg.tracking.experiment}", f"source.models=[{','.join(models)}]",
            f"tracking.uri={cfg.tracking.uri}", f"tracking.artifacts={cfg.tracking.artifacts}"]
     proc = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True)
-    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
-    if proc.returncode == 0 and lines:
-        return lines[-1]
+    out = [line for line in proc.stdout.splitlines() if line.strip()]
+    if proc.returncode == 0 and out:
+        return out[-1]  # stats' own one-line summary (its progress bars go to stderr)
+    lines = out + [line for line in proc.stderr.splitlines() if line.strip()]
     errors = [line for line in lines if "rror" in line and "HYDRA_FULL_ERROR" not in line]
     return (f"stats report failed (exit {proc.returncode}): {errors[-1] if errors else 'no output'}\n"
             f"  rerun it with: {' '.join(cmd[1:]).replace(sys.executable, 'python')}")

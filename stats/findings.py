@@ -105,6 +105,8 @@ def layer_floor(counts: pd.DataFrame, model: str, klass: str = "bos", floor_laye
     n_heads = int(df.groupby("layer")["n"].max().sum())
     if heads is not None and f"flag.{klass}" in heads.columns:
         h = heads[heads["layer"].isin(floor_layers)]
+        if "model" in h.columns:  # per-head rows of every model may be passed: count this model's only
+            h = h[h["model"] == model]
         heads_ever = int((h.groupby(["layer", "head"])[f"flag.{klass}"].max() > 0).sum())
     else:
         # without per-head rows, bound by the largest per-revision count (a lower bound on distinct heads)

@@ -43,7 +43,7 @@ def test_schedule_single_checkpoint():
 
 
 def test_schedule_needs_no_training(tmp_path):
-    rec = ToyRecipeConfig(steps=100)
+    rec = ToyRecipeConfig(steps=100, first_checkpoint=10)
     checkpoint_schedule(rec)
     assert not suite_folder(rec, tmp_path, "toy").exists()
 

@@ -61,17 +61,19 @@ def selectivities(path, ids: torch.Tensor, n: int = 31):
 
 
 @pytest.mark.slow
-def test_real_recipe_forms_induction_heads(tmp_path):
+def test_real_recipe_forms_induction_heads(toy_cache):
+    """Trains (or reuses, from the session's toy cache shared with test_toy_circuits.py) the
+    registered toy model of ``EMERGENCE_SLOW_RECIPE`` (default ``neox``)."""
     recipe = as_recipe(OmegaConf.load(ROOT / "conf" / "recipe" / f"{FAMILY_RECIPE}.yaml"))
     start = time.perf_counter()
-    folder = ensure_trained(recipe, tmp_path, f"toy_{FAMILY_RECIPE}", progress=False)
+    folder = ensure_trained(recipe, toy_cache, f"toy_{FAMILY_RECIPE}", progress=False)
     train_s = time.perf_counter() - start
     ids = synthetic_probe(recipe.corpus.vocab_size, recipe.corpus.first_token)
     rows = []
     for rev in checkpoint_schedule(recipe):
         ind, bos, loss = selectivities(folder / rev["name"], ids)
         rows.append((rev, ind, bos, loss))
-    print(f"\n{recipe.family}: trained in {train_s:.0f} s")
+    print(f"\n{recipe.family}: trained (or found trained) in {train_s:.0f} s")
     for rev, ind, bos, loss in rows:
         layers = sorted({int(l) for l in np.nonzero(bos >= BOS_THRESHOLD)[0]})
         print(f"  {rev['name']:>9} {rev['tokens']:>10,} tok  induction heads {(ind >= INDUCTION_THRESHOLD).sum():2d}"

@@ -58,8 +58,8 @@ class ToyRecipeConfig:
     grad_clip: Optional[float] = 1.0
     seed: int = 0
     #: Checkpoints at log-spaced steps from ``first_checkpoint`` to ``steps`` (plus step 0).
-    n_checkpoints: int = 16
-    first_checkpoint: int = 100
+    n_checkpoints: int = 20
+    first_checkpoint: int = 200
     corpus: ToyCorpusConfig = field(default_factory=ToyCorpusConfig)
     #: Torch intra-op threads for training (``null``: torch's default). Part of the recipe's
     #: identity: another thread count changes the weights in the last bits.

@@ -33,6 +33,16 @@ def test_layer_floor_zero_and_exact_bound():
     assert not f2.holds and f2.k == 2 and f2.upper_bound > f.upper_bound
 
 
+def test_layer_floor_counts_distinct_heads_of_its_own_model_only():
+    counts = counts_table({l: 3 for l in range(2, 8)})
+    heads = pd.DataFrame([{"model": model, "revision": "r9", "layer": 0, "head": h, "flag.bos": flag}
+                          for model, flag in (("m", 0), ("other", 1)) for h in range(8)])
+    f = layer_floor(counts, "m", heads=heads)
+    assert f.heads_ever == 0  # the other model's eight flagged floor heads are not this model's
+    heads.loc[(heads["model"] == "m") & (heads["head"] == 3), "flag.bos"] = 1
+    assert layer_floor(counts, "m", heads=heads).heads_ever == 1
+
+
 def test_middle_out_onset_is_detected():
     # 8 layers: middle layers 3, 4 first, then spreading out; floor 0, 1 never
     onsets = {3: 2, 4: 2, 2: 4, 5: 4, 6: 6, 7: 7}
