@@ -103,6 +103,10 @@ class AblationConfig:
     heads: List[str] = field(default_factory=list)
     #: Random control groups of the same size, drawn from the other heads.
     controls: int = 20
+    #: Head classes whose heads flagged at this revision are left out of the control pool
+    #: (e.g. ``[previous_token]``: the upstream half of the induction circuit). Default
+    #: ``[]``, METHODS section 7 (every other head); a departure when set.
+    control_exclude: List[str] = field(default_factory=list)
     #: Probe sequences used by the ablation passes (the first ones of the probe).
     n_sequences: int = 500
     seed: int = 0

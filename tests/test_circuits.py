@@ -6,6 +6,7 @@ import torch
 from omegaconf import OmegaConf
 
 from tiny_models import tiny_model
+from emergence import EmergenceError
 from emergence.adapters import adapter_for
 from emergence.config import AblationConfig, ScreenConfig
 from emergence.probes import synthetic_induction
@@ -121,6 +122,30 @@ def test_ablation_edits_only_the_group_and_empty_group_changes_nothing(family):
     result = group_ablation(model, adapter, probe(), [], mode="mean", controls=5)
     assert result.effect == 0.0 and result.loss_group == result.loss_clean
     assert torch.equal(outputs(model, ids), clean)
+
+
+def test_excluded_heads_are_never_drawn_as_controls():
+    model = tiny_model("gpt_neox")
+    adapter = adapter_for(model)
+    heads = [(l, h) for l in range(adapter.n_layers) for h in range(adapter.n_heads)]
+    group, pool = [(1, 0)], [(2, 3)]
+    exclude = [x for x in heads if x not in group + pool]
+    result = group_ablation(model, adapter, probe(n_sequences=16), group, mode="zero", controls=4,
+                            exclude=exclude, progress=False)
+    # (2, 3) is the only head left to draw, so every control is that one head
+    only = group_ablation(model, adapter, probe(n_sequences=16), pool, mode="zero", controls=0, progress=False)
+    assert np.allclose(result.control_effects, only.effect)
+    unrestricted = group_ablation(model, adapter, probe(n_sequences=16), group, mode="zero", controls=4,
+                                  progress=False)
+    assert not np.allclose(unrestricted.control_effects, only.effect)
+
+
+def test_unknown_control_exclude_class_is_named():
+    model = tiny_model("olmo")
+    cfg = OmegaConf.structured(ScreenConfig())
+    cfg.ablation = OmegaConf.structured(AblationConfig(control_exclude=["prev_token"], n_sequences=16))
+    with pytest.raises(EmergenceError, match="'prev_token'.*valid: induction"):
+        screen(model, adapter_for(model), probe(n_sequences=16), cfg, progress=False)
 
 
 def test_zero_and_mean_ablation_replace_the_o_proj_input_slice():

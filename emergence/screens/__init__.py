@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from emergence import EmergenceError
+from emergence.config import HEAD_CLASSES
 from emergence.probes import Probe
 
 from emergence.screens.base import Reducer, ScreenPart, run_pass
@@ -64,6 +65,13 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
             raise EmergenceError(f"unknown ablation group {cfg.group!r}; valid: induction, list")
         subset = Probe(probe.input_ids[: cfg.n_sequences], probe.kind, probe.first_token, probe.batch_size,
                        probe.description + f" (first {cfg.n_sequences} for ablation)")
-        ablation = group_ablation(model, adapter, subset, group, cfg.mode, cfg.controls, cfg.seed, progress)
+        unknown = [c for c in cfg.control_exclude if c not in HEAD_CLASSES]
+        if unknown:
+            raise EmergenceError(f"unknown head class {unknown[0]!r} in screen.ablation.control_exclude; "
+                                 f"valid: {', '.join(HEAD_CLASSES)}")
+        exclude = sorted({tuple(int(i) for i in ix) for c in cfg.control_exclude
+                          for ix in np.argwhere(heads[f"selectivity.{c}"] >= thresholds[c])})
+        ablation = group_ablation(model, adapter, subset, group, cfg.mode, cfg.controls, cfg.seed, progress,
+                                  exclude=exclude)
         metrics.update(ablation.metrics())
     return ScreenResult(table, metrics)

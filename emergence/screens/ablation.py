@@ -120,7 +120,9 @@ def _loss(model, adapter, probe) -> Tuple[float, float]:
 
 
 def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "mean", controls: int = 20,
-                   seed: int = 0, progress: bool = True) -> AblationResult:
+                   seed: int = 0, progress: bool = True, exclude: Sequence[Head] = ()) -> AblationResult:
+    """Ablate ``group`` and ``controls`` random groups of the same size drawn from the
+    heads outside ``group`` and ``exclude`` (METHODS section 7: ``exclude`` empty)."""
     from tqdm.auto import tqdm
 
     means = None
@@ -132,7 +134,8 @@ def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "me
     group = [tuple(h) for h in group]
     with ablated(adapter, group, mode, means):
         ablated_loss = _loss(model, adapter, probe)
-    others = [(l, h) for l in range(adapter.n_layers) for h in range(adapter.n_heads) if (l, h) not in group]
+    left_out = set(group) | {tuple(h) for h in exclude}
+    others = [(l, h) for l in range(adapter.n_layers) for h in range(adapter.n_heads) if (l, h) not in left_out]
     rng = np.random.default_rng(seed)
     effects = []
     if group and len(others) >= len(group):
