@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from pathlib import Path
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 TRAIN = """
 import sys
+from pathlib import Path
 from emergence.registry import load_model_config
 from emergence.toy import ensure_trained
 for name in sys.argv[2].split(","):
@@ -57,7 +57,8 @@ def timed(args, work: Path) -> tuple[float, float, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="toy_neox,toy_olmo,toy_olmoe")
+    parser.add_argument("--models", default="toy_neox",
+                        help="the default job's model; toy_neox,toy_olmo,toy_olmoe for the three-family study")
     parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
     args = parser.parse_args()
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench_main_"))
