@@ -40,10 +40,27 @@ def build_reducers(screen_cfg) -> List[Reducer]:
     return reducers
 
 
+def check_ablation(cfg) -> None:
+    """Refuse a bad ``screen.ablation`` before any forward pass is spent."""
+    if cfg.group not in ("induction", "list"):
+        raise EmergenceError(f"unknown ablation group {cfg.group!r}; valid: induction, list")
+    unknown = [c for c in cfg.control_exclude if c not in HEAD_CLASSES]
+    if unknown:
+        raise EmergenceError(f"unknown head class {unknown[0]!r} in screen.ablation.control_exclude; "
+                             f"valid: {', '.join(HEAD_CLASSES)}")
+
+
+def flagged(heads, thresholds, klass: str) -> List[tuple]:
+    """(layer, head) of every head whose ``klass`` selectivity reaches its threshold."""
+    return [tuple(int(i) for i in ix) for ix in np.argwhere(heads[f"selectivity.{klass}"] >= thresholds[klass])]
+
+
 def screen(model, adapter, probe, screen_cfg, progress: bool = True, description: str = "screen") -> ScreenResult:
     classes = list(screen_cfg.classes)
     thresholds = {k: float(v) for k, v in screen_cfg.thresholds.items()}
     check_screen(classes, thresholds)
+    if screen_cfg.ablation is not None:
+        check_ablation(screen_cfg.ablation)
     parts = run_pass(model, adapter, probe, build_reducers(screen_cfg), progress=progress,
                      description=description)
     heads, metrics = {}, {}
@@ -57,20 +74,10 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
         metrics["pr.induction_mean"] = float(np.nanmean(heads["pr"][induction]))
     if screen_cfg.ablation is not None:
         cfg = screen_cfg.ablation
-        if cfg.group == "induction":
-            group = [tuple(int(i) for i in ix) for ix in np.argwhere(induction)]
-        elif cfg.group == "list":
-            group = parse_heads(cfg.heads)
-        else:
-            raise EmergenceError(f"unknown ablation group {cfg.group!r}; valid: induction, list")
+        group = flagged(heads, thresholds, "induction") if cfg.group == "induction" else parse_heads(cfg.heads)
+        exclude = sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
         subset = Probe(probe.input_ids[: cfg.n_sequences], probe.kind, probe.first_token, probe.batch_size,
                        probe.description + f" (first {cfg.n_sequences} for ablation)")
-        unknown = [c for c in cfg.control_exclude if c not in HEAD_CLASSES]
-        if unknown:
-            raise EmergenceError(f"unknown head class {unknown[0]!r} in screen.ablation.control_exclude; "
-                                 f"valid: {', '.join(HEAD_CLASSES)}")
-        exclude = sorted({tuple(int(i) for i in ix) for c in cfg.control_exclude
-                          for ix in np.argwhere(heads[f"selectivity.{c}"] >= thresholds[c])})
         ablation = group_ablation(model, adapter, subset, group, cfg.mode, cfg.controls, cfg.seed, progress,
                                   exclude=exclude)
         metrics.update(ablation.metrics())

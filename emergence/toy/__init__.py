@@ -8,23 +8,9 @@ log-spaced checkpoints are ordinary HF model folders (treated like hub revisions
 Modules: ``recipe`` (config dataclasses), ``corpus`` (synthetic training text),
 ``models`` (HF configs of the three families), ``train`` (training, layout, caching).
 
-Calibration (``conf/recipe/{neox,olmo,olmoe}.yaml``, seed 0, 2 CPU threads). What the
-tool itself measured (``python -m emergence -m model=toy_neox,toy_olmo,toy_olmoe``,
-project screens, 50x induction / 30x BOS, the 10 log-spaced revisions of each):
-
-=========  =====  =======================  =====================  ==============
-model      steps  induction heads from     BOS heads from         induction loss
-                                           (layers with BOS)      first -> last
-=========  =====  =======================  =====================  ==============
-toy_neox   2000   2.52M tokens (step1232)  1.08M (step527), 1-3   4.89 -> 0.11
-toy_olmo   3000   4.62M tokens (step2256)  1.28M (step625), 1-3   4.91 -> 0.12
-toy_olmoe  2500   3.92M tokens (step1916)  none (no sink)         4.88 -> 0.06
-=========  =====  =======================  =====================  ==============
-
-A record of one run (2026-12-02), not a promise; the slow tests re-check the
-induction part for toy_neox. Unlike the reference study, the toy models form their
-first-token heads *before* their induction heads (OLMo and GPT-NeoX), and in layer 1
-too; OLMoE forms none. The recipes were not changed to force either result.
+What the recipes (``conf/recipe/{neox,olmo,olmoe}.yaml``, seed 0, 2 CPU threads) form,
+as measured by the tool itself: the formation table in the README, section "The
+embedded toy suite" (a record of one run; the slow tests re-check toy_neox).
 
 Calibration notes (from the recipe search, per-head tables not re-checked here):
 lowering ``rope_theta`` from 10000 to 500 (more rotary frequencies that resolve 64
