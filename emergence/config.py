@@ -103,10 +103,12 @@ class AblationConfig:
     heads: List[str] = field(default_factory=list)
     #: Random control groups of the same size, drawn from the other heads.
     controls: int = 20
-    #: Head classes whose heads flagged at this revision are left out of the control pool
-    #: (e.g. ``[previous_token]``: the upstream half of the induction circuit). Default
-    #: ``[]``, METHODS section 7 (every other head); a departure when set.
-    control_exclude: List[str] = field(default_factory=list)
+    #: Head classes whose heads flagged at this revision are left out of the control pool.
+    #: Default ``[previous_token]``, a deliberate departure from METHODS section 7 (controls
+    #: from every other head): previous-token heads are the upstream half of the induction
+    #: circuit, and a control group holding them breaks induction as the group itself does
+    #: (README, "Group ablation"). ``[]`` restores the METHODS pool.
+    control_exclude: List[str] = field(default_factory=lambda: ["previous_token"])
     #: Probe sequences used by the ablation passes (the first ones of the probe).
     n_sequences: int = 500
     seed: int = 0

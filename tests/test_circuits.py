@@ -140,6 +140,32 @@ def test_excluded_heads_are_never_drawn_as_controls():
     assert not np.allclose(unrestricted.control_effects, only.effect)
 
 
+def test_screen_ablation_keeps_previous_token_heads_out_of_the_controls_by_default():
+    """The composed ``screen=ablation`` draws controls outside the group and the heads
+    flagged previous-token (a documented departure); ``control_exclude=[]`` is METHODS."""
+    from emergence import registry
+
+    model = tiny_model("gpt_neox")
+    adapter = adapter_for(model)
+    total = adapter.n_layers * adapter.n_heads
+    p = probe(n_sequences=16)
+    cfg = registry.compose(["model=toy_neox", "screen=ablation"]).screen
+    assert list(cfg.ablation.control_exclude) == ["previous_token"]
+    # A random model flags nothing at the study's thresholds; flag the top half here.
+    plain = OmegaConf.merge(cfg, {"ablation": None})
+    selectivity = screen(model, adapter, p, plain, progress=False).heads["selectivity.previous_token"]
+    cfg.thresholds.previous_token = float(np.median(selectivity))
+    cfg.ablation.group, cfg.ablation.heads, cfg.ablation.controls = "list", ["0.0"], 3
+    result = screen(model, adapter, p, cfg, progress=False)
+    previous = {tuple(x) for x in result.heads.loc[result.heads["flag.previous_token"] == 1,
+                                                   ["layer", "head"]].to_numpy()}
+    assert 0 < len(previous - {(0, 0)}) < total - 1
+    assert result.metrics["ablation.control_pool"] == total - len(previous | {(0, 0)})
+    cfg.ablation.control_exclude = []
+    methods = screen(model, adapter, p, cfg, progress=False)
+    assert methods.metrics["ablation.control_pool"] == total - 1
+
+
 def test_unknown_control_exclude_class_is_named():
     model = tiny_model("olmo")
     cfg = OmegaConf.structured(ScreenConfig())

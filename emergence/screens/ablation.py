@@ -4,7 +4,8 @@ A group of heads is ablated by replacing their slices of the output-projection
 input (a forward pre-hook; head masking is gone from transformers 5) by zero or by
 their mean over the probe (per position). The effect is the rise of the probe's
 induction loss over the clean model. Control: R random groups of the same size drawn
-from the other heads; the empirical p-value is (1 + #{controls with effect >= the
+from the other heads, less any ``exclude``d ones (the screen excludes the heads flagged
+previous-token by default, see ``AblationConfig.control_exclude``); the empirical p-value is (1 + #{controls with effect >= the
 group's}) / (R + 1). Every hook is removed when a pass ends.
 """
 
@@ -89,6 +90,8 @@ class AblationResult:
     loss_group: float
     accuracy_group: float
     control_effects: np.ndarray
+    #: Heads the controls were drawn from (all heads less the group and the excluded ones).
+    pool_size: int = 0
 
     @property
     def effect(self) -> float:
@@ -110,6 +113,7 @@ class AblationResult:
             "ablation.control_std": float(c.std(ddof=1)) if len(c) > 1 else float("nan"),
             "ablation.control_max": float(c.max()) if len(c) else float("nan"),
             "ablation.controls": float(len(c)),
+            "ablation.control_pool": float(self.pool_size),
             "ablation.p_value": self.p_value,
         }
 
@@ -143,7 +147,8 @@ def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "me
             pick = rng.choice(len(others), size=len(group), replace=False)
             with ablated(adapter, [others[i] for i in pick], mode, means):
                 effects.append(_loss(model, adapter, probe)[0] - clean[0])
-    return AblationResult(list(group), clean[0], clean[1], ablated_loss[0], ablated_loss[1], np.array(effects))
+    return AblationResult(list(group), clean[0], clean[1], ablated_loss[0], ablated_loss[1], np.array(effects),
+                          pool_size=len(others))
 
 
 def parse_heads(names: Sequence[str]) -> List[Head]:
