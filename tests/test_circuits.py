@@ -210,7 +210,7 @@ def test_zero_and_mean_ablation_replace_the_o_proj_input_slice():
 def test_ablation_p_value_counts_controls():
     from emergence.screens.ablation import AblationResult
 
-    r = AblationResult([(0, 0)], 1.0, 0.5, 3.0, 0.1, np.array([0.1, 0.2, 2.5, 0.3]))
+    r = AblationResult([(0, 0)], 1.0, 0.5, 3.0, 0.1, np.array([0.1, 0.2, 2.5, 0.3]), pool_size=8)
     assert r.effect == 2.0
     assert r.p_value == pytest.approx((1 + 1) / 5)
     assert r.metrics()["ablation.control_max"] == 2.5

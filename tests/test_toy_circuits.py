@@ -43,8 +43,9 @@ def test_ablating_the_induction_heads_beats_every_control_outside_the_circuit(to
     beats every control. With METHODS' plain pool the circuit's upstream previous-token
     heads (layers 0-1 of this 16-head model) can be drawn, and a control holding both
     breaks induction as badly as the induction heads themselves (seen at 500 sequences:
-    5.04 vs 4.96 nats, 1 control of 20), so there the group only beats the controls' mean many times over."""
-    cfg, revisions = toy
+    5.04 vs 4.96 nats, 1 control of 20), so there the group only beats the controls'
+    mean many times over."""
+    _, revisions = toy
     ablation_cfg = registry.compose(["model=toy_neox", "screen=ablation", f"cache.toy_dir={toy_cache}"])
     loaded, probe, last = screened(ablation_cfg, revisions[-1])
     m, heads = last.metrics, last.heads

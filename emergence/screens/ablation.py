@@ -4,9 +4,10 @@ A group of heads is ablated by replacing their slices of the output-projection
 input (a forward pre-hook; head masking is gone from transformers 5) by zero or by
 their mean over the probe (per position). The effect is the rise of the probe's
 induction loss over the clean model. Control: R random groups of the same size drawn
-from the other heads, less any ``exclude``d ones (the screen excludes the heads flagged
-previous-token by default, see ``AblationConfig.control_exclude``); the empirical p-value is (1 + #{controls with effect >= the
-group's}) / (R + 1). Every hook is removed when a pass ends.
+from the other heads less the ``exclude``d ones (the screen excludes the heads flagged
+previous-token by default, see ``AblationConfig.control_exclude``); the empirical
+p-value is (1 + #{controls with effect >= the group's}) / (R + 1). Every hook is
+removed when a pass ends.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class AblationResult:
     accuracy_group: float
     control_effects: np.ndarray
     #: Heads the controls were drawn from (all heads less the group and the excluded ones).
-    pool_size: int = 0
+    pool_size: int
 
     @property
     def effect(self) -> float:
