@@ -19,6 +19,10 @@ Nulls simulated:
 - sign test (PR lead): the whole PR-lead pipeline on 30 final induction heads whose
   PR elevation is as likely 1-2 revisions after as before the crossing.
 - middle-out permutation test: layer onsets drawn independently of the layer.
+- monotone-change permutation test (the ``none`` rule of the verdict): flat curves
+  with binomial draws (128 heads), beta-binomial phi = 4 (256 heads), and a flat
+  population of followed heads (always-on heads plus 4 flickering heads near the
+  threshold, :class:`stats.simulate.HeadPopulation`).
 """
 
 import argparse
@@ -156,7 +160,25 @@ def main():
         rej += o.test.p_value <= ALPHA
     report("middle-out permutation test, H0 exchangeable onsets, 16 layers: rejection rate", rej / D)
 
-    # 6. change points under no change (informational)
+    # 6. monotone-change permutation test (the verdict's none rule), flat curves
+    from stats.shape import level_change_test
+    from stats.simulate import HeadPopulation
+
+    def perm_rate(draw):
+        return np.mean([level_change_test(*draw(), 1999, rng).p_value <= ALPHA for _ in range(D)])
+
+    report("monotone change (none rule), H0 flat, binomial, n = 128: rejection rate",
+           perm_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n)))
+    report("monotone change (none rule), H0 flat, beta-binomial phi = 4, n = 256: rejection rate",
+           perm_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)))
+
+    def flat_population():
+        pop = HeadPopulation(256, 0, 1e11, 0.1, n_always=int(rng.integers(0, 60)), n_flicker=4, dropout=0.01).simulate(tok, rng)
+        return pop.k, pop.n
+
+    report("monotone change (none rule), H0 flat population, 4 flickering heads: rejection rate", perm_rate(flat_population))
+
+    # 7. change points under no change (informational)
     false = sum(bool(detect_changepoints(tok, simulate_counts_once(np.full(10, rng.uniform(0.05, 0.5)), n, rng), n).points)
                 for _ in range(D))
     report("  (info) change point (bic penalty) false alarms under a constant", false / D, None)

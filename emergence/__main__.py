@@ -36,13 +36,29 @@ def in_multirun() -> bool:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
-    from emergence.job import format_markdown, format_table, formation_rows, run_job, stats_report, ui_command
+    from emergence.job import (JobFailed, format_markdown, format_table, formation_rows, run_job, stats_report,
+                               ui_command)
 
-    try:
-        results = run_job(cfg)
-    except EmergenceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    if in_multirun():
+        # A sweep's job never exits the process (a joblib worker, a submitit job): it raises,
+        # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it.
+        try:
+            results = run_job(cfg)
+        except (EmergenceError, JobFailed):
+            raise
+        except Exception as exc:  # a plain, picklable error comes back to the launcher
+            raise JobFailed(f"{type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            results = run_job(cfg)
+        except EmergenceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        except JobFailed as exc:
+            if cfg.report and exc.results:
+                print(format_table(exc.results))
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
     if cfg.report and not in_multirun():  # a sweep's jobs are summarised once, by emergence.callbacks
         print(format_table(results))
         if len(results) > 1:
@@ -62,6 +78,12 @@ def cli() -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     main()
+    from emergence import sweepstate
+
+    if sweepstate.FAILED:  # the summary callback has listed them; the exit status says so too
+        print(f"error: {len(sweepstate.FAILED)} of {sweepstate.N_JOBS} job(s) failed: "
+              + "; ".join(sweepstate.FAILED), file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

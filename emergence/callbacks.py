@@ -1,8 +1,11 @@
 """Hydra callback: at the end of a multirun, one table of every job's revisions.
 
-Each job returns its :class:`~emergence.job.RevisionResult` list; the callback
-collects them (the basic launcher runs jobs in this process) and prints the per-model
-table and the formation summary once, after the last job.
+Each job returns its :class:`~emergence.job.RevisionResult` list. Jobs may run in
+this process (basic launcher) or in others (joblib workers, submitit jobs); either
+way their ``JobReturn`` objects come back to the launcher, where the sweeper keeps
+them (``emergence.sweepstate``). The callback reads them there (falling back to what
+``on_job_end`` saw in this process), and prints the per-model table, the formation
+summary and the failed jobs once, after the last job.
 """
 
 from __future__ import annotations
@@ -15,25 +18,36 @@ from omegaconf import DictConfig
 
 class SweepSummary(Callback):
     def __init__(self) -> None:
-        self.results: List[Any] = []
+        self.returns: List[Any] = []
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
-        try:
-            value = job_return.return_value
-        except Exception:  # a failed job: its error was already reported
-            return
-        if isinstance(value, list):
-            self.results.extend(value)
+        self.returns.append(job_return)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from hydra.core.utils import JobStatus
+
+        from emergence import sweepstate
         from emergence.job import format_markdown, format_table, formation_rows, stats_report, ui_command
 
-        if not self.results or not config.get("report", True):
+        returns = sweepstate.RETURNS or self.returns
+        results = []
+        for ret in returns:
+            if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, list):
+                results.extend(ret._return_value)
+        failed = list(sweepstate.FAILED)
+        if not config.get("report", True):
             return
-        print("\n=== sweep summary ===")
-        print(format_table(self.results))
-        print("\nWhen circuits form (first screened revision with at least one head flagged):")
-        print(format_markdown(formation_rows(self.results)))
-        if config.get("stats", False):
-            print(stats_report(config, sorted({r.model for r in self.results})))
-        print(f"\nOpen the runs with:\n  {ui_command(config.tracking.uri)}")
+        if results:
+            print("\n=== sweep summary ===")
+            print(format_table(results))
+            print("\nWhen circuits form (first screened revision with at least one head flagged):")
+            print(format_markdown(formation_rows(results)))
+            if config.get("stats", False):
+                print(stats_report(config, sorted({r.model for r in results})))
+        if failed:
+            print(f"\n{len(failed)} of {sweepstate.N_JOBS or len(returns)} job(s) failed "
+                  "(their runs are FAILED in MLflow, with the error in the tag emergence.error):")
+            for line in failed:
+                print(f"  {line}")
+        if results or failed:
+            print(f"\nOpen the runs with:\n  {ui_command(config.tracking.uri)}")

@@ -57,16 +57,25 @@ class ModelConfig:
 
 @dataclass
 class CorpusConfig:
-    #: ``synthetic_induction`` (METHODS section 4) or ``text_file``.
+    #: ``synthetic_induction`` (METHODS section 4), ``text_file`` or ``xu2026`` (the
+    #: reference study's probe, ``[filler] A B [filler] A``; emergence/probes.py).
     kind: str = "synthetic_induction"
     n_sequences: int = 2000
     #: Length n of the repeated segment; sequences are ``[first] a1..an a1..an``.
     segment_length: int = 31
     seed: int = 0
+    #: For ``xu2026``: token ids are drawn from [vocab_lo, vocab_hi) (the study: [100, 10000)).
+    vocab_lo: int = 100
+    vocab_hi: int = 10000
+    #: For ``xu2026``: when the probe does not fit the model (vocab_hi past its usable
+    #: vocabulary, seq_len past its context), draw from [1, usable vocabulary) and cut
+    #: seq_len to the context, with a note; false: refuse in one line.
+    fit_to_model: bool = False
     #: Token id at position 0; ``null`` = the model's bos id, else its eos id.
     first_token: Optional[int] = None
     batch_size: int = 100
     #: For ``text_file``: the file, the window length, and the stride between windows.
+    #: ``seq_len`` is also the sequence length T of ``xu2026`` (the study: 256).
     path: Optional[str] = None
     seq_len: int = 64
     stride: Optional[int] = None
@@ -115,8 +124,25 @@ class AblationConfig:
 
 
 @dataclass
+class Xu2026ScreenConfig:
+    """The reference study's screen (``screen.recipe: xu2026``; emergence/screens/xu2026.py)."""
+
+    #: Baseline: this many distinct key positions, drawn once with RandomState(baseline_seed).
+    baseline_positions: int = 50
+    baseline_seed: int = 0
+    #: Selectivity = target / max(baseline, floor).
+    floor: float = 1e-8
+    #: Participation ratio over the first this many probe sequences (the study: 500).
+    pr_sequences: int = 500
+
+
+@dataclass
 class ScreenConfig:
     name: str = "all"
+    #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe:
+    #: last query, fixed random baseline, exp-entropy PR, per-layer matched ablation).
+    recipe: str = "project"
+    xu2026: Xu2026ScreenConfig = field(default_factory=Xu2026ScreenConfig)
     #: Classes reported (metrics and table columns); all six are always computed.
     classes: List[str] = field(default_factory=lambda: list(HEAD_CLASSES))
     #: Selectivity thresholds (x over a uniform head).
@@ -141,12 +167,23 @@ class ScreenConfig:
 class TrackingConfig:
     #: MLflow tracking URI; the default is an absolute SQLite file under ``outputs/``.
     uri: str = MISSING
-    #: Artifact root for new experiments.
-    artifacts: str = MISSING
+    #: Artifact root for new experiments; null: beside the store (``<store folder>/mlartifacts``
+    #: for a local store, the server's artifact destination for a tracking server).
+    artifacts: Optional[str] = None
     #: One experiment per study.
     experiment: str = "emergence"
     #: Tag value shared by the runs of one sweep; default: the Hydra sweep folder.
     sweep: Optional[str] = None
+    #: The sweep's parent run (set by the sweeper for its jobs; children tag ``mlflow.parentRunId``).
+    parent_run: Optional[str] = None
+    #: A running job refreshes its run's ``emergence.heartbeat`` tag this often (seconds).
+    heartbeat_s: float = 60.0
+    #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone
+    #: (same host, pid not alive), is dead: the next job of that identity deletes it and claims anew.
+    stale_after_s: float = 600.0
+    #: Tracking server only: seconds to wait after creating a claim before re-reading the
+    #: rival claims (a local SQLite store claims under a file lock instead).
+    claim_settle_s: float = 1.0
 
 
 @dataclass

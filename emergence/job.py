@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
@@ -17,9 +17,9 @@ from tqdm.auto import tqdm
 from emergence import EmergenceError
 from emergence import registry
 from emergence.loading import choose_device, choose_dtype, evict, load
-from emergence.probes import CORPORA, build_probe
+from emergence.probes import CHECKS as CORPUS_CHECKS, CORPORA, ModelLimits, build_probe, check_corpus
 from emergence.revisions import Revision
-from emergence.screens import check_screen, screen
+from emergence.screens import check_screen, recipe_for, screen
 from emergence.tracking import CONFIG_HASH_TAG, SWEEP_TAG, Tracker, config_hash, flatten
 
 SUMMARY_METRICS = ("fraction.bos", "count.induction", "induction_loss")
@@ -42,6 +42,8 @@ def validate(cfg: DictConfig) -> List[Revision]:
     if cfg.corpus.n_sequences < 1 or cfg.corpus.batch_size < 1:
         raise EmergenceError(f"corpus.n_sequences={cfg.corpus.n_sequences} and corpus.batch_size="
                              f"{cfg.corpus.batch_size} must be >= 1")
+    check_corpus(cfg.corpus)
+    recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
     choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
     if cfg.model.path and cfg.model.revisions != "toy":
         from pathlib import Path
@@ -49,7 +51,37 @@ def validate(cfg: DictConfig) -> List[Revision]:
         if not Path(cfg.model.path).is_dir():
             raise EmergenceError(f"model.path={cfg.model.path!r} does not exist; give a folder holding one "
                                  "HF model folder per revision")
-    return registry.selected_revisions(cfg.model, cfg.revision)
+    revisions = registry.selected_revisions(cfg.model, cfg.revision)
+    if cfg.corpus.kind in CORPUS_CHECKS:
+        note = check_corpus(cfg.corpus, declared_limits(cfg.model, revisions))
+        if note:
+            import sys
+
+            print(f"note: {note}", file=sys.stderr)
+    return revisions
+
+
+def declared_limits(model_cfg, revisions: List[Revision]) -> Optional[ModelLimits]:
+    """A model's vocabulary and context as declared before any weights are loaded: the toy
+    recipe, else the ``config.json`` of the first revision (a local folder, or the HF cache
+    without the network); None when unknown (the probe is then checked after loading)."""
+    if model_cfg.revisions == "toy":
+        return ModelLimits(int(model_cfg.recipe.corpus.vocab_size), int(model_cfg.recipe.seq_len), model_cfg.name)
+    if not revisions:
+        return None
+    from pathlib import Path
+
+    from transformers import AutoConfig
+
+    try:
+        if model_cfg.path:
+            config = AutoConfig.from_pretrained(str(Path(model_cfg.path) / revisions[0].name))
+        else:
+            config = AutoConfig.from_pretrained(model_cfg.repo, revision=revisions[0].name, local_files_only=True)
+    except Exception:  # not cached, or no config yet: checked after loading instead
+        return None
+    context = getattr(config, "max_position_embeddings", None)
+    return ModelLimits(int(config.vocab_size), int(context) if context else None, model_cfg.name)
 
 
 def sweep_id(cfg: DictConfig) -> str:
@@ -76,41 +108,95 @@ def run_params(cfg: DictConfig, revision: Revision, adapter) -> Dict[str, str]:
     return params
 
 
+class JobFailed(Exception):
+    """Some revisions of a job failed; their runs are FAILED in MLflow with the error as the
+    tag ``emergence.error``, and the job's other revisions were screened."""
+
+    def __init__(self, message: str, results: Optional[List[RevisionResult]] = None):
+        super().__init__(message)
+        self.results = results or []
+
+    def __reduce__(self):  # picklable (joblib, submitit return it to the launcher)
+        return (JobFailed, (self.args[0],))
+
+
+def _run_note(cfg: DictConfig, revision: Revision) -> str:
+    return (f"{cfg.model.name} at {revision.name} ({revision.tokens:,} tokens, step {revision.step}), "
+            f"screen {cfg.screen.name}, corpus {cfg.corpus.kind}. Metrics are logged at step = tokens.")
+
+
 def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
+    """Screen the selected revisions, one claimed MLflow run each (emergence/tracking.py).
+
+    A revision whose run is complete is skipped (unless ``force``), one claimed by a live
+    job elsewhere is skipped with a note; a revision whose screen raises gets its run
+    FAILED (the error as a tag) and the others go on; :class:`JobFailed` at the end names
+    the failed ones. Ctrl-C marks the run being screened KILLED."""
+    import sys
+
     revisions = validate(cfg)
     tracker = Tracker(cfg.tracking)
     sweep = sweep_id(cfg)
     results: List[RevisionResult] = []
+    failures: List[str] = []
     bar = tqdm(revisions, desc=f"{cfg.model.name}", unit="rev", disable=not progress or len(revisions) < 2)
     for revision in bar:
         bar.set_postfix_str(revision.name)
         digest = config_hash(cfg, revision)
-        done = None if cfg.force else tracker.finished_run(digest)
-        if done is not None:
-            results.append(RevisionResult(cfg.model.name, revision, done.info.run_id,
-                                          dict(done.data.metrics), skipped=True))
+        run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
+        tags = {CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, "emergence.model": cfg.model.name,
+                "emergence.revision": revision.name, "emergence.tokens": str(revision.tokens),
+                "emergence.screen": cfg.screen.name}
+        run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
+        if run_id is None:
+            done = tracker.finished_run(digest)
+            if done is not None:
+                results.append(RevisionResult(cfg.model.name, revision, done.info.run_id,
+                                              dict(done.data.metrics), skipped=True))
+                tracker.log_curves([(cfg.model.name, done.data.metrics, revision.tokens)])
+            else:
+                print(f"{run_name}: {why}; skipped", file=sys.stderr)
             continue
-        loaded = load(cfg.model, revision, known=registry.model_revisions(cfg.model), device=cfg.device,
-                      toy_dir=cfg.cache.toy_dir, progress=progress)
-        probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
-        result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
-                        description=f"{cfg.model.name}@{revision.name}")
-        metrics = dict(result.metrics)
-        metrics["tokens"] = float(revision.tokens)
-        params = run_params(cfg, revision, loaded.adapter)
-        params.update({"probe": probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
-                       "device": str(loaded.device), "source": loaded.source})
-        run_id = tracker.log(
-            run_name=f"{cfg.model.name}@{revision.name}:{cfg.screen.name}",
-            params=params, metrics=metrics, heads=result.heads,
-            config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
-            tags={CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, "emergence.model": cfg.model.name,
-                  "emergence.revision": revision.name, "emergence.screen": cfg.screen.name},
-            step=revision.step)
+        try:
+            with tracker.heartbeat(run_id):
+                tic = time.perf_counter()
+                loaded = load(cfg.model, revision, known=registry.model_revisions(cfg.model), device=cfg.device,
+                              toy_dir=cfg.cache.toy_dir, progress=progress)
+                load_seconds = time.perf_counter() - tic
+                tic = time.perf_counter()
+                probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
+                result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
+                                description=f"{cfg.model.name}@{revision.name}")
+                screen_seconds = time.perf_counter() - tic
+                metrics = dict(result.metrics)
+                metrics.update({"tokens": float(revision.tokens), "train_step": float(revision.step),
+                                "screen_seconds": screen_seconds, "load_seconds": load_seconds})
+                params = run_params(cfg, revision, loaded.adapter)
+                params.update(result.params)
+                params.update({"probe": probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
+                               "device": str(loaded.device), "source": loaded.source})
+                tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
+                                 config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,
+                                 note=_run_note(cfg, revision))
+        except KeyboardInterrupt as exc:
+            tracker.fail(run_id, exc, status="KILLED")
+            raise
+        except EmergenceError as exc:
+            tracker.fail(run_id, exc)
+            raise
+        except Exception as exc:  # noqa: BLE001  (recorded; the job's other revisions go on)
+            tracker.fail(run_id, exc)
+            failures.append(f"{revision.name}: {type(exc).__name__}: {exc}")
+            print(f"{run_name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
         results.append(RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False))
+        tracker.log_curves([(cfg.model.name, metrics, revision.tokens)])
         del loaded
         if cfg.cache.evict and cfg.model.repo and not cfg.model.path and cfg.model.revisions != "toy":
             evict(cfg.model.repo, revision.name)
+    if failures:
+        raise JobFailed(f"{cfg.model.name}: {len(failures)} of {len(revisions)} revision(s) failed: "
+                        + "; ".join(failures), results)
     return results
 
 
@@ -183,7 +269,8 @@ def stats_report(cfg: DictConfig, models: List[str]) -> str:
 
     cmd = [sys.executable, "-m", "stats", f"source.tracking_uri={cfg.tracking.uri}",
            f"source.experiment={cfg.tracking.experiment}", f"source.models=[{','.join(models)}]",
-           f"tracking.uri={cfg.tracking.uri}", f"tracking.artifacts={cfg.tracking.artifacts}"]
+           f"tracking.uri={cfg.tracking.uri}",
+           f"tracking.artifacts={cfg.tracking.artifacts if cfg.tracking.artifacts else 'null'}"]
     proc = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True)
     out = [line for line in proc.stdout.splitlines() if line.strip()]
     if proc.returncode == 0 and out:

@@ -4,6 +4,10 @@
 ``a1..an`` drawn without replacement from the vocabulary minus special tokens,
 seeded; position 0 holds a fixed first token (default the model's bos id, else eos).
 ``text_file``: windows of a local text file tokenised with the model's tokenizer.
+``xu2026``: the reference study's own probe, ``[filler] A B [filler] A`` (see
+:func:`xu2026_batch`), with its pair layout (:class:`PairLayout`) for ``screen=xu2026``.
+
+The corpus kind picks its builder from :data:`BUILDERS` (name -> function).
 
 Class targets are not stored here: the screen derives them from the tokens (the
 earlier copy of token q, the key after it), so one definition serves both corpora.
@@ -15,14 +19,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from emergence import EmergenceError
 
-CORPORA = ("synthetic_induction", "text_file")
+@dataclass(frozen=True)
+class PairLayout:
+    """Where the ``xu2026`` probe wrote its pair, per sequence: A at ``position`` p, B
+    (``target``) at p+1, A again at T-1. ``valid``: B occurs exactly once in
+    ``seq[:T-1]`` (the study's rule for using a sequence in the induction and
+    duplicate-token targets; then that occurrence is p+1)."""
+
+    position: torch.Tensor  # [N] int64
+    target: torch.Tensor  # [N] int64
+    valid: torch.Tensor  # [N] bool
+
+    def rows(self, start: int, stop: int) -> "PairLayout":
+        return PairLayout(self.position[start:stop], self.target[start:stop], self.valid[start:stop])
 
 
 @dataclass
@@ -32,6 +48,14 @@ class Probe:
     first_token: Optional[int]
     batch_size: int
     description: str
+    #: The pair layout of the ``xu2026`` probe; None for the other corpora.
+    layout: Optional[PairLayout] = None
+
+    def head(self, n: int, note: str = "") -> "Probe":
+        """The first ``n`` sequences (layout included)."""
+        layout = self.layout.rows(0, n) if self.layout is not None else None
+        return Probe(self.input_ids[:n], self.kind, self.first_token, self.batch_size,
+                     self.description + note, layout)
 
     @property
     def n_sequences(self) -> int:
@@ -117,16 +141,170 @@ def text_file(path: str, tokenizer, n_sequences: int, seq_len: int, stride: Opti
                  f"text_file {file.name} windows={len(windows)} len={seq_len}")
 
 
-def build_probe(corpus, config, tokenizer=None) -> Probe:
-    """The probe a corpus config describes, for a model's config and tokenizer."""
-    if corpus.kind not in CORPORA:
-        raise EmergenceError(f"unknown corpus kind {corpus.kind!r}; valid: {', '.join(CORPORA)}")
-    if corpus.kind == "synthetic_induction":
-        first = first_token_id(config, tokenizer, corpus.first_token)
-        specials = special_token_ids(config, tokenizer) | {first}
-        vocab = [i for i in range(usable_vocab_size(config, tokenizer)) if i not in specials]
-        return synthetic_induction(vocab, corpus.n_sequences, corpus.segment_length, first,
-                                   corpus.seed, corpus.batch_size)
+XU2026_MIN_SEQ_LEN = 42  # the pair sits at p in [20, T // 2): T // 2 must exceed 20
+
+
+def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
+    """The model-independent checks of an ``xu2026`` probe's token range and length."""
+    if vocab_lo < 0 or vocab_hi - vocab_lo < 2:
+        raise EmergenceError(f"corpus.vocab_lo={vocab_lo} corpus.vocab_hi={vocab_hi} is not a token range; "
+                             "need 0 <= vocab_lo and vocab_hi - vocab_lo >= 2")
+    if seq_len < XU2026_MIN_SEQ_LEN:
+        raise EmergenceError(f"corpus.seq_len={seq_len} is too short for the xu2026 probe; it must be >= "
+                             f"{XU2026_MIN_SEQ_LEN} (the pair sits at p in [20, seq_len // 2))")
+
+
+def xu2026_batch(n_sequences: int, seq_len: int, vocab_lo: int, vocab_hi: int,
+                 seed: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reference study's probe batch: token ids [N, T], pair positions p [N], B [N].
+
+    One numpy legacy ``RandomState(seed)`` for the whole batch, and per sequence the
+    study's random calls in its order (``build_induction_batch`` of its scripts):
+
+    1. ``seq = randint(lo, hi, size=T)`` (filler);
+    2. ``a, b = choice(arange(lo, hi), size=2, replace=False)``;
+    3. ``p = randint(20, T // 2)``; ``seq[p] = a``, ``seq[p+1] = b``;
+    4. for k = 0..T-1 in order, if ``seq[k] == a`` and k != p: ``seq[k] = randint(lo, hi)``
+       (one draw, not re-checked); then the same pass for b (k != p+1);
+    5. ``seq[T-1] = a``.
+
+    Layout ``[filler] A B [filler] A``; position 0 is a filler token (no BOS). Step 4
+    is computed from the indices that match, in ascending order: a redraw at k changes
+    only ``seq[k]``, so the draws and their order are the study's.
+    """
+    check_xu2026_values(vocab_lo, vocab_hi, seq_len)
+    rng = np.random.RandomState(seed)
+    tokens = np.zeros((n_sequences, seq_len), dtype=np.int64)
+    positions = np.zeros(n_sequences, dtype=np.int64)
+    targets = np.zeros(n_sequences, dtype=np.int64)
+    population = np.arange(vocab_lo, vocab_hi)
+    index = np.arange(seq_len)
+    for i in range(n_sequences):
+        seq = rng.randint(vocab_lo, vocab_hi, size=seq_len).astype(np.int64)
+        a, b = rng.choice(population, size=2, replace=False)
+        p = rng.randint(20, seq_len // 2)
+        seq[p], seq[p + 1] = a, b
+        for k in np.flatnonzero((seq == a) & (index != p)):
+            seq[k] = rng.randint(vocab_lo, vocab_hi)
+        for k in np.flatnonzero((seq == b) & (index != p + 1)):
+            seq[k] = rng.randint(vocab_lo, vocab_hi)
+        seq[-1] = a
+        tokens[i], positions[i], targets[i] = seq, p, b
+    return tokens, positions, targets
+
+
+def xu2026(n_sequences: int, seq_len: int, vocab_lo: int, vocab_hi: int, seed: int, batch_size: int,
+           note: str = "") -> Probe:
+    """The study's probe (:func:`xu2026_batch`) with its :class:`PairLayout`."""
+    tokens, positions, targets = xu2026_batch(n_sequences, seq_len, vocab_lo, vocab_hi, seed)
+    valid = (tokens[:, :-1] == targets[:, None]).sum(1) == 1
+    layout = PairLayout(torch.from_numpy(positions), torch.from_numpy(targets), torch.from_numpy(valid))
+    return Probe(torch.from_numpy(tokens), "xu2026", None, batch_size,
+                 f"xu2026 N={n_sequences} T={seq_len} vocab=[{vocab_lo},{vocab_hi}) seed={seed}{note}", layout)
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """What a probe must fit in: the usable vocabulary and the context (None: unknown)."""
+
+    vocab: int
+    context: Optional[int]
+    model: str = "the model"
+
+
+def limits_of(config, tokenizer=None, model: str = "the model") -> ModelLimits:
+    context = getattr(config, "max_position_embeddings", None)
+    return ModelLimits(usable_vocab_size(config, tokenizer), int(context) if context else None, model)
+
+
+@dataclass(frozen=True)
+class Xu2026Shape:
+    """The token range and length an ``xu2026`` probe is drawn with, and why."""
+
+    vocab_lo: int
+    vocab_hi: int
+    seq_len: int
+    note: str = ""
+
+
+def xu2026_shape(corpus, limits: Optional[ModelLimits] = None) -> Xu2026Shape:
+    """Check ``corpus`` (an ``xu2026`` corpus config) against a model's limits.
+
+    ``corpus.fit_to_model``: when the configured probe does not fit the model (vocab_hi
+    past its usable vocabulary, seq_len past its context), draw from [1, usable
+    vocabulary) and cut seq_len to the context, with a note saying so; otherwise refuse
+    in one line. A probe that fits is used exactly as configured.
+    """
+    lo, hi, T = int(corpus.vocab_lo), int(corpus.vocab_hi), int(corpus.seq_len)
+    check_xu2026_values(lo, hi, T)
+    if limits is None:
+        return Xu2026Shape(lo, hi, T)
+    too_wide = hi > limits.vocab
+    too_long = limits.context is not None and T > limits.context
+    if not (too_wide or too_long):
+        return Xu2026Shape(lo, hi, T)
+    if not corpus.fit_to_model:
+        if too_wide:
+            raise EmergenceError(f"corpus.vocab_hi={hi} exceeds the usable vocabulary of {limits.model} "
+                                 f"({limits.vocab} tokens); set corpus.vocab_hi <= {limits.vocab} "
+                                 "or corpus.fit_to_model=true")
+        raise EmergenceError(f"corpus.seq_len={T} exceeds the context of {limits.model} ({limits.context} "
+                             f"positions); set corpus.seq_len <= {limits.context} or corpus.fit_to_model=true")
+    lo2, hi2 = (1, limits.vocab) if too_wide else (lo, hi)
+    T2 = min(T, limits.context) if limits.context is not None else T
+    if T2 < XU2026_MIN_SEQ_LEN:
+        raise EmergenceError(f"the context of {limits.model} ({limits.context} positions) is too short for the "
+                             f"xu2026 probe; it needs seq_len >= {XU2026_MIN_SEQ_LEN}")
+    note = (f"{limits.model} is smaller than the xu2026 probe (vocab [{lo},{hi}), seq_len {T}): drawn with "
+            f"corpus.vocab_lo={lo2} corpus.vocab_hi={hi2} corpus.seq_len={T2} instead, so this is not the "
+            "study's batch (corpus.fit_to_model=false refuses)")
+    return Xu2026Shape(lo2, hi2, T2, note)
+
+
+def _synthetic_induction(corpus, config, tokenizer) -> Probe:
+    first = first_token_id(config, tokenizer, corpus.first_token)
+    specials = special_token_ids(config, tokenizer) | {first}
+    vocab = [i for i in range(usable_vocab_size(config, tokenizer)) if i not in specials]
+    return synthetic_induction(vocab, corpus.n_sequences, corpus.segment_length, first,
+                               corpus.seed, corpus.batch_size)
+
+
+def _text_file(corpus, config, tokenizer) -> Probe:
     first = first_token_id(config, tokenizer, corpus.first_token) if corpus.prepend_first_token else None
     return text_file(corpus.path, tokenizer, corpus.n_sequences, corpus.seq_len, corpus.stride,
                      first, corpus.batch_size)
+
+
+def _xu2026(corpus, config, tokenizer) -> Probe:
+    name = getattr(config, "_name_or_path", "") or "the model"
+    shape = xu2026_shape(corpus, limits_of(config, tokenizer, name))
+    note = " (fitted to the model)" if shape.note else ""
+    return xu2026(corpus.n_sequences, shape.seq_len, shape.vocab_lo, shape.vocab_hi, corpus.seed,
+                  corpus.batch_size, note)
+
+
+#: Corpus kind -> check(corpus config, ModelLimits or None) -> note ("" if none); raises on bad values.
+CHECKS: Dict[str, Callable[..., str]] = {"xu2026": lambda corpus, limits: xu2026_shape(corpus, limits).note}
+
+
+def check_corpus(corpus, limits: Optional[ModelLimits] = None) -> str:
+    """Validate a corpus config (against a model's limits when given) without building it;
+    returns a note to print ("" if none)."""
+    check = CHECKS.get(corpus.kind)
+    return check(corpus, limits) if check else ""
+
+
+#: Corpus kind -> builder(corpus config, model config, tokenizer) -> Probe.
+BUILDERS: Dict[str, Callable[..., Probe]] = {
+    "synthetic_induction": _synthetic_induction,
+    "text_file": _text_file,
+    "xu2026": _xu2026,
+}
+CORPORA = tuple(BUILDERS)
+
+
+def build_probe(corpus, config, tokenizer=None) -> Probe:
+    """The probe a corpus config describes, for a model's config and tokenizer."""
+    if corpus.kind not in BUILDERS:
+        raise EmergenceError(f"unknown corpus kind {corpus.kind!r}; valid: {', '.join(CORPORA)}")
+    return BUILDERS[corpus.kind](corpus, config, tokenizer)

@@ -1,28 +1,79 @@
 """MLflow tracking: one run per (model, revision, corpus, screen), in an experiment per study.
 
-A run is written whole or not at all: the screen is computed first, then the run is
-opened and everything is logged inside it, and it is tagged ``emergence.status =
-complete`` last. A job whose config hash matches a complete, FINISHED run is skipped
-(unless ``force=true``), so an interrupted sweep resumes without redoing or
-duplicating runs. The hash covers the model config, the revision *name*, the corpus
-and the screen: the same revision screened through two selections is one run.
+The rules that let many jobs (one machine, a cluster, two people) share one store:
+
+- **The store is created and migrated once.** :func:`prepare_store` creates (or
+  upgrades) the store and the experiment under a file lock beside a SQLite store
+  (``<store>.db.lock``); the sweeper calls it before launching any job, and every
+  job calls it before its first write, so no two processes ever run MLflow's schema
+  migration or create the experiment at once. A tracking server migrates its own
+  database; there only the experiment's creation is made race-free (a lost race
+  re-reads the experiment).
+- **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job
+  creates the run, RUNNING, tagged with the identity hash (model config, revision
+  name, corpus, screen), its host, pid and a heartbeat, then re-reads the live
+  RUNNING runs of that hash; the earliest (start time, then run id) wins, a loser
+  deletes its own claim and skips the revision. With a SQLite store the whole claim
+  runs under the store's file lock (atomic); with a server the re-read waits
+  ``tracking.claim_settle_s`` so that a rival's earlier claim has been written.
+- **Dead claims are cleaned, never duplicated.** A RUNNING claim is dead when its
+  process is gone (same host and its pid is not alive) or its heartbeat (refreshed
+  every ``tracking.heartbeat_s`` by the screening job) is older than
+  ``tracking.stale_after_s``. A dead claim, and a FAILED or KILLED run of the same
+  identity, is deleted by the next job of that identity before it claims; so a job
+  killed by SIGKILL or Ctrl-C and rerun leaves exactly one run.
+- **A run is complete or marked.** Params, metrics and artifacts are written into the
+  claimed run and it is tagged ``emergence.status = complete`` last, then FINISHED;
+  a screen that raises marks its run FAILED with the error in ``emergence.error``.
+  A job whose hash matches a complete FINISHED run skips it (unless ``force=true``).
+- **Writes retry** on SQLite's "database is locked" (many jobs, one file).
+
+Metrics are logged at ``step = tokens`` (the revision's training tokens), so that
+every chart over runs shares one axis across models; the training step is the
+``step`` param and the ``train_step`` metric. A sweep's parent run also gets the main
+metrics as curves, ``<model>/<metric>`` at ``step = tokens``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Dict, Mapping, Optional
+from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
+from urllib.parse import unquote
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
+from emergence.contract import artifact_location
 from emergence.revisions import Revision
 
 CONFIG_HASH_TAG = "emergence.config_hash"
 STATUS_TAG = "emergence.status"
 SWEEP_TAG = "emergence.sweep"
+KIND_TAG = "emergence.kind"          # "screen" for a revision's run, "sweep" for a sweep's parent run
+ERROR_TAG = "emergence.error"
+HOST_TAG = "emergence.claim.host"
+PID_TAG = "emergence.claim.pid"
+HEARTBEAT_TAG = "emergence.heartbeat"
+PARENT_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
+NOTE_TAG = "mlflow.note.content"
+#: MLflow 3's UI opens an experiment on its GenAI overview unless this experiment tag says
+#: it is a model-development experiment (then it opens on the runs table).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+#: The main metrics, also logged to a sweep's parent run as ``<model>/<metric>`` curves.
+CURVE_METRICS = ("fraction.bos", "count.induction", "count.bos", "induction_loss", "pr.mean", "screen_seconds")
+
+_LOCKED = ("database is locked", "database table is locked")
 
 
 def config_hash(cfg: DictConfig, revision: Revision) -> str:
@@ -46,6 +97,163 @@ def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
     return out
 
 
+# --- writes that retry on a locked SQLite database -------------------------------------------
+
+def is_locked(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(s in text for s in _LOCKED)
+
+
+class _DropLockedNoise(logging.Filter):
+    """MLflow logs every OperationalError with a traceback; a locked database is retried here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not is_locked(record.getMessage())
+
+
+logging.getLogger("mlflow.store.db.utils").addFilter(_DropLockedNoise())
+
+
+def retry(fn: Callable, *args, attempts: int = 40, **kwargs):
+    """Call ``fn``; on "database is locked" wait (growing, jittered, at most 3 s) and call again."""
+    for attempt in range(attempts):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001  (MlflowException or sqlalchemy's OperationalError)
+            if not is_locked(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(min(3.0, 0.05 * 2 ** min(attempt, 6)) * (0.5 + random.random()))
+
+
+# --- the store ------------------------------------------------------------------------------
+
+def sqlite_file(uri: str) -> Optional[Path]:
+    """The database file of a ``sqlite:///`` URI, absolute; None for anything else."""
+    if uri.startswith("sqlite:///"):
+        return Path(unquote(uri[len("sqlite:///"):].split("?")[0])).expanduser().resolve()
+    return None
+
+
+def is_server(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+@contextmanager
+def store_lock(uri: str, timeout: float = 900.0):
+    """An exclusive file lock beside a SQLite store (``<file>.lock``); nothing for other stores."""
+    path = sqlite_file(uri)
+    if path is None:
+        with nullcontext():
+            yield
+        return
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=timeout):
+        yield
+
+
+def _repair_sqlite(path: Path) -> None:
+    """Drop leftovers of an interrupted schema migration (``_alembic_tmp_<table>`` beside an
+    intact ``<table>``), which otherwise keep the store from opening. Called under the lock."""
+    if not path.is_file():
+        return
+    import sqlite3
+
+    con = sqlite3.connect(path, timeout=60)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        for tmp in sorted(t for t in tables if t.startswith("_alembic_tmp_")):
+            if tmp[len("_alembic_tmp_"):] in tables:
+                con.execute(f'DROP TABLE "{tmp}"')
+        con.commit()
+    finally:
+        con.close()
+
+
+def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) -> str:
+    """Create or upgrade the store and create the experiment, once, safely; returns its id.
+
+    Under the store's file lock for SQLite (so a new store is migrated by exactly one
+    process); for a server, a lost race to create the experiment re-reads it.
+    """
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    with store_lock(uri):
+        path = sqlite_file(uri)
+        if path is not None:
+            _repair_sqlite(path)
+        client = mlflow.MlflowClient(uri)
+        exp = retry(client.get_experiment_by_name, experiment)
+        if exp is None:
+            location = artifact_location(uri, experiment, artifacts)
+            try:
+                exp_id = retry(client.create_experiment, experiment, artifact_location=location,
+                               tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+            except MlflowException:
+                exp = retry(client.get_experiment_by_name, experiment)
+                if exp is None:
+                    raise
+                exp_id = exp.experiment_id
+        else:
+            exp_id = exp.experiment_id
+            if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+                retry(client.set_experiment_tag, exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return exp_id
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def claim_alive(run, stale_after_s: float, now: Optional[float] = None) -> bool:
+    """Whether a RUNNING claim's process may still be working on it (see the module rules)."""
+    tags = run.data.tags
+    now = time.time() if now is None else now
+    try:
+        beat = float(tags.get(HEARTBEAT_TAG, run.info.start_time / 1000.0))
+    except (TypeError, ValueError):
+        beat = run.info.start_time / 1000.0
+    if now - beat > stale_after_s:
+        return False
+    if tags.get(HOST_TAG) == socket.gethostname():
+        try:
+            return _pid_alive(int(tags.get(PID_TAG, "-1")))
+        except ValueError:
+            return False
+    return True
+
+
+class Heartbeat:
+    """A daemon thread that refreshes a run's heartbeat tag while its job works."""
+
+    def __init__(self, client, run_id: str, every_s: float):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(client, run_id, every_s), daemon=True)
+
+    def _beat(self, client, run_id: str, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            try:
+                retry(client.set_tag, run_id, HEARTBEAT_TAG, f"{time.time():.3f}", attempts=5)
+            except Exception:  # noqa: BLE001  (a missed beat is retried at the next one)
+                pass
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
 class Tracker:
     """The MLflow store and experiment of a study (``tracking`` config group)."""
 
@@ -55,37 +263,165 @@ class Tracker:
         self.mlflow = mlflow
         self.uri = tracking_cfg.uri
         mlflow.set_tracking_uri(self.uri)
+        self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.get("artifacts"))
         self.client = mlflow.MlflowClient(self.uri)
-        experiment = self.client.get_experiment_by_name(tracking_cfg.experiment)
-        if experiment is None:
-            location = Path(tracking_cfg.artifacts) / tracking_cfg.experiment
-            location.mkdir(parents=True, exist_ok=True)
-            self.experiment_id = self.client.create_experiment(tracking_cfg.experiment,
-                                                               artifact_location=location.as_uri())
-        else:
-            self.experiment_id = experiment.experiment_id
         self.experiment = tracking_cfg.experiment
+        self.parent_run: Optional[str] = tracking_cfg.get("parent_run")
+        self.heartbeat_s = float(tracking_cfg.get("heartbeat_s", 60.0))
+        self.stale_after_s = float(tracking_cfg.get("stale_after_s", 600.0))
+        self.settle_s = float(tracking_cfg.get("claim_settle_s", 1.0))
+
+    # -- reading
+    def _runs_of(self, digest: str):
+        return retry(self.client.search_runs, [self.experiment_id],
+                     filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}'", max_results=1000)
 
     def finished_run(self, digest: str):
-        runs = self.client.search_runs(
-            [self.experiment_id],
-            filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and tags.`{STATUS_TAG}` = 'complete' "
-                          "and attributes.status = 'FINISHED'",
-            max_results=1)
+        runs = retry(self.client.search_runs, [self.experiment_id],
+                     filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and tags.`{STATUS_TAG}` = 'complete' "
+                                   "and attributes.status = 'FINISHED'",
+                     max_results=1)
         return runs[0] if runs else None
+
+    # -- claiming
+    def _delete(self, run_id: str) -> None:
+        try:
+            retry(self.client.delete_run, run_id)
+        except Exception:  # noqa: BLE001  (already deleted by a rival cleaner)
+            pass
+
+    def claim(self, digest: str, run_name: str, tags: Mapping[str, str],
+              force: bool = False) -> Tuple[Optional[str], str]:
+        """Claim the run of one identity. Returns ``(run_id, "")`` when this job is to screen
+        it, ``(None, why)`` when it is done already or a live job holds it."""
+        with store_lock(self.uri):
+            if not force:
+                done = self.finished_run(digest)
+                if done is not None:
+                    return None, f"done before (run {done.info.run_id[:8]})"
+            for run in self._runs_of(digest):
+                status = run.info.status
+                complete = run.data.tags.get(STATUS_TAG) == "complete"
+                if status == "FINISHED" and complete:
+                    continue  # force=true: kept beside the new one
+                if status == "RUNNING" and claim_alive(run, self.stale_after_s):
+                    if sqlite_file(self.uri) is not None:  # under the lock: that live claim holds it
+                        return None, self._holder(run)
+                    continue
+                self._delete(run.info.run_id)  # dead claim, FAILED, KILLED or unfinished: an orphan
+            now = time.time()
+            all_tags = {**tags, RUN_NAME_TAG: run_name, HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
+                        HEARTBEAT_TAG: f"{now:.3f}", KIND_TAG: "screen", CONFIG_HASH_TAG: digest}
+            if self.parent_run:
+                all_tags[PARENT_TAG] = self.parent_run
+            run = retry(self.client.create_run, self.experiment_id, run_name=run_name, tags=all_tags)
+            mine = run.info.run_id
+            if sqlite_file(self.uri) is None and self.settle_s > 0:
+                time.sleep(self.settle_s)
+            live = [r for r in self._runs_of(digest)
+                    if r.info.status == "RUNNING" and r.data.tags.get(STATUS_TAG) != "complete"
+                    and (r.info.run_id == mine or claim_alive(r, self.stale_after_s))]
+            winner = min(live, key=lambda r: (r.info.start_time, r.info.run_id)) if live else None
+            if winner is not None and winner.info.run_id != mine:
+                self._delete(mine)
+                return None, self._holder(winner)
+        return mine, ""
+
+    @staticmethod
+    def _holder(run) -> str:
+        tags = run.data.tags
+        return (f"claimed by another job (run {run.info.run_id[:8]}, host {tags.get(HOST_TAG, '?')}, "
+                f"pid {tags.get(PID_TAG, '?')})")
+
+    def heartbeat(self, run_id: str) -> Heartbeat:
+        return Heartbeat(self.client, run_id, self.heartbeat_s)
+
+    # -- writing a claimed run
+    def complete(self, run_id: str, *, params: Mapping[str, str], metrics: Mapping[str, float],
+                 heads: pd.DataFrame, config_yaml: str, step: int = 0,
+                 extra_artifacts: Optional[Mapping[str, str]] = None, note: Optional[str] = None) -> None:
+        """Write params, metrics (at ``step``) and artifacts into a claimed run, tag it
+        complete and end it FINISHED."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        stamp = int(time.time() * 1000)
+        retry(self.client.log_batch, run_id,
+              params=[Param(k, str(v)[:6000]) for k, v in params.items()],
+              metrics=[Metric(k, float(v), stamp, int(step)) for k, v in metrics.items()],
+              tags=[RunTag(NOTE_TAG, note)] if note else [])
+        retry(self.client.log_text, run_id, heads.to_csv(index=False), "heads.csv")
+        retry(self.client.log_text, run_id, config_yaml, "config.yaml")
+        for name, text in (extra_artifacts or {}).items():
+            retry(self.client.log_text, run_id, text, name)
+        retry(self.client.set_tag, run_id, STATUS_TAG, "complete")
+        retry(self.client.set_terminated, run_id, "FINISHED")
+
+    def fail(self, run_id: str, error: BaseException, status: str = "FAILED") -> None:
+        """Mark a claimed run FAILED (or KILLED for Ctrl-C) with the error as a tag."""
+        text = f"{type(error).__name__}: {error}".strip()
+        try:
+            retry(self.client.set_tag, run_id, ERROR_TAG, text[:4900], attempts=10)
+            retry(self.client.set_terminated, run_id, status, attempts=10)
+        except Exception:  # noqa: BLE001  (the store itself is failing: the claim is cleaned on resume)
+            pass
+
+    def log_curves(self, points: Iterable[Tuple[str, Mapping[str, float], int]]) -> None:
+        """Log ``<model>/<metric>`` at ``step = tokens`` into the sweep's parent run."""
+        if not self.parent_run:
+            return
+        from mlflow.entities import Metric
+
+        stamp = int(time.time() * 1000)
+        metrics = [Metric(f"{model}/{key}", float(values[key]), stamp, int(tokens))
+                   for model, values, tokens in points for key in CURVE_METRICS if key in values]
+        if metrics:
+            try:
+                retry(self.client.log_batch, self.parent_run, metrics=metrics)
+            except Exception:  # noqa: BLE001  (the parent is a convenience; the runs hold the data)
+                pass
 
     def log(self, *, run_name: str, params: Mapping[str, str], metrics: Mapping[str, float],
             heads: pd.DataFrame, config_yaml: str, tags: Mapping[str, str],
             step: int = 0, extra_artifacts: Optional[Mapping[str, str]] = None) -> str:
-        """Log one complete run; returns its id. The run is FAILED if anything raises."""
-        mlflow = self.mlflow
-        with mlflow.start_run(experiment_id=self.experiment_id, run_name=run_name) as run:
-            mlflow.set_tags(dict(tags))
-            mlflow.log_params(dict(params))
-            mlflow.log_metrics({k: float(v) for k, v in metrics.items()}, step=step)
-            mlflow.log_text(heads.to_csv(index=False), "heads.csv")
-            mlflow.log_text(config_yaml, "config.yaml")
-            for name, text in (extra_artifacts or {}).items():
-                mlflow.log_text(text, name)
-            mlflow.set_tag(STATUS_TAG, "complete")
-            return run.info.run_id
+        """Claim (forced) and write one complete run; returns its id. FAILED if anything raises."""
+        digest = tags.get(CONFIG_HASH_TAG, "")
+        run_id, why = self.claim(digest, run_name, tags, force=True)
+        if run_id is None:
+            raise RuntimeError(why)
+        try:
+            self.complete(run_id, params=params, metrics=metrics, heads=heads, config_yaml=config_yaml,
+                          step=step, extra_artifacts=extra_artifacts)
+        except BaseException as exc:
+            self.fail(run_id, exc)
+            raise
+        return run_id
+
+
+# --- a sweep's parent run -------------------------------------------------------------------
+
+def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str,
+                 n_jobs: int) -> Tuple[str, str]:
+    """Prepare the store and experiment, and create the sweep's parent run (RUNNING).
+    Returns ``(experiment_id, run_id)``."""
+    import mlflow
+
+    exp_id = prepare_store(uri, experiment, artifacts)
+    client = mlflow.MlflowClient(uri)
+    run = retry(client.create_run, exp_id, run_name=name,
+                tags={KIND_TAG: "sweep", SWEEP_TAG: sweep, RUN_NAME_TAG: name, "emergence.jobs": str(n_jobs),
+                      HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())})
+    return exp_id, run.info.run_id
+
+
+def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int) -> None:
+    import mlflow
+
+    client = mlflow.MlflowClient(uri)
+    failed = list(failed)
+    try:
+        retry(client.set_tag, run_id, "emergence.failed_jobs", str(len(failed)))
+        if failed:
+            retry(client.set_tag, run_id, ERROR_TAG, "; ".join(failed)[:4900])
+        retry(client.set_terminated, run_id, "FAILED" if failed else "FINISHED")
+    except Exception:  # noqa: BLE001
+        pass

@@ -6,8 +6,10 @@ the induction and attention-sink transitions, and is the separation real.
 Definitions follow METHODS section 8; each module states the math it implements.
 
 Flow (one direction; this package never imports ``emergence``):
-    curves (read MLflow / CSV) -> models (fits) -> changepoint, shape, times,
-    hypotheses, findings, pr_lead -> analysis -> figures, report -> ``python -m stats``.
+    curves (read MLflow / CSV), heads (per-head tables, thresholds at analysis time)
+    -> models (fits) -> changepoint, shape, times, hypotheses, findings, pr_lead,
+    milestones, sensitivity -> analysis (+ reference: the study's reported figures)
+    -> figures, report -> ``python -m stats``.
 """
 
 from pathlib import Path
@@ -31,6 +33,7 @@ from stats.models import (  # noqa: E402
     StepModel,
     fit_all,
 )
+from stats.heads import apply_thresholds, read_heads_csv  # noqa: E402
 from stats.analysis import analyse, analyse_curve  # noqa: E402
 
 __all__ = [
@@ -40,6 +43,8 @@ __all__ = [
     "TrackedResults",
     "read_csv",
     "read_mlflow",
+    "read_heads_csv",
+    "apply_thresholds",
     "LogisticModel",
     "StepModel",
     "RampModel",

@@ -2,6 +2,8 @@
 
     python -m stats                                   # the runs of the default store
     python -m stats source=csv source.path=FILE       # curves measured elsewhere
+    python -m stats source=heads_csv source.path=FILE # a per-head table (selectivity per class)
+    python -m stats source=xu2026                     # the reference study's bundled per-head data
     python -m stats source.sweep=latest analysis.n_boot=2000 output_dir=/tmp/out
 
 Config: ``conf/stats.yaml`` (schema :class:`stats.config.StatsConfig`). Writes
@@ -30,6 +32,7 @@ register_configs()
 def load_results(src):
     """Read the configured source into a :class:`~stats.curves.TrackedResults`."""
     from stats.curves import read_csv, read_mlflow
+    from stats.heads import read_heads_csv
 
     if src.kind == "mlflow":
         if not src.tracking_uri:
@@ -39,6 +42,11 @@ def load_results(src):
         if not src.path:
             raise StatsError("source=csv needs source.path=FILE (a CSV with columns model,class,tokens,k,n[,layer])")
         return read_csv(Path(src.path).expanduser().resolve())
+    if src.kind == "heads_csv":
+        if not src.path:
+            raise StatsError("source=heads_csv needs source.path=FILE (a per-head CSV with columns "
+                             "model,revision,tokens,layer,head and a selectivity column per class)")
+        return read_heads_csv(Path(src.path).expanduser().resolve())
     raise StatsError(f"source.kind={src.kind!r}: valid choices are {list(SOURCE_KINDS)}")
 
 
@@ -55,7 +63,7 @@ def run(conf: StatsConfig) -> dict:
         summary = analysis.summary()
         params = {"source.kind": conf.source.kind, "n_boot": conf.analysis.n_boot, "seed": conf.analysis.seed,
                   "n_curves": len(analysis.curves)}
-        if conf.source.kind == "csv":
+        if conf.source.kind in ("csv", "heads_csv"):
             params["source.path"] = results.source.get("path")
         else:
             params.update({"source.experiment": conf.source.experiment, "source.filter": conf.source.filter,

@@ -1,6 +1,10 @@
 """The whole analysis of a set of curves: fits, change points, verdicts, times, gaps,
-findings and PR lead, gathered into a :class:`StudyAnalysis` (``summary()``,
-``tables()``).
+milestones, threshold sensitivity, findings, PR lead and the reproduction of the
+reference study, gathered into a :class:`StudyAnalysis` (``summary()``, ``tables()``).
+
+With a per-head table the selectivity thresholds are applied first, at analysis time
+(:func:`stats.heads.apply_thresholds`, ``analysis.thresholds``): every count, flag
+and per-head finding below is at those thresholds.
 
 Per curve (:func:`analyse_curve`): the four models with a shared dispersion
 (:func:`stats.models.fit_all`); PELT change points; the ``none`` checks of the
@@ -25,10 +29,14 @@ from stats.changepoint import ChangePoints, detect_changepoints
 from stats.config import AnalysisConfig
 from stats.curves import Curve, TrackedResults
 from stats.findings import circuit_convergence, class_layer_counts, layer_floor, layer_onset
+from stats.heads import apply_thresholds, thresholds_dict
+from stats.milestones import MilestoneRule, compute_milestones, milestone_gaps
 from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
 from stats.pr_lead import pr_lead
-from stats.shape import ShapeVerdict, classify_shape, jump_share
+from stats.errors import StatsError
+from stats.sensitivity import Sensitivity, threshold_sensitivity
+from stats.shape import ShapeVerdict, classify_shape, jump_share, level_change_test
 from stats.times import GapRatio, TransitionTimes, already_formed_times, bootstrap_transition_times, gap_ratio
 
 #: Minimum revisions for any fit.
@@ -134,8 +142,7 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
     rng = np.random.default_rng(cfg.seed) if rng is None else rng
     sc = cfg.shape
     notes = [f"left out of log10-token fits: {d}" for d in curve.dropped]
-    rule = dict(min_points=sc.min_points, min_rise=sc.min_rise, delta_aicc_none=sc.delta_aicc_none,
-                min_jump_share=sc.min_jump_share, width_factor=sc.width_factor, alpha=cfg.alpha)
+    rule = dict(config=sc, alpha=cfg.alpha, level=cfg.level)
     args = (curve.tokens, curve.k, curve.n, curve.revisions)
     if len(curve) < max(MIN_FIT_POINTS, sc.min_points):
         verdict = classify_shape(*args, fits=None, **rule)
@@ -144,7 +151,8 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
         return CurveAnalysis(curve, verdict, notes=notes)
     fits, disp = fit_all(curve.tokens, curve.k, curve.n, cfg.fit.overdispersion, cfg.fit.dispersion_level)
     cps = detect_changepoints(curve.tokens, curve.k, curve.n, curve.revisions, cfg.changepoint.penalty, disp.phi)
-    pre = classify_shape(*args, fits=fits, **rule)
+    change = level_change_test(curve.k, curve.n, sc.n_perm, rng)
+    pre = classify_shape(*args, fits=fits, change=change, **rule)
     params = fits["logistic"].params
     direction = float(params["ceiling"] - params["floor"])
     cont = _continuous_evidence(results, curve, direction) if results is not None else {}
@@ -154,7 +162,7 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
                                              cfg.fit.overdispersion)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(curve.tokens, curve.k, curve.n, cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
-    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, **rule)
+    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, **rule)
     return CurveAnalysis(curve, verdict, fits, disp, cps, times, test, boot, cont, notes)
 
 
@@ -171,6 +179,11 @@ class StudyAnalysis:
     convergence: list
     pr_lead: list
     notes: list = field(default_factory=list)
+    milestones: list = field(default_factory=list)
+    milestone_gaps: list = field(default_factory=list)
+    sensitivity: Optional[Sensitivity] = None
+    #: :class:`stats.reference.Reproduction` when the reference study's models are analysed
+    reproduction: object = None
 
     def curve(self, model: str, klass: str) -> CurveAnalysis:
         for c in self.curves:
@@ -179,10 +192,27 @@ class StudyAnalysis:
         raise KeyError((model, klass))
 
     def gap(self, model: str) -> GapRatio:
+        """The fitted gap ratio of ``model``."""
         for g in self.gaps:
             if g.model == model:
                 return g
         raise KeyError(model)
+
+    def milestone(self, model: str, name: str):
+        for m in self.milestones:
+            if m.model == model and m.name == name:
+                return m
+        raise KeyError((model, name))
+
+    def milestone_gap(self, model: str):
+        for g in self.milestone_gaps:
+            if g.model == model:
+                return g
+        raise KeyError(model)
+
+    def gap_dicts(self) -> list:
+        """Every gap of ``summary.json``: the fitted ones, then the milestone ones."""
+        return [g.to_dict() | {"definition": "fitted"} for g in self.gaps] + [g.to_dict() for g in self.milestone_gaps]
 
     @property
     def has_pr(self) -> bool:
@@ -193,8 +223,12 @@ class StudyAnalysis:
         out = {
             "source": self.results.source,
             "notes": self.results.notes + self.notes,
+            "thresholds": self.results.source.get("thresholds"),
+            "reproduction": None if self.reproduction is None else self.reproduction.to_dict(),
             "curves": [c.to_dict() for c in self.curves],
-            "gaps": [g.to_dict() for g in self.gaps],
+            "gaps": self.gap_dicts(),
+            "milestones": [m.to_dict() for m in self.milestones],
+            "sensitivity": None if self.sensitivity is None else self.sensitivity.to_dict(),
             "findings": {
                 "layer_floor": [f.to_dict() for f in self.layer_floor],
                 "layer_onset": [f.to_dict() for f in self.layer_onset],
@@ -226,11 +260,17 @@ class StudyAnalysis:
                                      "loglik": f.loglik, "aicc": f.aicc, "dispersion": f.dispersion})
         conv = [c.table.assign(model=c.model) for c in self.convergence]
         pr = [pd.DataFrame([h.to_dict() for h in p.heads]).assign(model=p.model) for p in self.pr_lead if p.heads]
+        sens = self.sensitivity.to_dict()["rows"] if self.sensitivity is not None else []
         return {
             "data": self.results.curves,
+            "milestones": pd.DataFrame([m.to_dict() for m in self.milestones]).drop(columns=["bracket_tokens"], errors="ignore"),
+            "sensitivity": pd.DataFrame(sens).drop(columns=["t50_ci", "gap_ratio_ci"], errors="ignore").assign(
+                t50_lo=[_ci(r["t50_ci"], 0) for r in sens], t50_hi=[_ci(r["t50_ci"], 1) for r in sens],
+                gap_lo=[_ci(r["gap_ratio_ci"], 0) for r in sens], gap_hi=[_ci(r["gap_ratio_ci"], 1) for r in sens]),
+            "reproduction": pd.DataFrame(self.reproduction.rows if self.reproduction is not None else []),
             "curves": pd.DataFrame(rows),
             "fits": pd.DataFrame(fit_rows),
-            "gaps": pd.DataFrame([g.to_dict() for g in self.gaps]).drop(columns=["notes"], errors="ignore") if self.gaps else pd.DataFrame(),
+            "gaps": pd.DataFrame(self.gap_dicts()).drop(columns=["notes"], errors="ignore") if self.gap_dicts() else pd.DataFrame(),
             "layer_floor": pd.DataFrame([f.to_dict() for f in self.layer_floor]),
             "layer_onset": pd.DataFrame([{"model": f.model, "layer": l, "onset_tokens": t} for f in self.layer_onset for l, t in f.onset.items()]),
             "convergence": pd.concat(conv, ignore_index=True) if conv else pd.DataFrame(),
@@ -260,11 +300,36 @@ def json_safe(obj):
     return obj
 
 
+def fitted_gap(model: str, late: CurveAnalysis, early: CurveAnalysis, cfg: AnalysisConfig) -> GapRatio:
+    """Fitted gap ratio t50(late) / t(early) of two curve analyses (:func:`stats.times.gap_ratio`);
+    an early class with no transition but heads from the first revision counts as
+    already formed (a lower-bound ratio); no transition otherwise: a NaN ratio with a note."""
+    tc = cfg.times
+    early_times = early.times
+    if early_times is None and early.verdict.shape == "none" and len(early.curve) and early.curve.k[0] >= 1:
+        early_times = already_formed_times(float(early.curve.tokens[0]), cfg.n_boot, cfg.level)
+    if late.times is None or early_times is None:
+        missing = [a.klass for a in (late, early) if a.times is None]
+        nan = float("nan")
+        return GapRatio(model, tc.late_class, tc.early_class, tc.formation, nan, nan, nan, [nan, nan], nan, cfg.level,
+                        [f"no transition in {', '.join(missing)} (shape none): no ratio"])
+    return gap_ratio(model, late.times, early_times, tc.formation, tc.late_class, tc.early_class, cfg.level)
+
+
 def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) -> StudyAnalysis:
-    """Analyse every curve of ``results`` and the cross-curve findings."""
+    """Analyse every curve of ``results`` (re-counted at ``config.thresholds`` when it
+    has a per-head table) and the cross-curve findings."""
     cfg = AnalysisConfig() if config is None else config
+    thresholds = thresholds_dict(cfg.thresholds)
+    rules = [MilestoneRule.from_config(r) for r in cfg.milestones.rules]
+    names = [r.name for r in rules]
+    for key in ("gap_late", "gap_early"):
+        name = getattr(cfg.milestones, key)
+        if name not in names:
+            raise StatsError(f"analysis.milestones.{key}={name!r}: not a milestone rule name; valid: {names}")
+    results = apply_thresholds(results, thresholds)
     curve_list = list(results.iter_curves())
-    seeds = np.random.SeedSequence(cfg.seed).spawn(len(curve_list) + 1)
+    seeds = np.random.SeedSequence(cfg.seed).spawn(len(curve_list) + 2)
     analyses = []
     bar = tqdm(curve_list, desc="curves", disable=not cfg.progress, leave=False)
     for curve, seed in zip(bar, seeds):
@@ -277,18 +342,12 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
         late, early = by_key.get((model, tc.late_class)), by_key.get((model, tc.early_class))
         if late is None or early is None:
             continue
-        early_times = early.times
-        if early_times is None and early.verdict.shape == "none" and len(early.curve) and early.curve.k[0] >= 1:
-            early_times = already_formed_times(float(early.curve.tokens[0]), cfg.n_boot, cfg.level)
-        if late.times is None or early_times is None:
-            missing = [a.klass for a in (late, early) if a.times is None]
-            nan = float("nan")
-            gaps.append(GapRatio(model, tc.late_class, tc.early_class, tc.formation, nan, nan, nan, [nan, nan], nan, cfg.level,
-                                 [f"no transition in {', '.join(missing)} (shape none): no ratio"]))
-            continue
-        gaps.append(gap_ratio(model, late.times, early_times, tc.formation, tc.late_class, tc.early_class, cfg.level))
+        gaps.append(fitted_gap(model, late, early, cfg))
+    milestones = compute_milestones(results, rules, thresholds)
+    m_gaps = milestone_gaps(milestones, cfg.milestones.gap_late, cfg.milestones.gap_early)
+    sensitivity = threshold_sensitivity(results, by_key, cfg, seeds[len(curve_list) + 1])
     fc = cfg.findings
-    rng = np.random.default_rng(seeds[-1])
+    rng = np.random.default_rng(seeds[len(curve_list)])
     floors, onsets, convs, leads = [], [], [], []
     for model in results.models:
         counts = class_layer_counts(results, fc.floor_class, model)
@@ -313,5 +372,10 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
     if not results.has_pr():
         notes.append("no PR data: the runs have no `pr` column in heads.csv; the PR-lead analysis is empty")
     if results.heads is None:
-        notes.append("no per-head table: circuit convergence and PR lead not computed")
-    return StudyAnalysis(results, cfg, analyses, gaps, floors, onsets, convs, leads, notes)
+        notes.append("no per-head table: circuit convergence, PR lead and threshold sensitivity not computed")
+    study = StudyAnalysis(results, cfg, analyses, gaps, floors, onsets, convs, leads, notes, milestones, m_gaps,
+                          sensitivity if sensitivity.rows else None)
+    from stats.reference import reproduce
+
+    study.reproduction = reproduce(study)
+    return study

@@ -14,12 +14,14 @@ from typing import List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-SOURCE_KINDS = ("mlflow", "csv")
+SOURCE_KINDS = ("mlflow", "csv", "heads_csv")
 
 
 @dataclass
 class SourceConfig:
-    """Where the curves come from: ``mlflow`` (a tracking store) or ``csv`` (a file)."""
+    """Where the curves come from: ``mlflow`` (a tracking store), ``csv`` (a file of
+    counts) or ``heads_csv`` (a file of per-head selectivities; ``source=xu2026`` is
+    the bundled study file)."""
 
     kind: str = "mlflow"
     tracking_uri: Optional[str] = None
@@ -32,7 +34,8 @@ class SourceConfig:
     #: keep runs whose ``emergence.status`` tag equals this (null: all)
     status: Optional[str] = "complete"
     read_heads: bool = True
-    #: the CSV file for ``kind: csv`` (columns model,class,tokens,k,n[,layer])
+    #: the file for ``kind: csv`` (columns model,class,tokens,k,n[,layer]) or
+    #: ``kind: heads_csv`` (model,revision,tokens,layer,head + a selectivity column per class)
     path: Optional[str] = None
 
 
@@ -46,10 +49,17 @@ class FitConfig:
 
 @dataclass
 class ShapeConfig:
+    """The verdict rule of :mod:`stats.shape` (sharp / gradual / none)."""
+
+    #: ``none`` below this many revisions with positive tokens
     min_points: int = 5
-    min_rise: float = 0.02
-    delta_aicc_none: float = 2.0
+    #: ``none`` when the rise (max - min of the fractions, x the median n) is below this many heads
+    min_rise_heads: float = 2.0
+    #: permutations of the monotone-change test (``none`` when its p > alpha)
+    n_perm: int = 1999
+    #: ``sharp`` when the largest adjacent jump holds at least this share of the rise
     min_jump_share: float = 0.5
+    #: resolution rule of the times: a 10-90 width <= width_factor x spacing is unresolved
     width_factor: float = 1.0
 
 
@@ -95,6 +105,61 @@ class PRLeadConfig:
 
 
 @dataclass
+class ThresholdsConfig:
+    """Selectivity thresholds applied at analysis time to per-head data (x over a
+    uniform head): a head is flagged class c when S_c >= threshold_c. Defaults: the
+    screen's (and the reference study's)."""
+
+    induction: float = 50.0
+    previous_token: float = 30.0
+    duplicate_token: float = 30.0
+    bos: float = 30.0
+    self: float = 30.0
+    local: float = 10.0
+
+
+@dataclass
+class MilestoneRuleConfig:
+    """A first-crossing milestone: the first revision at which ``head_class`` has at
+    least ``min_heads`` flagged heads, or a whole-model fraction >= ``min_fraction``
+    (exactly one of the two). ``threshold`` overrides the analysis threshold of the
+    class for this milestone (per-head data only)."""
+
+    name: str = MISSING
+    head_class: str = MISSING
+    min_heads: Optional[int] = None
+    min_fraction: Optional[float] = None
+    threshold: Optional[float] = None
+
+
+def _study_milestones():
+    rules = [MilestoneRuleConfig("induction formed", "induction", min_heads=3)]
+    rules += [MilestoneRuleConfig(f"BOS-{p}%", "bos", min_fraction=p / 100) for p in (10, 30, 50, 70)]
+    return rules
+
+
+@dataclass
+class MilestonesConfig:
+    """The study's milestones (defaults) and the milestone gap ratio late / early."""
+
+    rules: List[MilestoneRuleConfig] = field(default_factory=_study_milestones)
+    gap_late: str = "BOS-50%"
+    gap_early: str = "induction formed"
+
+
+@dataclass
+class SensitivityConfig:
+    """Threshold-sensitivity table: each grid value replaces the threshold of one class
+    (``times.late_class``, then ``times.early_class``), the other kept at its
+    analysis threshold. Needs per-head data."""
+
+    enabled: bool = True
+    grid: List[float] = field(default_factory=lambda: [10.0, 20.0, 30.0, 50.0, 100.0])
+    #: bootstrap replicates per curve of the table (its own, smaller than n_boot)
+    n_boot: int = 300
+
+
+@dataclass
 class AnalysisConfig:
     n_boot: int = 1000
     seed: int = 0
@@ -107,6 +172,9 @@ class AnalysisConfig:
     times: TimesConfig = field(default_factory=TimesConfig)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
     pr_lead: PRLeadConfig = field(default_factory=PRLeadConfig)
+    thresholds: ThresholdsConfig = field(default_factory=ThresholdsConfig)
+    milestones: MilestonesConfig = field(default_factory=MilestonesConfig)
+    sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
 
 
 @dataclass
@@ -115,7 +183,8 @@ class TrackingConfig:
 
     log: bool = True
     uri: str = MISSING
-    artifacts: str = MISSING
+    #: artifact root for a new experiment; null: beside the store (``<store folder>/mlartifacts``)
+    artifacts: Optional[str] = None
     experiment: str = "emergence_stats"
 
 

@@ -11,7 +11,10 @@ Tables of a :class:`TrackedResults` (pandas DataFrames):
   (``n`` = heads per layer);
 - ``heads``: model, revision, tokens, layer, head, ``selectivity.<class>``,
   ``flag.<class>``, primary, first_token_attention and (when the PR screen ran)
-  pr, pr_corrected, pr_samples - one row per head and revision, or None;
+  pr, pr_corrected, pr_samples - one row per head and revision, or None (the runs'
+  ``heads.csv``, or a per-head file read by :func:`stats.heads.read_heads_csv`;
+  flags and counts are re-derived at the analysis thresholds by
+  :func:`stats.heads.apply_thresholds`);
 - ``continuous``: model, revision, tokens, metric, value - the continuous metrics
   (mean selectivity, mean first-token attention, induction loss and accuracy, PR).
 
@@ -207,9 +210,28 @@ def _empty(cols):
 
 
 def _dedupe_tokens(curves: pd.DataFrame) -> pd.DataFrame:
-    """Keep one row per (model, class, tokens): revisions with equal tokens are the same checkpoint."""
+    """One row per (model, class, tokens); ties in tokens are refused.
+
+    Curves are fitted on log10 tokens, so two different revisions at the same token
+    count cannot both be points, and picking one silently would hide data: a tie is an
+    error naming both revisions. Rows repeated exactly (same revision and counts) are
+    kept once; the same revision with different counts is an error too.
+    """
     curves = curves.sort_values(["model", "class", "tokens", "revision"])
-    return curves.drop_duplicates(["model", "class", "tokens"], keep="first").reset_index(drop=True)
+    curves = curves.drop_duplicates(["model", "class", "tokens", "revision", "k", "n"])
+    clash = curves[curves.duplicated(["model", "class", "tokens"], keep=False)]
+    if not clash.empty:
+        first = clash.iloc[0]
+        same = clash[(clash["model"] == first["model"]) & (clash["class"] == first["class"])
+                     & (clash["tokens"] == first["tokens"])]
+        revs = sorted(set(map(str, same["revision"])))
+        if len(revs) > 1:
+            raise StatsError(f"model {first['model']!r}: revisions {revs} have the same token count "
+                             f"{first['tokens']:.6g}; a curve needs one revision per token count (drop one, "
+                             "or give each its own tokens)")
+        raise StatsError(f"model {first['model']!r} class {first['class']!r} revision {revs[0]!r}: conflicting "
+                         f"counts {sorted(zip(same['k'], same['n']))} (k, n); keep one row per revision")
+    return curves.reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------------------
@@ -352,6 +374,14 @@ def read_mlflow(
     heads = pd.concat(head_frames, ignore_index=True) if head_frames else None
     if read_heads and heads is None:
         notes.append("no heads.csv artifacts: per-head analyses skipped")
+    if heads is not None:
+        from stats.heads import normalise_heads, selectivity_columns
+
+        if selectivity_columns(heads.columns):
+            heads, head_notes = normalise_heads(heads, "heads.csv of the runs")
+            notes += head_notes
+        else:
+            notes.append("heads.csv artifacts have no selectivity.<class> column: counts from the logged count.<class> metrics")
     source = {"kind": "mlflow", "tracking_uri": tracking_uri, "experiment": experiment, "filter": filter_string,
               "sweep": sweep, "n_runs": len(kept)}
     return TrackedResults(curves=curves, layers=layers, heads=heads, continuous=continuous, source=source, notes=notes)

@@ -33,15 +33,20 @@ def _safe(name: str) -> str:
 
 
 def wilson_interval(k, n, level=0.95):
-    """Wilson score interval of k of n."""
+    """Wilson score interval of k of n, with lo <= k/n <= hi exactly.
+
+    In exact arithmetic lo = 0 at k = 0 and hi = 1 at k = n; in floating point the
+    bound can land a hair on the wrong side of k/n (k = 0, n = 48 gives lo = 1e-17),
+    so the bounds are clipped to [0, k/n] and [k/n, 1].
+    """
     k = np.asarray(k, float)
     n = np.asarray(n, float)
     z = sps.norm.ppf(0.5 + level / 2)
     p = k / n
     denom = 1 + z**2 / n
     centre = (p + z**2 / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
-    return centre - half, centre + half
+    half = z * np.sqrt(np.clip(p * (1 - p), 0, None) / n + z**2 / (4 * n**2)) / denom
+    return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
 def curve_figure(ca, path: Path) -> Path:
@@ -50,7 +55,7 @@ def curve_figure(ca, path: Path) -> Path:
     if len(c):
         f = c.fraction
         lo, hi = wilson_interval(c.k, c.n)
-        ax.errorbar(c.tokens, f, yerr=[f - lo, hi - f], fmt="o", color="k", ms=4, capsize=2, label="observed", zorder=5)
+        ax.errorbar(c.tokens, f, yerr=[np.clip(f - lo, 0, None), np.clip(hi - f, 0, None)], fmt="o", color="k", ms=4, capsize=2, label="observed", zorder=5)
         grid = np.logspace(np.log10(c.tokens.min()) - 0.1, np.log10(c.tokens.max()) + 0.1, 300)
         if ca.boot is not None and ca.fits is not None:
             model = ca.fits["logistic"].model
@@ -233,28 +238,41 @@ def continuous_figure(cont, model: str, path: Path) -> Path:
 
 
 def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
-    """Write every figure under ``out_dir/figures``; return {kind: [paths relative to out_dir]}."""
+    """Write every figure under ``out_dir/figures``; return {kind: [paths relative to out_dir]}.
+
+    A figure that cannot be drawn is skipped, never fatal: the key ``skipped`` lists
+    one note per such figure (its file name and the error), which the report shows,
+    and the other figures, the tables and the summary are still written.
+    """
     from tqdm.auto import tqdm
 
     out_dir = Path(out_dir)
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    made = {"curves": [], "layers": [], "timeline": [], "pr": [], "convergence": [], "continuous": []}
-    rel = lambda p: str(Path(p).relative_to(out_dir))  # noqa: E731
+    made = {"curves": [], "layers": [], "timeline": [], "pr": [], "convergence": [], "continuous": [], "skipped": []}
+
+    def draw(kind: str, name: str, make) -> None:
+        try:
+            made[kind].append(str(Path(make(fig_dir / name)).relative_to(out_dir)))
+        except Exception as exc:  # a figure is an illustration: its failure must not lose the report
+            plt.close("all")
+            made["skipped"].append(f"{name}: {type(exc).__name__}: {exc}")
+
     for ca in tqdm(analysis.curves, desc="figures", disable=not progress, leave=False):
-        made["curves"].append(rel(curve_figure(ca, fig_dir / f"curve_{_safe(ca.model)}_{_safe(ca.klass)}.png")))
+        draw("curves", f"curve_{_safe(ca.model)}_{_safe(ca.klass)}.png", lambda path: curve_figure(ca, path))
     fc = analysis.config.findings
     for model in analysis.results.models:
         counts = class_layer_counts(analysis.results, fc.onset_class, model)
         if not counts.empty:
-            made["layers"].append(rel(layers_figure(counts, model, fc.onset_class, fig_dir / f"layers_{_safe(model)}.png", fc.floor_layers)))
+            draw("layers", f"layers_{_safe(model)}.png",
+                 lambda path: layers_figure(counts, model, fc.onset_class, path, fc.floor_layers))
         cont = analysis.results.continuous
         if cont is not None and not cont.empty and (cont["model"] == model).any():
-            made["continuous"].append(rel(continuous_figure(cont, model, fig_dir / f"continuous_{_safe(model)}.png")))
-    made["timeline"].append(rel(timeline_figure(analysis, fig_dir / "timeline.png")))
+            draw("continuous", f"continuous_{_safe(model)}.png", lambda path: continuous_figure(cont, model, path))
+    draw("timeline", "timeline.png", lambda path: timeline_figure(analysis, path))
     for lead in analysis.pr_lead:
         if lead.top:
-            made["pr"].append(rel(pr_figure(lead, fig_dir / f"pr_{_safe(lead.model)}.png")))
+            draw("pr", f"pr_{_safe(lead.model)}.png", lambda path: pr_figure(lead, path))
     if analysis.convergence:
-        made["convergence"].append(rel(convergence_figure(analysis.convergence, fig_dir / "convergence.png")))
+        draw("convergence", "convergence.png", lambda path: convergence_figure(analysis.convergence, path))
     return made

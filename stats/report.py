@@ -41,13 +41,22 @@ def render_report(summary: dict, figures: dict) -> str:
     src = summary.get("source", {})
     L.append("Source: " + ", ".join(f"{k}={v}" for k, v in src.items() if v is not None) + ".")
     L.append("")
+    thr = summary.get("thresholds")
+    if thr:
+        L.append("Thresholds, applied at analysis time to the per-head selectivities: "
+                 + ", ".join(f"{c} {v:g}x" for c, v in thr.items()) + ".")
+        L.append("")
     for note in summary.get("notes", []):
         L.append(f"- Note: {note}")
+    if summary.get("reproduction"):
+        L += [""] + _reproduction_section(summary["reproduction"])
     L += ["", "## Curves: sharp or gradual, and when", "",
-          "Verdict rule: `none` for too few revisions, a rise below the minimum or the constant model within "
-          "2 AICc of the best; `sharp` when at least half the rise lies between one pair of adjacent revisions and "
-          "either the fitted 10-90 width is at most the checkpoint spacing there or a single step is not rejected "
-          "(bootstrap p >= alpha); `gradual` otherwise. Times are from the 4-parameter logistic in log10 tokens, "
+          "Verdict rule (the same heads are followed across revisions, so counts are cumulative): `none` for too few "
+          "revisions, a rise below the minimum number of heads, or no evidence of change against noise (permutation "
+          "test of a monotone change, p > alpha); `sharp` when at least half the rise (in heads) lies between one pair "
+          "of adjacent revisions, i.e. sharp at the resolution of the checkpoints, that interval named in the reason; "
+          "`gradual` otherwise. The step test (is the rise a *pure* step?) is evidence, not a criterion. "
+          "Times are from the 4-parameter logistic in log10 tokens, "
           "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions).",
           "",
           "| model | class | shape | t50 | 95% CI | onset | saturation | 10-90 width (dec.) | largest jump (share) | change point | best model | p (step) | dispersion |",
@@ -70,16 +79,25 @@ def render_report(summary: dict, figures: dict) -> str:
                 L.append(f"  - continuous check, {metric} ({v['scale']}): largest adjacent jump {v['max_jump_share']:.0%} of its range")
     L += ["", "## Gaps: induction first, sinks later?", ""]
     if summary["gaps"]:
-        L += ["H0: ratio <= 1 (one-sided, bootstrap).", "",
-              "| model | t(late) | t(early) | ratio | 95% CI | p-value | notes |", "|---|---|---|---|---|---|---|"]
+        L += ["`fitted`: t50 of the late class over the early class's formation point (logistic fits), 95% bootstrap "
+              "interval and the one-sided separation test (H0 ratio <= 1). `milestone`: the study's first-crossing "
+              "milestones, with the interval the bracketing revisions allow (each crossing lies between the revision "
+              "before the first crossing and the first crossing; a resolution interval, not a sampling one: no p-value).",
+              "", "| model | definition | t(late) | t(early) | ratio | interval | p-value | notes |", "|---|---|---|---|---|---|---|---|"]
         for g in summary["gaps"]:
             ci = g.get("ratio_ci") or [None, None]
-            cis = "-" if ci[0] is None else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
-            L.append(f"| {g['model']} | {_fmt_tokens(g.get('t_late'))} ({g['late_class']} t50) | "
-                     f"{_fmt_tokens(g.get('t_early'))} ({g['early_class']} {g['formation']}) | {_num(g.get('ratio'))} | {cis} | "
+            cis = "-" if ci[0] is None and ci[1] is None else f"[{_num(ci[0])}, {_num(ci[1])}]"
+            if g.get("definition") == "milestone":
+                late, early = f"{g['late_milestone']}", f"{g['early_milestone']}"
+            else:
+                late, early = f"{g['late_class']} t50", f"{g['early_class']} {g['formation']}"
+            L.append(f"| {g['model']} | {g.get('definition', 'fitted')} | {_fmt_tokens(g.get('t_late'))} ({late}) | "
+                     f"{_fmt_tokens(g.get('t_early'))} ({early}) | {_num(g.get('ratio'))} | {cis} | "
                      f"{_num(g.get('p_value'))} | {'; '.join(g.get('notes') or []) or '-'} |")
     else:
         L.append("No model has both classes.")
+    L += _milestone_section(summary.get("milestones") or [])
+    L += _sensitivity_section(summary.get("sensitivity"))
     f = summary["findings"]
     L += ["", "## Layer floor", ""]
     if f["layer_floor"]:
@@ -121,6 +139,10 @@ def render_report(summary: dict, figures: dict) -> str:
         L.append("")
         L.append(f"Rule: {summary['pr_lead'][0]['rule']}.")
     L += ["", "## Figures", ""]
+    for note in figures.get("skipped") or []:
+        L.append(f"- Figure skipped (it could not be drawn; the rest of the report is complete): {note}")
+    if figures.get("skipped"):
+        L.append("")
     titles = {"timeline": "Timeline", "layers": "BOS heads by layer and revision", "curves": "Curves with fits",
               "convergence": "Circuit convergence", "pr": "PR trajectories", "continuous": "Continuous metrics"}
     for kind in ("timeline", "layers", "curves", "convergence", "pr", "continuous"):
@@ -132,6 +154,57 @@ def render_report(summary: dict, figures: dict) -> str:
             L.append(f"![{Path(p).stem}]({p})")
         L.append("")
     return "\n".join(L) + "\n"
+
+
+def _cell(v) -> str:
+    return str(v).replace("|", "/").replace("\n", " ")
+
+
+def _reproduction_section(rep: dict) -> list:
+    """The first section: the reference study's reported figures beside the tool's."""
+    mark = {True: "yes", False: "**no**", None: "n/a"}
+    L = [f"## Reproduction of {rep['study']}", "",
+         f"The study's reported figures (F1-F5) beside this analysis, for {', '.join(rep['models'])}: counts at "
+         "the analysis thresholds (the study's: BOS >= 30x, induction >= 50x), milestones as defined in the "
+         "milestones section. `agrees`: yes / **no** / n/a (not comparable); the note says why they differ.", "",
+         "| finding | model | quantity | reported | tool | agrees | note |", "|---|---|---|---|---|---|---|"]
+    for r in rep["rows"]:
+        L.append(f"| {r['finding']} | {r['model']} | {_cell(r['quantity'])} | {_cell(r['reported'])} | {_cell(r['tool'])} | "
+                 f"{mark[r['agrees']]} | {_cell(r['note']) or '-'} |")
+    return L
+
+
+def _milestone_section(milestones: list) -> list:
+    L = ["", "## Milestones (first crossings)", ""]
+    if not milestones:
+        return L + ["No milestones (no curve of the milestone classes)."]
+    L += ["| model | milestone | rule | first revision | tokens | crossing in | count |", "|---|---|---|---|---|---|---|"]
+    for m in milestones:
+        lo, hi = m["bracket_tokens"]
+        if m["reached"]:
+            where = f"({_fmt_tokens(lo) if lo is not None else '0'}, {_fmt_tokens(hi)}]"
+            count = f"{m['k']:g}/{m['n']:g}"
+        else:
+            where, count = f"> {_fmt_tokens(lo)} (not reached)", "-"
+        L.append(f"| {m['model']} | {m['name']} | {m['rule']} | {m['revision'] or '-'} | {_fmt_tokens(m['tokens'])} | {where} | {count} |")
+    return L
+
+
+def _sensitivity_section(sens) -> list:
+    L = ["", "## Threshold sensitivity", ""]
+    if not sens or not sens.get("rows"):
+        return L + ["Not computed: it needs per-head selectivities of both gap classes (a heads_csv source, or runs with heads.csv)."]
+    L += [f"Rule: {sens['rule']}; {sens['n_boot']} bootstrap replicates a curve (the row at a class's analysis threshold, "
+          "marked *, is the main analysis).", "",
+          "| model | class | threshold | heads at last revision (max fraction) | shape | t50 | 95% CI | gap ratio | 95% CI | p-value |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sens["rows"]:
+        gci = r.get("gap_ratio_ci") or [None, None]
+        L.append(f"| {r['model']} | {r['class']} | {r['threshold']:g}x{' *' if r['is_analysis_threshold'] else ''} | "
+                 f"{_num(r['k_last'], '{:g}')}/{_num(r['n_last'], '{:g}')} ({_num(r['max_fraction'], '{:.1%}')}) | "
+                 f"{r['shape']} | {_fmt_tokens(r.get('t50'))} | {_fmt_ci(r.get('t50_ci'))} | {_num(r.get('gap_ratio'))} | "
+                 f"{'-' if gci[0] is None else f'[{_num(gci[0])}, {_num(gci[1])}]'} | {_num(r.get('gap_p_value'))} |")
+    return L
 
 
 def write_outputs(analysis, out_dir, figures: bool = True, progress: bool = False) -> dict:
@@ -157,19 +230,29 @@ def write_outputs(analysis, out_dir, figures: bool = True, progress: bool = Fals
     return {"summary": out_dir / "summary.json", "report": out_dir / "report.md", "tables": tables, "figures": figs}
 
 
-def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: str, experiment: str,
+def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional[str], experiment: str,
                   params: Optional[dict] = None) -> str:
     """Log the output folder and headline metrics as one MLflow run; return its id."""
     from mlflow.tracking import MlflowClient
 
+    from emergence.contract import artifact_location
+
     client = MlflowClient(tracking_uri=tracking_uri)
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
-        location = Path(artifacts).resolve().as_uri() + "/" + experiment
-        exp_id = client.create_experiment(experiment, artifact_location=location)
+        exp_id = client.create_experiment(experiment, artifact_location=artifact_location(tracking_uri, experiment, artifacts))
     else:
         exp_id = exp.experiment_id
-    run = client.create_run(exp_id, tags={"stats.kind": "analysis", "mlflow.runName": "stats"})
+    # Named after what it analysed: the models, the classes, and the source (experiment or file).
+    models = sorted({c["model"] for c in summary["curves"]})
+    classes = sorted({c["class"] for c in summary["curves"]})
+    source = (params or {}).get("source.path") or (params or {}).get("source.experiment") or ""
+    source = str(source).rsplit("/", 1)[-1]
+    name = (f"stats: {', '.join(models) or 'no curves'}"
+            + (f" ({', '.join(classes)})" if classes else "") + (f" from {source}" if source else ""))
+    run = client.create_run(exp_id, tags={"stats.kind": "analysis", "mlflow.runName": name[:250],
+                                          "emergence.kind": "stats", "stats.models": ",".join(models)[:5000],
+                                          "stats.classes": ",".join(classes), "stats.source": str(source)})
     rid = run.info.run_id
     for k, v in (params or {}).items():
         client.log_param(rid, k, str(v)[:500])
@@ -181,10 +264,11 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: str, exp
             client.log_metric(rid, f"max_jump_share.{key}", float(c["max_jump_share"]))
         client.set_tag(rid, f"shape.{key}", c["shape"])
     for g in summary["gaps"]:
+        prefix = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap"
         if g.get("ratio") is not None:
-            client.log_metric(rid, f"gap_ratio.{g['model']}", float(g["ratio"]))
+            client.log_metric(rid, f"{prefix}_ratio.{g['model']}", float(g["ratio"]))
         if g.get("p_value") is not None:
-            client.log_metric(rid, f"gap_p.{g['model']}", float(g["p_value"]))
+            client.log_metric(rid, f"{prefix}_p.{g['model']}", float(g["p_value"]))
     client.log_artifacts(rid, str(out_dir))
     client.set_terminated(rid, "FINISHED")
     return rid

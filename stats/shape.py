@@ -1,28 +1,67 @@
 """Shape verdict of a curve: ``sharp``, ``gradual`` or ``none``, with its evidence.
 
+Data model. A curve is ``k_j`` of ``n`` heads flagged at revisions
+``t_1 < ... < t_m``. The *same* heads are followed across revisions, so the counts
+are cumulative, not fresh draws: a head that forms switches on at its own time
+``tau_h`` and stays on, up to *flicker* (a few heads near the threshold read on at
+one revision and off at the next)::
+
+    k_j = #{h : tau_h <= t_j} + flicker_j.
+
+The adjacent increments ``d_j = k_{j+1} - k_j`` then count the heads that switched
+on between ``t_j`` and ``t_{j+1}``: given the ``R`` heads that switch at all,
+``(d_1, ..., d_{m-1}) ~ Multinomial(R, pi)`` with ``pi_j`` the mass of the
+switch-on-time distribution in interval ``j``. The fits' binomial likelihood
+(independent ``Binomial(n, p(t_j))`` draws at every revision) is a different model:
+it re-draws every head at every revision, so with many heads any departure from an
+exact two-level curve is significant. The verdict is therefore stated in heads.
+
 Evidence (all reported):
 
-- ``delta_aicc``: AICc (QAICc under overdispersion) of each model minus the best;
+- ``rise_heads`` ``R``: the total rise (max - min of the observed fractions) in heads
+  (x the median ``n``); ``rise`` the same as a fraction;
 - ``max_jump``: the largest change of the observed fraction between adjacent
   revisions in the direction of the overall change (the sign of the logistic's
-  ceiling - floor), its bracketing revisions and tokens, and ``max_jump_share``,
-  that jump over the total rise (max - min of the observed fractions);
+  ceiling - floor), ``jump_heads`` ``J`` the same in heads, its bracketing revisions
+  and tokens, its log10 spacing ``jump_spacing_decades``, and ``max_jump_share``
+  ``s = J / R`` with ``max_jump_share_ci``, the Clopper-Pearson interval of ``J``
+  successes in ``R`` trials (the multinomial model: ``J ~ Binomial(R, pi_j)``);
+- ``p_change``: the permutation test of a monotone change (:func:`level_change_test`);
+- ``delta_aicc``: AICc (QAICc under overdispersion) of each model minus the best
+  (evidence only: as the old ``none`` criterion, the constant within 2 of the best,
+  it sized badly, calling 8 % of flat beta-binomial curves (phi = 4) a change, and
+  saw no 3-head circuit in 256 heads; ``benchmarks/bench_shape_oc.py``);
 - ``width_decades`` (fitted 10-90 width) against ``spacing_decades`` (the log10 gap
   of the revisions bracketing t50);
-- ``p_step``: the parametric-bootstrap p-value of H0 step against the logistic
-  (:func:`stats.hypotheses.step_vs_logistic`).
+- ``p_step``: the parametric-bootstrap p-value of H0 *pure* step against the
+  logistic (:func:`stats.hypotheses.step_vs_logistic`) and ``pure_step``
+  (``p_step >= alpha``).
 
-Verdict rule (thresholds are config values, defaults in brackets):
+Verdict rule (thresholds are :class:`stats.config.ShapeConfig` values, defaults in
+brackets):
 
-1. ``none`` when the curve cannot show a transition: fewer than ``min_points`` [5]
-   revisions with positive tokens; or a total rise (max - min of the observed fractions) below ``min_rise`` [0.02]; or no
-   evidence of change, the constant model within ``delta_aicc_none`` [2] of the best
-   AICc. The reason is stated.
-2. ``sharp`` when at least ``min_jump_share`` [0.5] of the rise happens between one
-   pair of adjacent revisions AND either the fitted 10-90 width is at most
-   ``width_factor`` [1] x the checkpoint spacing there (the rise fits in the gap),
-   or a single step is not rejected (``p_step >= alpha`` [0.05]).
-3. ``gradual`` otherwise: the change is real but spread over several revisions.
+1. ``none`` when the curve cannot show a transition, with the reason stated:
+   a. fewer than ``min_points`` [5] revisions with positive tokens;
+   b. a rise ``R < min_rise_heads`` [2] heads (one head switching is no circuit);
+   c. no evidence of change against noise: the monotone-change permutation test
+      (:func:`level_change_test`) has ``p_change > alpha`` [0.05]. Exact in size
+      under any exchangeable noise (fresh binomial or overdispersed draws, or the
+      flicker of followed heads), so flat curves are called a transition at rate
+      ``alpha``; a few heads that switch on and stay are seen, where a binomial
+      AICc drowns them in the variance of fresh draws. A change seen at the last
+      revision alone cannot be told from a one-revision outlier (p >= 2/m).
+2. ``sharp`` when ``s = J / R >= min_jump_share`` [0.5]: at least half of the heads
+   that switch on do so between the same two adjacent checkpoints, i.e. sharp *at
+   the resolution of the checkpoints*, and the reason names that interval. When
+   ``max_jump_share_ci`` contains ``min_jump_share`` the reason says the share is
+   not resolved with ``R`` heads (the verdict is then the point estimate's).
+3. ``gradual`` otherwise: the rise is spread over several intervals.
+
+The step test is evidence, not a criterion: it asks whether *every* head switches
+in one interval (under fresh binomial draws, so with hundreds of heads it rejects a
+curve with a few heads outside the interval), which says "not a pure step", not
+"gradual". The fitted 10-90 width is evidence too (and sets the resolution rule of
+:mod:`stats.times`). Operating characteristic: ``benchmarks/bench_shape_oc.py``.
 
 A threshold metric can make a smooth change look sharp (Schaeffer et al. 2023):
 the analysis also reports the largest-jump share of the class's continuous metric
@@ -35,6 +74,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from scipy import stats as sps
+
+from stats.config import ShapeConfig
+from stats.errors import StatsError
+from stats.hypotheses import TestResult
 
 SHAPES = ("sharp", "gradual", "none")
 
@@ -67,6 +111,107 @@ def jump_share(values, direction: Optional[float] = None) -> dict:
     return {"max_jump": float(d[i] * np.sign(direction)), "max_jump_share": share, "index": i}
 
 
+def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) -> list:
+    """Clopper-Pearson interval of the share ``J / R`` (``J`` of ``R`` heads, rounded).
+
+    ``[B(a/2; J, R-J+1), B(1-a/2; J+1, R-J)]`` with ``B`` the beta quantile, 0 and 1
+    at the ends; ``[nan, nan]`` when ``R < 1``.
+    """
+    r = int(round(rise_heads))
+    j = int(np.clip(round(jump_heads), 0, max(r, 0)))
+    if r < 1:
+        return [float("nan"), float("nan")]
+    a = 1 - level
+    lo = 0.0 if j == 0 else float(sps.beta.ppf(a / 2, j, r - j + 1))
+    hi = 1.0 if j == r else float(sps.beta.ppf(1 - a / 2, j + 1, r - j))
+    return [lo, hi]
+
+
+def isotonic_fit(y, w):
+    """Weighted least-squares non-decreasing fit of ``y`` (B, m) with weights ``w`` (B, m).
+
+    The max-min formula ``fit_i = max_{a <= i} min_{b >= i} M(a, b)``, ``M(a, b)`` the
+    weighted mean of ``y_a .. y_b`` (the pool-adjacent-violators solution, which is
+    also the binomial maximum-likelihood monotone fit), for all rows at once.
+    """
+    y = np.atleast_2d(np.asarray(y, float))
+    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    m = y.shape[-1]
+    cwy = np.concatenate([np.zeros(y.shape[:-1] + (1,)), np.cumsum(w * y, -1)], -1)
+    cw = np.concatenate([np.zeros(y.shape[:-1] + (1,)), np.cumsum(w, -1)], -1)
+    a, b = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
+    valid = b >= a
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (cwy[..., b + 1] - cwy[..., a]) / (cw[..., b + 1] - cw[..., a])
+    mean = np.where(valid, np.nan_to_num(mean, nan=0.0), np.inf)
+    cmin = np.minimum.accumulate(mean[..., ::-1], axis=-1)[..., ::-1]  # (B, a, i): min over b >= i
+    cmin = np.where(valid, cmin, -np.inf)  # only a <= i
+    return cmin.max(-2)
+
+
+def monotone_r2(k, n):
+    """Share of the weighted variance of ``k/n`` explained by the best monotone fit.
+
+    ``T = max(SS0 - SS_up, SS0 - SS_down) / SS0`` with ``SS = sum n_j (k_j/n_j - fit_j)^2``,
+    the fits non-decreasing and non-increasing (:func:`isotonic_fit`), ``SS0`` around
+    the pooled fraction. Rows of (B, m) arrays; 0 for a constant row.
+    """
+    k = np.atleast_2d(np.asarray(k, float))
+    n = np.broadcast_to(np.asarray(n, float), k.shape)
+    w = np.where(n > 0, n, 0.0)
+    y = k / np.where(n > 0, n, 1)
+    ybar = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+    ss0 = (w * (y - ybar) ** 2).sum(-1)
+    up = isotonic_fit(y, w)
+    down = -isotonic_fit(-y, w)
+    ss = np.minimum((w * (y - up) ** 2).sum(-1), (w * (y - down) ** 2).sum(-1))
+    return np.where(ss0 > 0, (ss0 - ss) / np.where(ss0 > 0, ss0, 1), 0.0)
+
+
+def level_change_test(k, n, n_perm: int, rng: np.random.Generator) -> TestResult:
+    """Permutation test of H0: no change across revisions, against a monotone change.
+
+    Statistic: ``T`` = :func:`monotone_r2`, the share of the variance of the observed
+    fractions that the best monotone (non-decreasing or non-increasing) fit
+    explains: followed heads that switch on and stay make the counts monotone up to
+    flicker. Under H0 the revisions are exchangeable (a flat population plus
+    independent flicker, or independent draws around one level), so ``T`` is
+    referred to its distribution over ``n_perm`` random permutations of the (k, n)
+    pairs: ``p = (1 + #{T* >= T}) / (n_perm + 1)``, exact in size whatever the
+    noise. A clean change after revision ``m - j`` can reach at best
+    ``p = 2 / C(m, j)`` (the two orders of its two levels): 0.2 for ``j = 1``,
+    0.044 for ``j = 2`` when ``m = 10``.
+    """
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
+    m = k.size
+    if m < 2 or np.ptp(k / np.where(n > 0, n, 1)) == 0:
+        return TestResult("monotone_change_permutation", "no change across revisions (exchangeable)", 0.0, 1.0, n_perm)
+    t = float(monotone_r2(k, n)[0])
+    idx = rng.permuted(np.tile(np.arange(m), (n_perm, 1)), axis=1)
+    t_star = monotone_r2(k[idx], n[idx])
+    p = (1.0 + np.sum(t_star >= t - 1e-9)) / (n_perm + 1.0)
+    return TestResult("monotone_change_permutation", "no change across revisions (exchangeable)", t, float(p), n_perm)
+
+
+def _pct(v):
+    return f"{100 * v:.0f}%"
+
+
+def check_shape_config(cfg: ShapeConfig) -> None:
+    """Raise :class:`~stats.errors.StatsError` (one line) for a rule value out of range."""
+    checks = [
+        ("min_points", cfg.min_points >= 2, "an integer >= 2"),
+        ("min_rise_heads", cfg.min_rise_heads >= 0, "a number of heads >= 0"),
+        ("min_jump_share", 0 < cfg.min_jump_share <= 1, "a share in (0, 1]"),
+        ("n_perm", cfg.n_perm >= 99, "an integer >= 99"),
+        ("width_factor", cfg.width_factor > 0, "a number > 0"),
+    ]
+    for name, ok, valid in checks:
+        if not ok:
+            raise StatsError(f"analysis.shape.{name}={getattr(cfg, name)!r}: must be {valid}")
+
+
 def classify_shape(
     tokens,
     k,
@@ -75,23 +220,31 @@ def classify_shape(
     fits: Optional[dict],
     times=None,
     p_step: Optional[float] = None,
-    min_points: int = 5,
-    min_rise: float = 0.02,
-    delta_aicc_none: float = 2.0,
-    min_jump_share: float = 0.5,
-    width_factor: float = 1.0,
+    change: Optional[TestResult] = None,
+    config: Optional[ShapeConfig] = None,
     alpha: float = 0.05,
+    level: float = 0.95,
 ) -> ShapeVerdict:
-    """Apply the verdict rule of the module docstring to one curve."""
+    """Apply the verdict rule of the module docstring to one curve.
+
+    ``fits``: the four model fits (None: none computed); ``times``: the logistic's
+    :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
+    ``change``: the :func:`level_change_test` result (None: not run, and no
+    transition is called).
+    """
+    cfg = ShapeConfig() if config is None else config
+    check_shape_config(cfg)
     tokens = np.asarray(tokens, float)
     k = np.asarray(k, float)
     n = np.asarray(n, float)
     revisions = list(revisions)
     m = len(tokens)
     f = k / np.where(n > 0, n, 1)
-    ev = {"n_points": m, "rise": float(f.max() - f.min()) if m else 0.0}
-    if m < min_points:
-        return ShapeVerdict("none", f"too short: {m} revisions with positive tokens < min_points {min_points}", ev)
+    n_ref = float(np.median(n)) if m else 0.0
+    rise = float(f.max() - f.min()) if m else 0.0
+    ev = {"n_points": m, "rise": rise, "rise_heads": rise * n_ref}
+    if m < cfg.min_points:
+        return ShapeVerdict("none", f"too short: {m} revisions with positive tokens < min_points {cfg.min_points}", ev)
     direction = None
     if fits is not None:
         pr = fits["logistic"].params
@@ -104,38 +257,42 @@ def classify_shape(
     j = jump_share(f, direction)
     i = j.pop("index")
     ev.update(j)
+    ev["jump_heads"] = j["max_jump"] * n_ref if np.isfinite(j["max_jump"]) else float("nan")
     if i is not None:
         ev["max_jump_revisions"] = [revisions[i], revisions[i + 1]]
         ev["max_jump_tokens"] = [float(tokens[i]), float(tokens[i + 1])]
+        ev["jump_spacing_decades"] = float(np.log10(tokens[i + 1] / tokens[i]))
+    ev["max_jump_share_ci"] = share_interval(abs(ev["jump_heads"]), ev["rise_heads"], level) if i is not None else [float("nan")] * 2
     if times is not None:
         ev["width_decades"] = times.width_decades
         ev["width_is_bound"] = times.width_is_bound
         ev["spacing_decades"] = times.spacing_decades
     ev["p_step"] = p_step
-    if ev["rise"] < min_rise:
-        return ShapeVerdict("none", f"flat: total rise {ev['rise']:.3f} < min_rise {min_rise}", ev)
+    ev["pure_step"] = None if p_step is None else bool(p_step >= alpha)
+    ev["p_change"] = None if change is None else change.p_value
+    if ev["rise_heads"] < cfg.min_rise_heads - 1e-9:
+        return ShapeVerdict("none", f"flat: total rise {ev['rise_heads']:.3g} heads < min_rise_heads {cfg.min_rise_heads}", ev)
     if fits is None:
         return ShapeVerdict("none", "no fits", ev)
-    dc = ev["delta_aicc"]["constant"]
-    if dc <= delta_aicc_none:
-        return ShapeVerdict("none", f"no evidence of change: constant model within {dc:.2f} <= {delta_aicc_none} AICc of the best", ev)
+    if change is None:
+        return ShapeVerdict("none", "no test of change", ev)
+    if change.p_value > alpha:
+        return ShapeVerdict("none", f"no evidence of change against noise: monotone-change permutation test "
+                                    f"p = {change.p_value:.3f} > {alpha}", ev)
     share = ev["max_jump_share"]
-    narrow = times is not None and times.width_decades <= width_factor * times.spacing_decades
-    step_ok = p_step is not None and p_step >= alpha
-    if share >= min_jump_share and (narrow or step_ok):
-        why = []
-        if narrow:
-            why.append(f"10-90 width {times.width_decades:.3f} <= {width_factor} x spacing {times.spacing_decades:.3f} decades")
-        if step_ok:
-            why.append(f"single step not rejected (p = {p_step:.3f})")
-        return ShapeVerdict("sharp", f"{share:.0%} of the rise between adjacent revisions; " + "; ".join(why), ev)
-    why = []
-    if share < min_jump_share:
-        why.append(f"largest adjacent jump is {share:.0%} < {min_jump_share:.0%} of the rise")
+    lo, hi = ev["max_jump_share_ci"]
+    heads = f"{abs(ev['jump_heads']):.0f} of {ev['rise_heads']:.0f} heads, {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
+    resolved = "" if not (lo <= cfg.min_jump_share <= hi) else f"; share not resolved with {ev['rise_heads']:.0f} heads"
+    if p_step is None:
+        step = ""
+    elif p_step >= alpha:
+        step = f"; a pure step is not rejected (p = {p_step:.3f})"
     else:
-        why.append(
-            f"width {times.width_decades:.3f} > {width_factor} x spacing {times.spacing_decades:.3f} decades and step rejected (p = {p_step:.3g})"
-            if times is not None and p_step is not None
-            else "no evidence the rise fits between two revisions"
-        )
-    return ShapeVerdict("gradual", "; ".join(why), ev)
+        step = f"; not a pure step (p = {p_step:.3g}: some heads switch outside this interval)"
+    a, b = ev["max_jump_revisions"]
+    where = f"{a} -> {b}, {ev['jump_spacing_decades']:.2f} decades"
+    if share >= cfg.min_jump_share:
+        return ShapeVerdict("sharp", f"within one checkpoint interval ({where}): {_pct(share)} of the rise "
+                                     f"({heads}) >= {_pct(cfg.min_jump_share)}{resolved}{step}", ev)
+    return ShapeVerdict("gradual", f"spread over several checkpoint intervals: the largest ({where}) holds {_pct(share)} "
+                                   f"of the rise ({heads}) < {_pct(cfg.min_jump_share)}{resolved}", ev)

@@ -1,26 +1,46 @@
 """A Hydra sweeper that turns revision selections into one job per revision.
 
-It is Hydra's basic sweeper (cartesian product of ``a,b,c`` overrides) with one
-addition: each job whose ``revision`` config selects several revisions
-(``revision=logspaced``, ``revision=all``) is expanded into one job per selected
-revision, pinned with ``revision.pin=<name>``. So
+It is Hydra's basic sweeper (cartesian product of ``a,b,c`` overrides) with these
+additions:
 
-    python -m emergence -m model=pythia_1b,olmo_1b_0724 revision=logspaced
+- each job whose ``revision`` config selects several revisions (``revision=logspaced``,
+  ``revision=all``) is expanded into one job per selected revision, pinned with
+  ``revision.pin=<name>``; so
 
-launches 2 x 10 jobs, each one MLflow run, and composes with sweeps over corpus and
-screen. Selected in ``conf/config.yaml`` as ``override hydra/sweeper: revisions``.
+      python -m emergence -m model=pythia_1b,olmo_1b_0724 revision=logspaced
 
-It lives in the ``hydra_plugins`` namespace package because Hydra instantiates
-sweepers only from there.
+  launches 2 x 10 jobs, each one MLflow run, and composes with sweeps over corpus and
+  screen;
+- every job's config is checked (``emergence.job.validate``) before any job starts:
+  bad input ends the sweep in one line, exit status 2, with nothing launched;
+- before the jobs start, the store is created or migrated and the experiment
+  created (``emergence.tracking.prepare_store``, under the store's lock), and a
+  parent run is opened for the sweep; every job gets ``tracking.parent_run=<id>``
+  and tags its run ``mlflow.parentRunId``;
+- a job that fails does not stop the others (whatever the launcher: basic, joblib,
+  submitit); the parent run ends FAILED and names the failed jobs, the jobs' returns
+  are kept in ``emergence.sweepstate`` for the summary callback and for the exit
+  status of ``python -m emergence``.
+
+Selected in ``conf/config.yaml`` as ``override hydra/sweeper: revisions``. It lives in
+the ``hydra_plugins`` namespace package because Hydra instantiates sweepers only from
+there.
 """
 
 
+import io
 import sys
+import time
+from contextlib import redirect_stderr
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobReturn, JobStatus
+from omegaconf import OmegaConf
 
 from emergence import EmergenceError
 
@@ -34,6 +54,18 @@ class RevisionSweeperConf:
 
 ConfigStore.instance().store(group="hydra/sweeper", name="revisions", node=RevisionSweeperConf,
                              provider="emergence")
+
+
+def describe(overrides: Sequence[str]) -> str:
+    """The overrides that tell jobs apart (model, revision, corpus, screen), for messages."""
+    keep = [o for o in overrides if o.split("=")[0].lstrip("+") in
+            ("model", "model.name", "revision.pin", "corpus", "screen", "revision", "revision.name")]
+    return " ".join(keep or overrides)
+
+
+def job_error(ret: JobReturn) -> str:
+    exc = ret._return_value
+    return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
 
 
 class RevisionSweeper(BasicSweeper):
@@ -55,3 +87,90 @@ class RevisionSweeper(BasicSweeper):
         except EmergenceError as exc:
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(2)
+
+    def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
+        """Validate every job's config (exit 2 in one line on bad input); group the jobs by
+        their store and experiment."""
+        from emergence.job import validate
+
+        groups: Dict[tuple, List[List[str]]] = {}
+        notes: List[str] = []
+        for batch in batches:
+            for overrides in batch:
+                cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+                err = io.StringIO()
+                try:
+                    with redirect_stderr(err):
+                        validate(cfg)
+                except EmergenceError as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    sys.exit(2)
+                notes += [line for line in err.getvalue().splitlines() if line.strip() and line not in notes]
+                t = cfg.tracking
+                groups.setdefault((t.uri, t.experiment, t.artifacts), []).append(overrides)
+        for line in notes:
+            print(line, file=sys.stderr)
+        return groups
+
+    def sweep(self, arguments: List[str]) -> Any:
+        from emergence import sweepstate
+        from emergence.tracking import end_parent, start_parent
+
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        sweepstate.reset()
+        params_conf = self._parse_config()
+        params_conf.extend(arguments)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        self.overrides = self.split_arguments(parser.parse_overrides(params_conf), self.max_batch_size)
+
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+
+        batches: List[List[List[str]]] = []
+        while not self.is_done():
+            batches.append([list(job) for job in self.get_job_batch()])
+        groups = self._check(batches)
+        n_jobs = sum(len(b) for b in batches)
+
+        # The store, the experiment and the sweep's parent run exist before any job starts.
+        sweep_id = str(self.config.tracking.get("sweep") or sweep_dir)
+        parents: Dict[tuple, str] = {}
+        parent_of: Dict[tuple, str] = {}
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        for key, jobs in groups.items():
+            uri, experiment, artifacts = key
+            _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp} ({len(jobs)} jobs)",
+                                     len(jobs))
+            parents[key] = parent
+            for job in jobs:
+                parent_of[tuple(job)] = parent
+        batches = [[job + [f"tracking.parent_run={parent_of[tuple(job)]}"] for job in batch] for batch in batches]
+
+        returns: List[Sequence[JobReturn]] = []
+        failed: Dict[str, List[str]] = {p: [] for p in parents.values()}
+        initial_job_idx = 0
+        for batch in batches:
+            self.validate_batch_is_legal(batch)
+            try:
+                results = list(self.launcher.launch(batch, initial_job_idx=initial_job_idx))
+            except Exception as exc:  # noqa: BLE001  (e.g. a submitit job killed by the scheduler)
+                results = []
+                for job in batch:
+                    ret = JobReturn(overrides=job, status=JobStatus.FAILED)
+                    ret.return_value = RuntimeError(f"the launcher failed: {type(exc).__name__}: {exc}")
+                    ret.status = JobStatus.FAILED
+                    results.append(ret)
+            for idx, (job, ret) in enumerate(zip(batch, results)):
+                sweepstate.RETURNS.append(ret)
+                if ret.status != JobStatus.COMPLETED:
+                    line = f"#{initial_job_idx + idx} ({describe(job[:-1])}): {job_error(ret)}"
+                    sweepstate.FAILED.append(line)
+                    failed[job[-1].split("=", 1)[1]].append(line)
+            initial_job_idx += len(batch)
+            returns.append(results)
+        sweepstate.N_JOBS = n_jobs
+
+        for key, parent in parents.items():
+            end_parent(key[0], parent, failed[parent], len(groups[key]))
+        return returns

@@ -1,5 +1,6 @@
 """Fixtures of the stats tests: a real temporary MLflow store written to the data
-contract of the emergence tracking code, and the reference study's reported points."""
+contract of the emergence tracking code, and a curve CSV constructed around the
+reference study's reported points."""
 
 from __future__ import annotations
 
@@ -141,7 +142,9 @@ def mlflow_store(tmp_path_factory):
 
 
 # ---------------------------------------------------------------------------------
-# The reference study (METHODS section 1, F2 and F3)
+# A curve CSV shaped like the reference study (METHODS section 1, F2 and F3).
+# Constructed counts, used as a `source=csv` fixture only; the study's real
+# per-head data is bundled (stats/data/) and tested in test_reference_study.py.
 # ---------------------------------------------------------------------------------
 
 #: Revisions and head counts constructed around the points the paper reports.

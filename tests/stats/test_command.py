@@ -85,12 +85,51 @@ def test_command_on_a_csv_without_pr(reference_csv, tmp_path):
     assert (out / "figures" / "timeline.png").is_file()
 
 
+def test_command_on_the_bundled_study_data(tmp_path):
+    out = tmp_path / "xu"
+    proc = run_stats("source=xu2026", f"hydra.run.dir={out}", "tracking.log=false", "analysis.n_boot=150",
+                     "analysis.sensitivity.n_boot=40", "analysis.sensitivity.grid=[30,100]", "analysis.progress=false",
+                     "figures=false")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["source"]["kind"] == "heads_csv" and summary["source"]["path"].endswith("stats/data/xu2026_heads.csv.gz")
+    assert summary["reproduction"]["models"] == ["olmo_1b_0724", "pythia_1b"]
+    assert {m["name"] for m in summary["milestones"]} >= {"induction formed", "BOS-50%"}
+    assert len(summary["sensitivity"]["rows"]) == 2 * 2 * 2
+    report = (out / "report.md").read_text()
+    sections = [line for line in report.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## Reproduction of Xu (2026)"
+    assert "## Milestones (first crossings)" in sections and "## Threshold sensitivity" in sections
+    assert "| olmo_1b_0724 | milestone | 264B (BOS-50%) | 23B (induction formed) | 11.5 | [5.09, 26.4] | - |" in report
+    for t in ("milestones", "sensitivity", "reproduction"):
+        assert (out / "tables" / f"{t}.csv").is_file()
+
+
+def test_command_rereads_a_per_head_file_at_other_thresholds(tmp_path):
+    from test_heads import expected_bos, head_table
+
+    path = tmp_path / "heads.csv"
+    head_table("selectivity.").to_csv(path, index=False)
+    out = tmp_path / "h"
+    proc = run_stats("source=heads_csv", f"source.path={path}", f"hydra.run.dir={out}", "tracking.log=false",
+                     "analysis.n_boot=30", "analysis.sensitivity.enabled=false", "analysis.progress=false", "figures=false",
+                     "analysis.thresholds.bos=70")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    bos = next(c for c in summary["curves"] if c["class"] == "bos")
+    assert bos["k"] == expected_bos(70.0) and summary["thresholds"]["bos"] == 70.0
+    assert summary["reproduction"] is None and summary["sensitivity"] is None
+
+
 @pytest.mark.parametrize(
     "overrides, message",
     [
         (["source=csv", "source.path=/nonexistent/curves.csv"], "no such CSV file: '/nonexistent/curves.csv'"),
         (["source=csv"], "source=csv needs source.path=FILE"),
         (["source.experiment=absent"], "no experiment 'absent'"),
+        (["source=heads_csv"], "source=heads_csv needs source.path=FILE"),
+        (["source=heads_csv", "source.path=/nonexistent/heads.csv"], "no such per-head file: '/nonexistent/heads.csv'"),
+        (["analysis.thresholds.bos=-1"], "analysis.thresholds.bos=-1.0: must be a positive finite number"),
     ],
 )
 def test_bad_input_is_one_clear_line(mlflow_store, tmp_path, overrides, message):
@@ -112,6 +151,15 @@ def test_config_schema_rejects_misspelt_keys_and_composes_defaults():
             compose("stats", overrides=["analysis.n_boot=many"])
         with pytest.raises(ConfigCompositionException, match="Available options in 'source'"):
             compose("stats", overrides=["source=sql"])
+        with pytest.raises(ConfigCompositionException):
+            compose("stats", overrides=["analysis.thresholds.sink=30"])
+        with pytest.raises(ConfigCompositionException):
+            compose("stats", overrides=["analysis.thresholds.bos=high"])
+        xu = OmegaConf.to_object(compose("stats", overrides=["source=xu2026", "output_dir=/tmp/x"]))
+        assert xu.source.kind == "heads_csv" and Path(xu.source.path).is_file()
+        assert xu.analysis.thresholds.induction == 50.0 and xu.analysis.thresholds.local == 10.0
+        assert [r.name for r in xu.analysis.milestones.rules] == ["induction formed", "BOS-10%", "BOS-30%", "BOS-50%", "BOS-70%"]
+        assert xu.analysis.sensitivity.grid == [10, 20, 30, 50, 100]
         obj = OmegaConf.to_object(compose("stats", overrides=["output_dir=/tmp/x"]))
         assert isinstance(obj, StatsConfig)
         assert obj.tracking.uri.startswith("sqlite:///") and obj.tracking.uri.endswith("/outputs/mlflow.db")

@@ -1,26 +1,136 @@
-"""Shape verdicts on simulated curves with known answers, and degenerate curves."""
+"""Shape verdicts: the study's real curves, simulated curves with known answers,
+the none rule's permutation test (size and known p-values), and degenerate curves."""
+
+from math import comb
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+import stats
 from stats.analysis import analyse_curve
-from stats.config import AnalysisConfig
+from stats.config import AnalysisConfig, ShapeConfig
 from stats.curves import Curve
-from stats.simulate import logistic_probability, logspaced_tokens, simulate_counts_once, step_probability
+from stats.errors import StatsError
+from stats.shape import isotonic_fit, level_change_test, monotone_r2, share_interval
+from stats.simulate import HeadPopulation, logistic_probability, logspaced_tokens, simulate_counts_once, step_probability
 
 TOK = logspaced_tokens(1e9, 3e12, 10)
 CFG = AnalysisConfig(n_boot=200, progress=False)
 
 
-def curve(k, n, tokens=TOK, cls="bos"):
+def curve(k, n, tokens=TOK, cls="bos", revisions=None):
     tokens = np.asarray(tokens, float)
-    return Curve("sim", cls, np.array([f"r{i}" for i in range(len(tokens))]), tokens, np.asarray(k, float),
-                 np.broadcast_to(np.asarray(n, float), tokens.shape).copy())
+    revisions = np.array([f"r{i}" for i in range(len(tokens))]) if revisions is None else np.asarray(revisions)
+    return Curve("sim", cls, revisions, tokens, np.asarray(k, float), np.broadcast_to(np.asarray(n, float), tokens.shape).copy())
 
 
 def verdicts(make, trials, seed):
     rng = np.random.default_rng(seed)
     return [analyse_curve(curve(*make(rng)), CFG, rng).verdict.shape for _ in range(trials)]
+
+
+# ---------------------------------------------------------------------------------
+# The reference study's real curves (bundled per-head file; the study's thresholds)
+# ---------------------------------------------------------------------------------
+
+XU2026 = Path(stats.__file__).parent / "data" / "xu2026_heads.csv.gz"
+STUDY_THRESHOLDS = {"bos": 30.0, "induction": 50.0}  # a head counts when S_c >= threshold
+
+
+def study_curve(model, cls):
+    """Whole-model counts of the study's heads at its thresholds, built here from the
+    per-head rows (not through the stats readers)."""
+    heads = pd.read_csv(XU2026)
+    heads = heads[heads["model"] == model]
+    g = heads.assign(flag=heads[cls] >= STUDY_THRESHOLDS[cls]).groupby(["tokens", "revision"])
+    t = g["flag"].agg(["sum", "size"]).reset_index().sort_values("tokens")
+    return Curve(model, cls, t["revision"].to_numpy(), t["tokens"].to_numpy(float), t["sum"].to_numpy(float),
+                 t["size"].to_numpy(float))
+
+
+@pytest.fixture(scope="module")
+def study():
+    out = {}
+    for model in ("olmo_1b_0724", "pythia_1b"):
+        for cls in ("bos", "induction"):
+            out[(model, cls)] = analyse_curve(study_curve(model, cls), CFG, np.random.default_rng(0))
+    return out
+
+
+def test_the_study_curves_are_the_published_counts():
+    # the counts the study's own summary reports (its README table), so the verdict tests below read the real data
+    olmo = study_curve("olmo_1b_0724", "bos")
+    assert olmo.k.tolist() == [0, 0, 1, 0, 0, 19, 180, 199, 207, 207] and set(olmo.n) == {256}
+    assert study_curve("pythia_1b", "bos").k.tolist() == [0, 0, 0, 0, 0, 0, 14, 38, 59, 74]
+    assert study_curve("olmo_1b_0724", "induction").k.tolist() == [0, 0, 1, 3, 2, 3, 3, 3, 2, 3]
+
+
+def test_olmo_bos_is_sharp_between_the_bracketing_revisions(study):
+    ca = study[("olmo_1b_0724", "bos")]
+    ev = ca.verdict.evidence
+    assert ca.verdict.shape == "sharp"
+    assert ev["max_jump_revisions"] == ["step56000-tokens117B", "step126000-tokens264B"]
+    assert "step56000-tokens117B -> step126000-tokens264B" in ca.verdict.reason
+    assert ev["jump_heads"] == pytest.approx(161) and ev["rise_heads"] == pytest.approx(207)
+    lo, hi = ev["max_jump_share_ci"]
+    assert 0.5 < lo < 161 / 207 < hi  # the majority share is resolved with 207 heads
+    # ... although it is not a pure step: the step test (fresh binomial draws) rejects, and the verdict holds
+    assert ca.step_test.p_value < 0.05 and ev["pure_step"] is False
+    assert "not a pure step" in ca.verdict.reason
+
+
+def test_pythia_bos_is_gradual(study):
+    ca = study[("pythia_1b", "bos")]
+    assert ca.verdict.shape == "gradual"
+    assert ca.verdict.evidence["max_jump_share"] == pytest.approx(24 / 74)
+    assert ca.verdict.evidence["max_jump_share_ci"][1] < 0.5
+
+
+def test_small_induction_circuits_are_transitions(study):
+    olmo = study[("olmo_1b_0724", "induction")]
+    assert olmo.verdict.shape != "none"
+    assert olmo.verdict.evidence["rise_heads"] == pytest.approx(3)
+    assert olmo.verdict.evidence["p_change"] <= 0.05
+    assert olmo.times is not None and olmo.times.t50 < 117e9  # formed long before the BOS rise
+    assert "not resolved with 3 heads" in olmo.verdict.reason
+    assert study[("pythia_1b", "induction")].verdict.shape != "none"
+
+
+def test_the_verdict_does_not_flip_with_more_heads():
+    """The same shape in 16x as many heads: the share and the verdict are unchanged,
+    while the step test (fresh draws) only grows more certain it is not a pure step."""
+    c = study_curve("olmo_1b_0724", "bos")
+    big = Curve(c.model, c.cls, c.revisions, c.tokens, c.k * 16, c.n * 16)
+    ca = analyse_curve(big, CFG, np.random.default_rng(1))
+    assert ca.verdict.shape == "sharp"
+    assert ca.verdict.evidence["max_jump_share"] == pytest.approx(161 / 207)
+    assert ca.step_test.p_value < 0.05
+
+
+def test_rule_thresholds_come_from_the_config():
+    c = study_curve("olmo_1b_0724", "bos")
+    strict = AnalysisConfig(n_boot=50, progress=False, shape=ShapeConfig(min_jump_share=0.9))
+    assert analyse_curve(c, strict, np.random.default_rng(0)).verdict.shape == "gradual"  # 78 % < 90 %
+    ind = study_curve("olmo_1b_0724", "induction")
+    four = AnalysisConfig(n_boot=50, progress=False, shape=ShapeConfig(min_rise_heads=4))
+    v = analyse_curve(ind, four, np.random.default_rng(0)).verdict
+    assert v.shape == "none" and "min_rise_heads 4" in v.reason
+
+
+@pytest.mark.parametrize("field, value", [("min_jump_share", 1.5), ("min_rise_heads", -1.0), ("n_perm", 10),
+                                          ("min_points", 1)])
+def test_bad_rule_values_are_one_line_stats_errors(field, value):
+    cfg = AnalysisConfig(n_boot=20, progress=False, shape=ShapeConfig(**{field: value}))
+    with pytest.raises(StatsError, match=rf"^analysis\.shape\.{field}=.*: must be ") as err:
+        analyse_curve(curve([0] * 5 + [9] * 5, 64), cfg, np.random.default_rng(0))
+    assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------------------------
+# Simulated curves with known answers
+# ---------------------------------------------------------------------------------
 
 
 def test_steps_between_adjacent_revisions_are_sharp():
@@ -45,14 +155,14 @@ def test_wide_logistic_ramps_are_gradual():
     assert v.count("gradual") >= 19
 
 
-def test_flat_curves_are_none():
+def test_flat_curves_are_none_at_the_tests_size():
     n = np.full(10, 128)
 
     def make(rng):
         return simulate_counts_once(np.full(10, rng.uniform(0.0, 0.3)), n, rng), n
 
-    v = verdicts(make, 20, 2)
-    assert v.count("none") >= 19
+    v = verdicts(make, 40, 2)
+    assert v.count("none") >= 35  # the permutation test's size is 5 %: about 2 of 40 called
 
 
 def test_overdispersed_step_is_still_sharp_and_ramp_gradual():
@@ -71,11 +181,19 @@ def test_evidence_is_reported():
     n = np.full(10, 128)
     ca = analyse_curve(curve(simulate_counts_once(step_probability(TOK, 0.05, 0.7, 4), n, rng), n), CFG, rng)
     d = ca.to_dict()
+    ev = ca.verdict.evidence
     assert d["shape"] == "sharp"
     assert set(d["delta_aicc"]) == {"logistic", "step", "ramp", "constant"}
     assert min(d["delta_aicc"].values()) == 0
     assert d["max_jump_tokens"] == [TOK[4], TOK[5]]
+    assert "r4 -> r5" in d["reason"]
     assert d["max_jump_share"] > 0.8
+    assert ev["rise_heads"] == pytest.approx(d["rise"] * 128)
+    assert ev["jump_heads"] == pytest.approx(d["max_jump"] * 128)
+    assert ev["jump_spacing_decades"] == pytest.approx(np.log10(TOK[5] / TOK[4]))
+    lo, hi = ev["max_jump_share_ci"]
+    assert lo < d["max_jump_share"] <= hi
+    assert ev["p_change"] < 0.05 and ev["pure_step"] == (d["p_step"] >= 0.05)
     assert d["width_is_bound"] is True and d["width_decades"] == pytest.approx(np.log10(TOK[5] / TOK[4]))
     assert 0 < d["p_step"] <= 1
     assert d["changepoint_tokens"] == [TOK[4], TOK[5]]
@@ -89,10 +207,13 @@ def test_evidence_is_reported():
         ([1, 5], [10, 10], [1e9, 1e10], "too short"),
         ([0] * 10, [64] * 10, TOK, "flat"),
         ([64] * 10, [64] * 10, TOK, "flat"),
-        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [64] * 10, TOK, "flat"),
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [64] * 10, TOK, "flat"),  # one head is below min_rise_heads
+        ([0, 1, 0, 1, 0, 1, 0, 1, 0, 1], [64] * 10, TOK, "flat"),
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 50], [64] * 10, TOK, "no evidence of change"),  # seen at one revision only
+        ([2, 0, 1, 2, 0, 2, 1, 0, 2, 1], [256] * 10, TOK, "no evidence of change"),  # flicker of two heads
     ],
 )
-def test_short_or_flat_curves_get_none_with_a_reason(k, n, tokens, reason):
+def test_short_flat_or_noise_curves_get_none_with_a_reason(k, n, tokens, reason):
     ca = analyse_curve(curve(k, n, tokens), CFG, np.random.default_rng(0))
     assert ca.verdict.shape == "none"
     assert reason in ca.verdict.reason
@@ -103,11 +224,70 @@ def test_short_or_flat_curves_get_none_with_a_reason(k, n, tokens, reason):
 def test_zero_tokens_and_empty_revisions_are_left_out_not_fatal():
     tokens = np.concatenate([[0.0], TOK])
     k = np.concatenate([[0], simulate_counts_once(step_probability(TOK, 0.05, 0.7, 4), np.full(10, 64), np.random.default_rng(5))])
-    import pandas as pd
-
     df = pd.DataFrame({"revision": [f"r{i}" for i in range(11)], "tokens": tokens, "k": k, "n": 64})
     c = Curve.from_frame(df, "sim", "bos")
     assert len(c) == 10 and c.dropped
     ca = analyse_curve(c, CFG, np.random.default_rng(0))
     assert ca.verdict.shape == "sharp"
     assert any("left out" in s for s in ca.notes)
+
+
+# ---------------------------------------------------------------------------------
+# The none rule's permutation test and the share interval
+# ---------------------------------------------------------------------------------
+
+
+def naive_pava(y, w):
+    """Pool-adjacent-violators, written out (non-decreasing weighted fit)."""
+    blocks = []  # [mean, weight, length]
+    for v, wt in zip(y, w):
+        blocks.append([v, wt, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            b, a = blocks.pop(), blocks.pop()
+            tot = a[1] + b[1]
+            blocks.append([(a[0] * a[1] + b[0] * b[1]) / tot, tot, a[2] + b[2]])
+    return np.concatenate([[m] * c for m, _, c in blocks])
+
+
+def test_isotonic_fit_is_the_pool_adjacent_violators_solution():
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(50, 9))
+    w = rng.uniform(0.2, 3.0, size=(50, 9))
+    fit = isotonic_fit(y, w)
+    for i in range(50):
+        np.testing.assert_allclose(fit[i], naive_pava(y[i], w[i]), atol=1e-12)
+
+
+def test_monotone_r2_known_values():
+    n = np.full(3, 10.0)
+    assert monotone_r2(np.array([0.0, 1.0, 0.0]), n)[0] == pytest.approx(0.25)  # SS0 = 2/3, best monotone SS = 1/2
+    assert monotone_r2(np.array([0.0, 1.0, 2.0]), n)[0] == pytest.approx(1.0)
+    assert monotone_r2(np.array([5.0, 3.0, 1.0]), n)[0] == pytest.approx(1.0)
+    assert monotone_r2(np.array([2.0, 2.0, 2.0]), n)[0] == 0.0
+
+
+@pytest.mark.parametrize("after", [2, 3, 5])
+def test_level_change_test_reaches_its_exact_floor_on_a_clean_step(after):
+    # a clean two-level curve: only its two orders (up, down) of C(m, j) arrangements are as extreme
+    k = np.array([0] * (10 - after) + [3] * after, float)
+    p = level_change_test(k, np.full(10, 256.0), 9999, np.random.default_rng(0)).p_value
+    assert p == pytest.approx(2 / comb(10, after), abs=0.005)
+
+
+def test_level_change_test_holds_its_size_under_exchangeable_noise():
+    rng = np.random.default_rng(1)
+    n = np.full(10, 128.0)
+    binomial = [level_change_test(rng.binomial(128, rng.uniform(0, 0.3), 10), n, 199, rng).p_value for _ in range(300)]
+    assert 0.02 <= np.mean(np.array(binomial) <= 0.05) <= 0.08
+    pops = [HeadPopulation(256, 0, 1e11, 0.1, n_always=int(rng.integers(0, 60)), n_flicker=4).simulate(TOK, rng)
+            for _ in range(300)]
+    flicker = [level_change_test(p.k, p.n, 199, rng).p_value for p in pops]
+    assert 0.02 <= np.mean(np.array(flicker) <= 0.05) <= 0.08
+
+
+def test_share_interval_known_values():
+    lo, hi = share_interval(3, 3, 0.95)
+    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 3))
+    lo, hi = share_interval(0, 4, 0.95)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 4))
+    assert np.isnan(share_interval(0, 0)[0])

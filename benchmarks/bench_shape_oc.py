@@ -1,0 +1,163 @@
+"""Operating characteristic of the shape verdict (sharp / gradual / none).
+
+    .venv/bin/python benchmarks/bench_shape_oc.py [--datasets 200] [--n-boot 20] [--seed 0]
+
+Every curve goes through :func:`stats.analysis.analyse_curve`, exactly as the
+analysis runs it (``--n-boot`` sets its bootstrap replicates, which the verdict
+does not use: it only feeds the times and the step test's evidence). Revisions:
+10, log-spaced from 1e9 to 3e12 tokens (0.386 decades apart); t50 drawn uniformly
+(in log10 tokens) between the 3rd and 8th revisions, so its position inside a
+checkpoint interval is random. Widths are 10-90 widths in units of the spacing.
+
+Sections (``--datasets`` curves per row):
+
+A. Logistic curves, fresh binomial draws at every revision (128 heads, floor
+   U(0, 0.05), ceiling U(0.4, 0.8)): share of sharp / gradual / none by width, the
+   mean true largest share of the rise in one interval (of the true curve between
+   the first and last revision), and the agreement of the verdict with the truth
+   (sharp iff that true share >= 0.5) among curves not called none.
+B. Head populations (:class:`stats.simulate.HeadPopulation`, 256 heads followed
+   across revisions): U(60, 200) heads switch on at log-normal times and stay on,
+   4 heads flicker (on with probability 0.5 at each revision), a switched-on head
+   reads off at a revision with probability 0.01. By the 10-90 width of the
+   switch-on times: share of sharp / gradual / none, the mean true largest share
+   of switching heads in one interval, and the agreement of the verdict with the
+   truth (sharp iff that true share >= 0.5) among curves not called none.
+C. The ``none`` rule: false-positive rate (a transition called) on flat curves, and
+   the detection rate (not none) of small circuits that switch on and stay. The
+   old rule's criterion (the constant model within 2 AICc of the best) on the same
+   flat curves is printed for comparison.
+"""
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+SPACINGS = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--datasets", type=int, default=200)
+    ap.add_argument("--n-boot", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    D = args.datasets
+
+    from tqdm import tqdm
+
+    from stats.analysis import analyse_curve
+    from stats.config import AnalysisConfig
+    from stats.curves import Curve
+    from stats.simulate import (NORMAL_WIDTH_PER_SD, HeadPopulation, logistic_probability, logspaced_tokens,
+                                simulate_counts_once)
+
+    rng = np.random.default_rng(args.seed)
+    cfg = AnalysisConfig(n_boot=args.n_boot, progress=False)
+    tok = logspaced_tokens(1e9, 3e12, 10)
+    x = np.log10(tok)
+    spacing = float(x[1] - x[0])
+    revs = np.array([f"r{i}" for i in range(len(tok))])
+
+    def verdict(k, n):
+        n = np.broadcast_to(np.asarray(n, float), tok.shape).copy()
+        c = Curve("sim", "bos", revs, tok, np.asarray(k, float), n)
+        return analyse_curve(c, cfg, rng).verdict
+
+    def t50():
+        return 10 ** rng.uniform(x[2], x[7])
+
+    t_start = time.perf_counter()
+    print(f"shape verdict operating characteristic: {D} curves a row, 10 revisions {spacing:.3f} decades apart, "
+          f"n_boot {args.n_boot}")
+
+    print("\nA. logistic curves, fresh binomial draws, 128 heads")
+    print(f"  {'10-90 width (spacings)':<24} {'sharp':>6} {'gradual':>8} {'none':>6} {'true share':>11} {'agrees':>7}")
+    n128 = np.full(10, 128)
+    for w in SPACINGS:
+        shapes, truth_share, agree, called = [], [], 0, 0
+        for _ in tqdm(range(D), desc=f"logistic w={w}", leave=False):
+            p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.4, 0.8), t50(), w * spacing)
+            s = verdict(simulate_counts_once(p, n128, rng), n128).shape
+            true = float(np.diff(p).max() / (p[-1] - p[0]))  # the true curve's largest share of its rise
+            shapes.append(s)
+            truth_share.append(true)
+            if s != "none":
+                called += 1
+                agree += (s == "sharp") == (true >= 0.5)
+        print(f"  {w:<24} {shapes.count('sharp') / D:6.3f} {shapes.count('gradual') / D:8.3f} {shapes.count('none') / D:6.3f} "
+              f"{np.mean(truth_share):11.3f} {agree / max(called, 1):7.3f}", flush=True)
+
+    print("\nB. head populations, 256 heads followed across revisions, 4 flickering, dropout 0.01")
+    print(f"  {'10-90 width (spacings)':<24} {'sharp':>6} {'gradual':>8} {'none':>6} {'true share':>11} {'agrees':>7}")
+    for w in SPACINGS:
+        shapes, truth_share, agree, called = [], [], 0, 0
+        for _ in tqdm(range(D), desc=f"population w={w}", leave=False):
+            pop = HeadPopulation(256, int(rng.integers(60, 201)), t50(), w * spacing / NORMAL_WIDTH_PER_SD,
+                                 n_flicker=4, dropout=0.01).simulate(tok, rng)
+            s = verdict(pop.k, pop.n).shape
+            true = pop.truth()["max_share"]
+            shapes.append(s)
+            truth_share.append(true)
+            if s != "none":
+                called += 1
+                agree += (s == "sharp") == (true >= 0.5)
+        print(f"  {w:<24} {shapes.count('sharp') / D:6.3f} {shapes.count('gradual') / D:8.3f} {shapes.count('none') / D:6.3f} "
+              f"{np.mean(truth_share):11.3f} {agree / max(called, 1):7.3f}", flush=True)
+
+    print("\nC. the none rule")
+    n256 = np.full(10, 256)
+
+    def rates(draw, label):
+        called, old = 0, 0
+        for _ in tqdm(range(D), desc=label, leave=False):
+            k, n = draw()
+            v = verdict(k, n)
+            called += v.shape != "none"
+            dc = (v.evidence.get("delta_aicc") or {}).get("constant", 0.0)
+            old += dc > 2.0 and v.evidence.get("rise", 0.0) >= 0.02
+        return called / D, old / D
+
+    def flat_pop(n_always_hi, n_flicker, p):
+        def draw():
+            pop = HeadPopulation(256, 0, 1e11, 0.1, n_always=int(rng.integers(0, n_always_hi + 1)), n_flicker=n_flicker,
+                                 flicker_p=p).simulate(tok, rng)
+            return pop.k, pop.n
+        return draw
+
+    flat = [
+        ("flat, binomial draws, 128 heads, p ~ U(0, 0.3)", lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n128, rng), n128)),
+        ("flat, beta-binomial phi = 4, 256 heads", lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)),
+        ("flat population: U(0, 60) on + 4 flickering (p 0.5)", flat_pop(60, 4, 0.5)),
+        ("flat population: 3 heads flickering (p 0.3), none on", flat_pop(0, 3, 0.3)),
+    ]
+    print(f"  {'flat curves':<56} {'transition called':>18} {'old rule (AICc)':>16}")
+    for label, draw in flat:
+        new, old = rates(draw, label[:20])
+        print(f"  {label:<56} {new:18.3f} {old:16.3f}", flush=True)
+
+    def circuit(n_heads, n_switch, n_flicker, dropout, lo=1, hi=7):
+        def draw():
+            pop = HeadPopulation(n_heads, n_switch, 10 ** rng.uniform(x[lo], x[hi]), 0.05, n_flicker=n_flicker,
+                                 flicker_p=0.2, dropout=dropout).simulate(tok, rng)
+            return pop.k, pop.n
+        return draw
+
+    small = [
+        ("3 of 256 switch on (t50 between revisions 2 and 8)", circuit(256, 3, 0, 0.0)),
+        ("3 of 256, dropout 0.05, 2 heads flickering (p 0.2)", circuit(256, 3, 2, 0.05)),
+        ("3 of 256, dropout 0.05, 2 flickering, t50 in revs 2-9", circuit(256, 3, 2, 0.05, 1, 8)),
+        ("5 of 128, dropout 0.05, 2 heads flickering (p 0.2)", circuit(128, 5, 2, 0.05)),
+    ]
+    print(f"  {'small circuits':<56} {'detected':>18} {'old rule (AICc)':>16}")
+    for label, draw in small:
+        new, old = rates(draw, label[:20])
+        print(f"  {label:<56} {new:18.3f} {old:16.3f}", flush=True)
+    print(f"done in {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,148 @@
+"""Screen recipes: which reducers run in the pass and how a group is ablated.
+
+``screen.recipe`` names one entry of :data:`RECIPES`:
+
+- ``project`` (default): METHODS sections 5-7 (every second-half query, baseline of
+  every visible non-target key, covariance PR, ablation against controls from all heads);
+- ``xu2026``: the reference study's own recipe (:mod:`emergence.screens.xu2026`: last
+  query, 50 fixed random baseline keys, exp-entropy PR; ablation with per-layer matched
+  controls and whole-layer upper bounds, :mod:`emergence.screens.xu2026_ablation`).
+
+A recipe checks its config and the corpus it needs before any model is loaded
+(:meth:`Recipe.check`), builds the reducers of the one streaming pass, and runs the
+group ablation, returning its metrics.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from emergence import EmergenceError
+from emergence.config import HEAD_CLASSES
+from emergence.screens.ablation import group_ablation, parse_heads
+from emergence.screens.base import Reducer
+from emergence.screens.continuous import InductionLossReducer
+from emergence.screens.participation import ParticipationRatioReducer
+from emergence.screens.selectivity import SelectivityReducer
+from emergence.screens.xu2026 import ExpEntropyPRReducer, LastPositionLossReducer, Xu2026SelectivityReducer
+from emergence.screens.xu2026_ablation import matched_ablation
+
+
+def check_ablation(cfg) -> None:
+    """Refuse a bad ``screen.ablation`` before any forward pass is spent."""
+    if cfg.group not in ("induction", "list"):
+        raise EmergenceError(f"unknown ablation group {cfg.group!r}; valid: induction, list")
+    unknown = [c for c in cfg.control_exclude if c not in HEAD_CLASSES]
+    if unknown:
+        raise EmergenceError(f"unknown head class {unknown[0]!r} in screen.ablation.control_exclude; "
+                             f"valid: {', '.join(HEAD_CLASSES)}")
+
+
+def flagged(heads, thresholds, klass: str) -> List[tuple]:
+    """(layer, head) of every head whose ``klass`` selectivity reaches its threshold."""
+    return [tuple(int(i) for i in ix) for ix in np.argwhere(heads[f"selectivity.{klass}"] >= thresholds[klass])]
+
+
+def ablation_group(heads, thresholds, cfg) -> List[tuple]:
+    return flagged(heads, thresholds, "induction") if cfg.group == "induction" else parse_heads(cfg.heads)
+
+
+def control_exclusions(heads, thresholds, cfg) -> List[tuple]:
+    return sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
+
+
+class Recipe:
+    """One way of screening heads. Subclasses set the PR definition and the corpora they need."""
+
+    name = ""
+    #: Logged as the run's ``screen.pr_definition`` param.
+    pr_definition = ""
+    #: Corpus kinds the recipe can read; None: any.
+    corpora: Optional[Sequence[str]] = None
+
+    def check(self, screen_cfg, corpus_cfg=None) -> None:
+        """Model-independent checks; ``corpus_cfg`` too when the job knows it."""
+        if screen_cfg.ablation is not None:
+            check_ablation(screen_cfg.ablation)
+        if corpus_cfg is not None and self.corpora is not None and corpus_cfg.kind not in self.corpora:
+            raise EmergenceError(f"screen.recipe={self.name} needs corpus={' or '.join(self.corpora)} (its pair "
+                                 f"positions); got corpus kind {corpus_cfg.kind!r}")
+
+    def reducers(self, screen_cfg) -> List[Reducer]:
+        raise NotImplementedError
+
+    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool) -> Dict[str, float]:
+        raise NotImplementedError
+
+    def params(self, screen_cfg) -> Dict[str, str]:
+        return {"screen.pr_definition": self.pr_definition if screen_cfg.participation_ratio else "none"}
+
+
+class ProjectRecipe(Recipe):
+    name = "project"
+    pr_definition = "covariance_trace_ratio"
+
+    def reducers(self, screen_cfg) -> List[Reducer]:
+        return build_reducers(screen_cfg)
+
+    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool) -> Dict[str, float]:
+        subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
+        result = group_ablation(model, adapter, subset, ablation_group(heads, thresholds, cfg), cfg.mode,
+                                cfg.controls, cfg.seed, progress, exclude=control_exclusions(heads, thresholds, cfg))
+        return result.metrics()
+
+
+class Xu2026Recipe(Recipe):
+    name = "xu2026"
+    pr_definition = "exp_entropy_last_position"
+    corpora = ("xu2026",)
+
+    def check(self, screen_cfg, corpus_cfg=None) -> None:
+        super().check(screen_cfg, corpus_cfg)
+        x = screen_cfg.xu2026
+        if x.pr_sequences < 1:
+            raise EmergenceError(f"screen.xu2026.pr_sequences={x.pr_sequences} must be >= 1")
+        if not x.floor > 0:
+            raise EmergenceError(f"screen.xu2026.floor={x.floor} must be a positive number")
+        if corpus_cfg is not None and corpus_cfg.seq_len - 7 < x.baseline_positions:
+            raise EmergenceError(f"corpus.seq_len={corpus_cfg.seq_len} is too short for screen.recipe=xu2026: its "
+                                 f"{x.baseline_positions} baseline keys lie in 1..seq_len-7, so seq_len must be >= "
+                                 f"{x.baseline_positions + 7}")
+        if x.baseline_positions < 1:
+            raise EmergenceError(f"screen.xu2026.baseline_positions={x.baseline_positions} must be >= 1")
+
+    def reducers(self, screen_cfg) -> List[Reducer]:
+        x = screen_cfg.xu2026
+        out: List[Reducer] = [Xu2026SelectivityReducer(x.baseline_positions, x.baseline_seed, x.floor),
+                              LastPositionLossReducer()]
+        if screen_cfg.participation_ratio:
+            out.append(ExpEntropyPRReducer(x.pr_sequences))
+        return out
+
+    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool) -> Dict[str, float]:
+        subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
+        result = matched_ablation(model, adapter, subset, ablation_group(heads, thresholds, cfg), cfg.mode,
+                                  cfg.controls, cfg.seed, exclude=control_exclusions(heads, thresholds, cfg),
+                                  progress=progress)
+        return result.metrics()
+
+
+def build_reducers(screen_cfg) -> List[Reducer]:
+    """The project recipe's reducers."""
+    reducers: List[Reducer] = [SelectivityReducer(screen_cfg.local_window), InductionLossReducer()]
+    if screen_cfg.participation_ratio:
+        reducers.append(ParticipationRatioReducer(screen_cfg.pr.samples, screen_cfg.pr.seed))
+    return reducers
+
+
+#: ``screen.recipe`` -> the recipe.
+RECIPES: Dict[str, Recipe] = {"project": ProjectRecipe(), "xu2026": Xu2026Recipe()}
+
+
+def recipe_for(screen_cfg) -> Recipe:
+    name = getattr(screen_cfg, "recipe", None) or "project"
+    if name not in RECIPES:
+        raise EmergenceError(f"unknown screen.recipe {name!r}; valid: {', '.join(RECIPES)}")
+    return RECIPES[name]

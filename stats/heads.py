@@ -1,0 +1,291 @@
+"""Per-head tables: read and check them, and apply selectivity thresholds at analysis time.
+
+A per-head table has one row per (model, revision, layer, head) with the columns
+``model, revision, tokens, layer, head`` (``step`` optional), one selectivity column
+per class ``c`` named either ``c`` (the reference study's file) or
+``selectivity.c`` (a run's ``heads.csv``), and optionally ``pr``, ``pr_corrected``,
+``pretraining_corpus``. :func:`normalise_heads` renames selectivities to
+``selectivity.c``.
+
+Thresholds (:func:`apply_thresholds`). With threshold tau_c > 0, head h is flagged c
+at revision r when S_c(h, r) >= tau_c (an empty / NaN selectivity is not flagged,
++inf is), and its primary class is the flagged class with the largest S_c / tau_c.
+From the flags:
+
+    k_c(m, r)    = sum over heads of model m at revision r of flag_c,   n(m, r) = #heads,
+    k_c(m, r, l) = the same over the heads of layer l,                  n(m, r, l) = #heads in l,
+
+the whole-model and per-layer curves of :mod:`stats.curves`. A (model, revision)
+whose selectivity of c is empty for every head carries no per-head data for c; its
+count, if any, stays the one logged by the screen (``count.c`` metric), with a note.
+So a study is re-read at other thresholds without screening again.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+import numpy as np
+import pandas as pd
+
+from stats.curves import CLASSES, CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens
+from stats.errors import StatsError
+
+#: Default thresholds: the screen's (50x induction, 30x most classes, 10x local).
+DEFAULT_THRESHOLDS = {"induction": 50.0, "previous_token": 30.0, "duplicate_token": 30.0, "bos": 30.0, "self": 30.0,
+                      "local": 10.0}
+HEADS_REQUIRED = ("model", "revision", "tokens", "layer", "head")
+HEADS_OPTIONAL = ("step", "pr", "pr_corrected", "pretraining_corpus")
+#: numeric per-head columns besides the selectivities (checked when present)
+_NUMERIC_OPTIONAL = ("step", "pr", "pr_corrected", "pr_samples", "first_token_attention")
+KEY = ["model", "revision", "layer", "head"]
+
+
+def thresholds_dict(thresholds=None) -> dict:
+    """Validated ``{class: threshold}`` from a :class:`ThresholdsConfig`, a mapping
+    (missing classes get the defaults) or None (the defaults)."""
+    if thresholds is None:
+        return dict(DEFAULT_THRESHOLDS)
+    if is_dataclass(thresholds):
+        thresholds = asdict(thresholds)
+    if not isinstance(thresholds, Mapping):
+        raise StatsError(f"analysis.thresholds={thresholds!r}: expected a mapping class -> threshold over {list(CLASSES)}")
+    out = dict(DEFAULT_THRESHOLDS)
+    for c, v in thresholds.items():
+        if c not in CLASSES:
+            raise StatsError(f"analysis.thresholds.{c}: unknown class {c!r}; valid classes: {list(CLASSES)}")
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            v = float("nan")
+        if not (math.isfinite(v) and v > 0):
+            raise StatsError(f"analysis.thresholds.{c}={thresholds[c]!r}: must be a positive finite number (x over a uniform head)")
+        out[c] = v
+    return out
+
+
+def selectivity_columns(columns) -> dict:
+    """``{class: column}`` of the selectivity columns present (``selectivity.c`` before bare ``c``)."""
+    cols = set(columns)
+    out = {}
+    for c in CLASSES:
+        if f"selectivity.{c}" in cols:
+            out[c] = f"selectivity.{c}"
+        elif c in cols:
+            out[c] = c
+    return out
+
+
+def _show(v) -> str:
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _numeric(df: pd.DataFrame, col: str, where: str, allow_nan: bool) -> pd.Series:
+    vals = pd.to_numeric(df[col], errors="coerce")
+    bad = vals.isna() & (df[col].notna() if allow_nan else True)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} is not a number")
+    return vals.astype(float)
+
+
+def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
+    """Check a per-head table and bring it to canonical columns; returns ``(heads, notes)``.
+
+    Refuses (one line, :class:`StatsError`): missing columns, no selectivity column,
+    non-numeric values, non-integer layer/head, one revision with two token counts,
+    conflicting duplicate rows for one (model, revision, layer, head). Exact
+    duplicate rows are dropped with a note.
+    """
+    missing = [c for c in HEADS_REQUIRED if c not in df.columns]
+    if missing:
+        raise StatsError(f"{where} lacks column(s) {missing}; required: {list(HEADS_REQUIRED)} and a selectivity column "
+                         f"per class (`bos` or `selectivity.bos`, ...), optional: {list(HEADS_OPTIONAL)}")
+    sel = selectivity_columns(df.columns)
+    if not sel:
+        raise StatsError(f"{where} has no selectivity column; expected one per class named <class> or selectivity.<class>, "
+                         f"classes: {list(CLASSES)}")
+    if df.empty:
+        raise StatsError(f"{where} has no rows")
+    df = df.copy()
+    df["model"] = df["model"].astype(str)
+    df["revision"] = df["revision"].astype(str)
+    df["tokens"] = _numeric(df, "tokens", where, allow_nan=False)
+    for col in ("layer", "head"):
+        vals = _numeric(df, col, where, allow_nan=False)
+        frac = (vals != np.round(vals)) | (vals < 0)
+        if frac.any():
+            row = int(np.flatnonzero(frac.to_numpy())[0])
+            raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} is not a non-negative integer")
+        df[col] = vals.astype(int)
+    renamed = {}
+    for c, col in sel.items():
+        df[col] = _numeric(df, col, where, allow_nan=True)
+        renamed[col] = f"selectivity.{c}"
+    bare_and_prefixed = [c for c in sel if sel[c] != c and c in df.columns]
+    df = df.drop(columns=bare_and_prefixed).rename(columns=renamed)
+    for col in _NUMERIC_OPTIONAL:
+        if col in df.columns:
+            df[col] = _numeric(df, col, where, allow_nan=True)
+    notes = []
+    if bare_and_prefixed:
+        notes.append(f"{where}: both bare and selectivity.<class> columns for {bare_and_prefixed}; the selectivity.<class> ones are used")
+    toks = df.groupby(["model", "revision"])["tokens"].nunique()
+    if (toks > 1).any():
+        m, r = toks[toks > 1].index[0]
+        raise StatsError(f"{where}: revision {r!r} of model {m!r} has several token counts {sorted(df.loc[(df['model'] == m) & (df['revision'] == r), 'tokens'].unique())}")
+    dup = df.duplicated(KEY, keep=False)
+    if dup.any():
+        exact = df.duplicated(keep="first")
+        conflicting = df[dup].drop_duplicates().duplicated(KEY, keep=False)
+        if conflicting.any():
+            first = df[dup].drop_duplicates()[conflicting].iloc[0]
+            raise StatsError(f"{where}: conflicting duplicate rows for (model, revision, layer, head) = "
+                             f"({first['model']!r}, {first['revision']!r}, {first['layer']}, {first['head']}); keep one row per head")
+        notes.append(f"{where}: {int(exact.sum())} exact duplicate row(s) dropped")
+        df = df[~exact]
+    return df.reset_index(drop=True), notes
+
+
+def flag_heads(heads: pd.DataFrame, thresholds: Mapping[str, float]) -> pd.DataFrame:
+    """``heads`` with ``flag.<c>`` (0/1) and ``primary`` recomputed at ``thresholds``."""
+    heads = heads.copy()
+    classes = [c for c in CLASSES if f"selectivity.{c}" in heads.columns]
+    ratios = []
+    for c in classes:
+        s = heads[f"selectivity.{c}"].to_numpy(float)
+        flag = np.nan_to_num(s, nan=0.0) >= thresholds[c]
+        heads[f"flag.{c}"] = flag.astype(int)
+        ratios.append(np.where(flag, s / thresholds[c], -np.inf))
+    if classes:
+        r = np.stack(ratios, axis=1)
+        best = r.argmax(axis=1)
+        heads["primary"] = np.where(np.isfinite(r[np.arange(len(r)), best]), np.asarray(classes, dtype=object)[best], "")
+    return heads
+
+
+def class_counts(heads: pd.DataFrame, klass: str, threshold: float, by_layer: bool = False) -> pd.DataFrame:
+    """Counts of heads with S_klass >= threshold per (model, revision, tokens[, layer]):
+    columns ..., k, n. (model, revision) groups whose selectivity is empty for every
+    head are left out (no per-head data for the class there)."""
+    col = f"selectivity.{klass}"
+    keys = ["model", "revision", "tokens"]
+    if col not in heads.columns:
+        return pd.DataFrame(columns=keys + (["layer"] if by_layer else []) + ["k", "n"])
+    has = heads.groupby(["model", "revision"])[col].transform(lambda v: v.notna().any())
+    h = heads[has.astype(bool)]
+    flag = (np.nan_to_num(h[col].to_numpy(float), nan=0.0) >= threshold).astype(int)
+    h = h.assign(_flag=flag)
+    group = keys + (["layer"] if by_layer else [])
+    return h.groupby(group, as_index=False, sort=False).agg(k=("_flag", "sum"), n=("head", "size"))
+
+
+def _corpus_map(heads: pd.DataFrame, curves: Optional[pd.DataFrame]) -> dict:
+    out = {}
+    if curves is not None and not curves.empty:
+        for m, g in curves.groupby("model"):
+            vals = g["pretraining_corpus"].dropna().unique()
+            if len(vals):
+                out[m] = str(vals[0])
+    if "pretraining_corpus" in heads.columns:
+        for m, g in heads.groupby("model"):
+            vals = g["pretraining_corpus"].dropna().unique()
+            if len(vals):
+                out[m] = str(vals[0])
+    return out
+
+
+def counts_from_heads(heads: pd.DataFrame, thresholds: Mapping[str, float], corpus: Optional[dict] = None) -> tuple:
+    """Whole-model and per-layer count tables (``CURVE_COLUMNS``, ``LAYER_COLUMNS``) of
+    every class with a selectivity column."""
+    corpus = corpus or {}
+    curves, layers = [], []
+    for c in CLASSES:
+        whole = class_counts(heads, c, thresholds[c])
+        if whole.empty:
+            continue
+        whole = whole.assign(**{"class": c, "pretraining_corpus": whole["model"].map(lambda m: corpus.get(m, "unknown"))})
+        curves.append(whole[CURVE_COLUMNS])
+        lay = class_counts(heads, c, thresholds[c], by_layer=True).assign(**{"class": c})
+        layers.append(lay[LAYER_COLUMNS])
+    curves = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=CURVE_COLUMNS)
+    layers = pd.concat(layers, ignore_index=True) if layers else pd.DataFrame(columns=LAYER_COLUMNS)
+    return curves, layers
+
+
+def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults:
+    """``results`` re-read at ``thresholds``: flags, whole-model and per-layer counts of
+    every class with per-head selectivities derived from the per-head table (see
+    module docstring); the other counts kept as logged, with a note. Without a
+    per-head table the results are returned unchanged (with a note)."""
+    thr = thresholds_dict(thresholds)
+    heads = results.heads
+    if heads is None or not selectivity_columns(heads.columns):
+        note = "no per-head selectivities: counts as given by the source; analysis.thresholds not applied"
+        return TrackedResults(results.curves, results.layers, heads, results.continuous, results.source,
+                              results.notes + ([note] if results.source.get("kind") != "csv" else []))
+    heads = flag_heads(heads, thr)
+    curves, layers = counts_from_heads(heads, thr, _corpus_map(heads, results.curves))
+    notes = list(results.notes)
+    derived = set(zip(curves["model"], curves["class"], curves["revision"]))
+    old = results.curves
+    keep = old[[(m, c, r) not in derived for m, c, r in zip(old["model"], old["class"], old["revision"])]]
+    if not keep.empty:
+        for (m, c), g in keep.groupby(["model", "class"]):
+            notes.append(f"{m}/{c}: {len(g)} revision(s) without per-head selectivity.{c}: "
+                         f"counts from the logged count.{c} metric (the screen's threshold)")
+        curves = pd.concat([curves, keep[CURVE_COLUMNS]], ignore_index=True)
+    old_l = results.layers
+    if old_l is not None and not old_l.empty:
+        derived_l = set(zip(layers["model"], layers["class"], layers["revision"]))
+        keep_l = old_l[[(m, c, r) not in derived_l for m, c, r in zip(old_l["model"], old_l["class"], old_l["revision"])]]
+        layers = pd.concat([layers, keep_l[LAYER_COLUMNS]], ignore_index=True) if not keep_l.empty else layers
+    layers = layers.astype({"layer": int, "k": float, "n": float}) if not layers.empty else layers
+    curves = _dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
+    src = dict(results.source)
+    src["thresholds"] = thr
+    return TrackedResults(curves, layers.reset_index(drop=True), heads, results.continuous, src, notes)
+
+
+def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:
+    """Continuous metrics of a per-head table: ``mean_selectivity.<c>`` (mean over heads,
+    infinite values left out) and ``pr.mean`` per (model, revision)."""
+    rows = []
+    for (m, r, t), g in heads.groupby(["model", "revision", "tokens"], sort=False):
+        for c in CLASSES:
+            col = f"selectivity.{c}"
+            if col in g.columns:
+                v = g[col].to_numpy(float)
+                v = v[np.isfinite(v)]
+                if v.size:
+                    rows.append((m, r, float(t), f"mean_selectivity.{c}", float(v.mean())))
+        if "pr" in g.columns and g["pr"].notna().any():
+            rows.append((m, r, float(t), "pr.mean", float(g["pr"].mean())))
+    return pd.DataFrame(rows, columns=["model", "revision", "tokens", "metric", "value"])
+
+
+def read_heads_csv(path, thresholds=None) -> TrackedResults:
+    """Read a per-head table (module docstring) into :class:`TrackedResults`, with counts
+    at ``thresholds`` (defaults; :func:`stats.analysis.analyse` re-applies its own).
+    ``.gz`` files are read directly."""
+    path = Path(path)
+    if not path.is_file():
+        raise StatsError(f"no such per-head file: {str(path)!r} (source.path must name an existing file)")
+    try:
+        df = pd.read_csv(path)
+    except Exception as exc:  # pandas raises several types for unreadable files
+        raise StatsError(f"cannot read per-head CSV {str(path)!r}: {exc}") from None
+    heads, notes = normalise_heads(df, f"per-head CSV {str(path)!r}")
+    known = set(HEADS_REQUIRED + HEADS_OPTIONAL + ("pr_samples", "first_token_attention", "primary"))
+    extra = [c for c in heads.columns if c not in known and not c.startswith(("selectivity.", "flag."))]
+    if extra:
+        notes.append(f"ignored per-head columns: {extra}")
+    thr = thresholds_dict(thresholds)
+    heads = flag_heads(heads, thr)
+    curves, layers = counts_from_heads(heads, thr, _corpus_map(heads, None))
+    source = {"kind": "heads_csv", "path": str(path.resolve()), "thresholds": thr}
+    return TrackedResults(_dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float})), layers, heads,
+                          continuous_from_heads(heads), source, notes)

@@ -1,0 +1,219 @@
+"""First-crossing milestones and the milestone gap ratio (the study's own definitions).
+
+A milestone rule (``analysis.milestones.rules``) names a class and a level: at least
+``min_heads`` flagged heads, or a whole-model fraction k / n >= ``min_fraction``.
+Over a model's revisions r_1 < ... < r_m (positive tokens t_1 < ... < t_m), the
+milestone is the first revision r_j that meets the level. The crossing itself lies
+in (t_{j-1}, t_j]: the checkpoints bracket it, they do not place it. When r_1 already
+meets the level the crossing is at or before t_1 (no lower end); when no revision
+does, it is after t_m (``reached`` false).
+
+Milestone gap ratio (``gap_late`` over ``gap_early``, default BOS-50% / induction
+formed): point ``t_j(late) / t_j(early)``, the study's figure (OLMo 264B / 23B). With
+the late crossing in (L_p, L_f] and the early one in (E_p, E_f], the ratio of the
+crossings lies in the interval
+
+    ( L_p / E_f ,  L_f / E_p ),
+
+an honest *resolution* interval (not a sampling interval, so no p-value): a missing
+L_p makes the lower end 0 (None); a missing E_p the upper end infinite (None); a
+late milestone never reached makes the ratio a lower bound t_m / E_f.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from stats.curves import CLASSES
+from stats.errors import StatsError
+
+
+@dataclass
+class MilestoneRule:
+    """One first-crossing rule (see module docstring)."""
+
+    name: str
+    head_class: str
+    min_heads: Optional[int] = None
+    min_fraction: Optional[float] = None
+    threshold: Optional[float] = None
+
+    @classmethod
+    def from_config(cls, rc) -> "MilestoneRule":
+        rule = cls(rc.name, rc.head_class, rc.min_heads, rc.min_fraction, rc.threshold)
+        rule.validate()
+        return rule
+
+    def validate(self):
+        if self.head_class not in CLASSES:
+            raise StatsError(f"analysis.milestones rule {self.name!r}: head_class={self.head_class!r}; valid: {list(CLASSES)}")
+        if (self.min_heads is None) == (self.min_fraction is None):
+            raise StatsError(f"analysis.milestones rule {self.name!r}: set exactly one of min_heads, min_fraction")
+        if self.min_heads is not None and not self.min_heads >= 1:
+            raise StatsError(f"analysis.milestones rule {self.name!r}: min_heads={self.min_heads}; must be >= 1")
+        if self.min_fraction is not None and not 0 < self.min_fraction <= 1:
+            raise StatsError(f"analysis.milestones rule {self.name!r}: min_fraction={self.min_fraction}; must be in (0, 1]")
+        if self.threshold is not None and not (math.isfinite(self.threshold) and self.threshold > 0):
+            raise StatsError(f"analysis.milestones rule {self.name!r}: threshold={self.threshold}; must be a positive finite number")
+
+    def describe(self, threshold: Optional[float]) -> str:
+        at = "" if threshold is None else f" at >= {threshold:g}x"
+        if self.min_heads is not None:
+            return f"first revision with >= {self.min_heads} {self.head_class} heads{at}"
+        return f"first revision with {self.head_class} fraction >= {100 * self.min_fraction:g}%{at}"
+
+    def met(self, k: np.ndarray, n: np.ndarray) -> np.ndarray:
+        if self.min_heads is not None:
+            return k >= self.min_heads
+        return k >= self.min_fraction * n - 1e-9 * n
+
+
+@dataclass
+class Milestone:
+    model: str
+    name: str
+    klass: str
+    rule: str
+    reached: bool
+    revision: Optional[str]
+    tokens: Optional[float]
+    previous_revision: Optional[str]
+    previous_tokens: Optional[float]
+    k: Optional[float] = None
+    n: Optional[float] = None
+    last_tokens: Optional[float] = None
+
+    @property
+    def bracket(self) -> list:
+        """(lower, upper] tokens of the crossing; None where unbounded."""
+        if not self.reached:
+            return [self.last_tokens, None]
+        return [self.previous_tokens, self.tokens]
+
+    def to_dict(self):
+        return {
+            "model": self.model,
+            "name": self.name,
+            "class": self.klass,
+            "rule": self.rule,
+            "reached": self.reached,
+            "revision": self.revision,
+            "tokens": self.tokens,
+            "previous_revision": self.previous_revision,
+            "previous_tokens": self.previous_tokens,
+            "bracket_tokens": self.bracket,
+            "k": self.k,
+            "n": self.n,
+            "fraction": None if self.k is None or not self.n else self.k / self.n,
+        }
+
+
+def first_crossing(curve: pd.DataFrame, rule: MilestoneRule, model: str, threshold: Optional[float] = None) -> Milestone:
+    """The milestone of one model's count table (revision, tokens, k, n) under ``rule``."""
+    d = curve[curve["tokens"] > 0].sort_values("tokens")
+    k, n = d["k"].to_numpy(float), d["n"].to_numpy(float)
+    hit = np.flatnonzero(rule.met(k, n))
+    desc = rule.describe(threshold)
+    last = float(d["tokens"].iloc[-1]) if len(d) else None
+    if hit.size == 0:
+        return Milestone(model, rule.name, rule.head_class, desc, False, None, None, None, None, last_tokens=last)
+    j = int(hit[0])
+    prev_rev = str(d["revision"].iloc[j - 1]) if j > 0 else None
+    prev_tok = float(d["tokens"].iloc[j - 1]) if j > 0 else None
+    return Milestone(model, rule.name, rule.head_class, desc, True, str(d["revision"].iloc[j]), float(d["tokens"].iloc[j]),
+                     prev_rev, prev_tok, float(k[j]), float(n[j]), last)
+
+
+@dataclass
+class MilestoneGap:
+    """t(late milestone) / t(early milestone) with its resolution interval."""
+
+    model: str
+    late: Milestone
+    early: Milestone
+    ratio: Optional[float]
+    ratio_ci: list
+    bound: Optional[str] = None
+    notes: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {
+            "model": self.model,
+            "definition": "milestone",
+            "late_class": self.late.klass,
+            "early_class": self.early.klass,
+            "late_milestone": self.late.name,
+            "early_milestone": self.early.name,
+            "formation": self.early.name,
+            "t_late": self.late.tokens,
+            "t_early": self.early.tokens,
+            "ratio": self.ratio,
+            "ratio_ci": self.ratio_ci,
+            "interval": "bracket: the crossings lie between each milestone's previous and first-crossing revisions",
+            "p_value": None,
+            "ratio_bound": self.bound,
+            "notes": self.notes,
+        }
+
+
+def _div(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def milestone_gap(late: Milestone, early: Milestone) -> MilestoneGap:
+    """The milestone gap ratio and its bracket interval (see module docstring)."""
+    notes = []
+    if not early.reached:
+        notes.append(f"{early.name!r} not reached by the last revision: no ratio")
+        upper = _div(late.tokens, early.last_tokens) if late.reached else None
+        return MilestoneGap(late.model, late, early, None, [None, upper], "upper" if upper is not None else None, notes)
+    if not late.reached:
+        notes.append(f"{late.name!r} not reached by the last revision: the ratio is a lower bound")
+        lo = _div(late.last_tokens, early.tokens)
+        return MilestoneGap(late.model, late, early, lo, [lo, None], "lower", notes)
+    ratio = late.tokens / early.tokens
+    lo = _div(late.previous_tokens, early.tokens)
+    hi = _div(late.tokens, early.previous_tokens)
+    if lo is None:
+        notes.append(f"{late.name!r} met at the first revision: no lower end")
+    if hi is None:
+        notes.append(f"{early.name!r} met at the first revision: no upper end")
+    return MilestoneGap(late.model, late, early, ratio, [lo, hi], None, notes)
+
+
+def compute_milestones(results, rules, thresholds: dict) -> list:
+    """Milestones of every model of ``results`` (a :class:`TrackedResults` already at
+    the analysis thresholds) under ``rules``; a rule with its own threshold is counted
+    from the per-head table (skipped, with no entry, without one)."""
+    from stats.heads import class_counts
+
+    out = []
+    for model in results.models:
+        for rule in rules:
+            if rule.threshold is not None:
+                if results.heads is None or f"selectivity.{rule.head_class}" not in results.heads.columns:
+                    continue
+                h = results.heads[results.heads["model"] == model]
+                d = class_counts(h, rule.head_class, rule.threshold)
+                thr = rule.threshold
+            else:
+                c = results.curves
+                d = c[(c["model"] == model) & (c["class"] == rule.head_class)]
+                thr = (results.source.get("thresholds") or {}).get(rule.head_class)
+            if d.empty:
+                continue
+            out.append(first_crossing(d, rule, model, thr))
+    return out
+
+
+def milestone_gaps(milestones: list, late_name: str, early_name: str) -> list:
+    """One :class:`MilestoneGap` per model having both named milestones."""
+    by = {(m.model, m.name): m for m in milestones}
+    models = sorted({m.model for m in milestones})
+    return [milestone_gap(by[(mo, late_name)], by[(mo, early_name)]) for mo in models
+            if (mo, late_name) in by and (mo, early_name) in by]

@@ -1,0 +1,119 @@
+"""A team tracking server (issue 13, point 2): a real ``mlflow server`` on 127.0.0.1 (its
+backend a temporary SQLite file, its artifacts in a temporary folder); a small sweep logs to
+it over HTTP, the runs are read back with ``mlflow.search_runs``; a local study is copied in
+with ``python -m emergence.transfer``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from sweeps import EXPERIMENT, ROOT, all_runs, local_model, parents, run, screens, store_args
+from tiny_models import save_revisions
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("server")
+    port = free_port()
+    mlflow_cli = Path(sys.executable).with_name("mlflow")
+    cmd = [str(mlflow_cli), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+           "--backend-store-uri", f"sqlite:///{folder}/server.db",
+           "--artifacts-destination", str(folder / "artifacts"), "--serve-artifacts"]
+    log = open(folder / "server.log", "w")
+    proc = subprocess.Popen(cmd, cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            os.killpg(proc.pid, signal.SIGTERM)
+            raise AssertionError(f"mlflow server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
+        time.sleep(0.5)
+    yield url, folder
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    return save_revisions(tmp_path_factory.mktemp("ckpt") / "tiny", "gpt_neox", steps=(10, 100))
+
+
+def test_a_sweep_logs_to_a_tracking_server(server, checkpoints):
+    url, folder = server
+    proc = run("-m", *local_model(checkpoints), "revision=all", "tracking=server", *store_args(url))
+    assert "=== sweep summary ===" in proc.stdout
+    import mlflow
+
+    mlflow.set_tracking_uri(url)
+    df = mlflow.search_runs(experiment_names=[EXPERIMENT], filter_string="tags.`emergence.kind` = 'screen'")
+    assert sorted(df["params.revision"]) == ["step10", "step100"]
+    assert set(df["status"]) == {"FINISHED"} and df["metrics.screen_seconds"].gt(0).all()
+    (parent,) = parents(all_runs(url))
+    assert set(df["tags.mlflow.parentRunId"]) == {parent.info.run_id}
+    # Artifacts went to the server's destination, and come back through it.
+    run_id = df["run_id"].iloc[0]
+    names = {a.path for a in mlflow.MlflowClient(url).list_artifacts(run_id)}
+    assert {"heads.csv", "config.yaml"} <= names
+    assert list((folder / "artifacts").rglob("heads.csv"))
+    # The same sweep again adds nothing.
+    run("-m", *local_model(checkpoints), "revision=all", "tracking=server", *store_args(url))
+    assert len(screens(all_runs(url))) == 2
+
+
+def test_a_local_store_is_copied_into_the_server(server, checkpoints, tmp_path):
+    url, _ = server
+    local = f"sqlite:///{tmp_path}/mlflow.db"
+    run("-m", *local_model(checkpoints), "revision=all", "screen=bos", f"tracking.uri={local}",
+        "tracking.experiment=moved")
+    cmd = [sys.executable, "-m", "emergence.transfer", local, url, "--experiment", "moved"]
+    first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "moved: 3 run(s) copied, 0 already there" in first.stdout
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "moved: 0 run(s) copied, 3 already there" in again.stdout
+    src, dst = all_runs(local, "moved"), all_runs(url, "moved")
+    assert len(dst) == 3
+    by_source = {r.data.tags["emergence.copied_from"]: r for r in dst}
+    import mlflow
+
+    client = mlflow.MlflowClient(url)
+    for r in src:
+        copy = by_source[r.info.run_id]
+        assert copy.data.params == r.data.params and copy.data.metrics == r.data.metrics
+        assert copy.info.status == r.info.status and copy.info.start_time == r.info.start_time
+        assert copy.info.run_name == r.info.run_name
+        if r.data.tags.get("emergence.kind") == "screen":
+            history = client.get_metric_history(copy.info.run_id, "fraction.bos")
+            assert [m.step for m in history] == [int(r.data.params["tokens"])]
+            assert {a.path for a in client.list_artifacts(copy.info.run_id)} >= {"heads.csv", "config.yaml"}
+            # the child names the parent's copy
+            assert copy.data.tags["mlflow.parentRunId"] == by_source[r.data.tags["mlflow.parentRunId"]].info.run_id
+    bad = subprocess.run([sys.executable, "-m", "emergence.transfer", local, url, "--experiment", "nope"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "no experiment 'nope'" in bad.stderr
