@@ -413,7 +413,8 @@ def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str
     return exp_id, run.info.run_id
 
 
-def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int) -> None:
+def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None) -> None:
+    """End a sweep's parent run: FINISHED, or FAILED naming the failed jobs (or ``status``)."""
     import mlflow
 
     client = mlflow.MlflowClient(uri)
@@ -422,6 +423,6 @@ def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int) -> Non
         retry(client.set_tag, run_id, "emergence.failed_jobs", str(len(failed)))
         if failed:
             retry(client.set_tag, run_id, ERROR_TAG, "; ".join(failed)[:4900])
-        retry(client.set_terminated, run_id, "FAILED" if failed else "FINISHED")
+        retry(client.set_terminated, run_id, status or ("FAILED" if failed else "FINISHED"))
     except Exception:  # noqa: BLE001
         pass

@@ -55,7 +55,7 @@ def test_concurrent_sweeps_into_a_new_store_screen_each_revision_once(checkpoint
     assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
     r = shots[0]
     assert r.data.metrics["screen_seconds"] > 0
-    history = mlflow.MlflowClient(uri).get_metric_history(r.info.run_id, "fraction.bos")
+    history = mlflow.MlflowClient(uri).get_metric_history(r.info.run_id, "tokens")
     assert [m.step for m in history] == [int(r.data.params["tokens"])]  # metrics are logged against tokens
     assert r.data.metrics["train_step"] == float(r.data.params["step"])
 

@@ -147,8 +147,23 @@ class RevisionSweeper(BasicSweeper):
                 parent_of[tuple(job)] = parent
         batches = [[job + [f"tracking.parent_run={parent_of[tuple(job)]}"] for job in batch] for batch in batches]
 
-        returns: List[Sequence[JobReturn]] = []
         failed: Dict[str, List[str]] = {p: [] for p in parents.values()}
+        try:
+            returns = self._launch(batches, failed)
+        except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
+            for key, parent in parents.items():
+                end_parent(key[0], parent, failed[parent] + [f"sweep interrupted: {type(exc).__name__}"],
+                           len(groups[key]), status="KILLED")
+            raise
+        sweepstate.N_JOBS = n_jobs
+        for key, parent in parents.items():
+            end_parent(key[0], parent, failed[parent], len(groups[key]))
+        return returns
+
+    def _launch(self, batches: List[List[List[str]]], failed: Dict[str, List[str]]) -> List[Sequence[JobReturn]]:
+        from emergence import sweepstate
+
+        returns: List[Sequence[JobReturn]] = []
         initial_job_idx = 0
         for batch in batches:
             self.validate_batch_is_legal(batch)
@@ -169,8 +184,4 @@ class RevisionSweeper(BasicSweeper):
                     failed[job[-1].split("=", 1)[1]].append(line)
             initial_job_idx += len(batch)
             returns.append(results)
-        sweepstate.N_JOBS = n_jobs
-
-        for key, parent in parents.items():
-            end_parent(key[0], parent, failed[parent], len(groups[key]))
         return returns
