@@ -36,9 +36,16 @@ def in_multirun() -> bool:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
-    from emergence.job import (JobFailed, format_markdown, format_table, formation_rows, run_job, stats_report,
-                               ui_command)
+    from emergence.job import (JobFailed, format_markdown, format_plan, format_table, formation_rows, plan_jobs,
+                               run_job, stats_report, ui_command)
 
+    if cfg.get("dry_run") and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
+        try:
+            print(format_plan(plan_jobs(cfg), cfg.screen.name))
+        except EmergenceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(2)
+        return []
     if in_multirun():
         # A sweep's job never exits the process (a joblib worker, a submitit job): it raises,
         # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it.

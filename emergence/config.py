@@ -161,6 +161,10 @@ class ScreenConfig:
     participation_ratio: bool = False
     pr: PRConfig = field(default_factory=PRConfig)
     ablation: Optional[AblationConfig] = None
+    #: Memory budget (GiB) of the streaming pass's batches, on top of the weights; the batch
+    #: size is what fits (emergence.loading.plan_batch_size), capped by ``corpus.batch_size``.
+    #: null: 90% of the free GPU memory on CUDA (measured after loading), 4 GiB elsewhere.
+    memory_gb: Optional[float] = None
 
 
 @dataclass
@@ -210,6 +214,9 @@ class EmergenceConfig:
     report: bool = True
     #: Then write the statistics report (``python -m stats`` on this job's models).
     stats: bool = True
+    #: Print the planned jobs (model, revision, tokens, download size when the HF cache
+    #: knows it) and exit 0: offline, no model loaded, no MLflow run.
+    dry_run: bool = False
     #: Extra free-form metadata logged as params (``+meta.study=...``).
     meta: Dict[str, Any] = field(default_factory=dict)
 

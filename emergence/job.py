@@ -16,7 +16,8 @@ from tqdm.auto import tqdm
 
 from emergence import EmergenceError
 from emergence import registry
-from emergence.loading import choose_device, choose_dtype, evict, load
+from emergence.loading import choose_device, choose_dtype, evict, fetch_revision, load, plan_batch_size
+from emergence.prefetch import FetchFailed, Pipeline
 from emergence.probes import CHECKS as CORPUS_CHECKS, CORPORA, ModelLimits, build_probe, check_corpus
 from emergence.revisions import Revision
 from emergence.screens import check_screen, recipe_for, screen
@@ -43,6 +44,10 @@ def validate(cfg: DictConfig) -> List[Revision]:
         raise EmergenceError(f"corpus.n_sequences={cfg.corpus.n_sequences} and corpus.batch_size="
                              f"{cfg.corpus.batch_size} must be >= 1")
     check_corpus(cfg.corpus)
+    memory_gb = cfg.screen.get("memory_gb")
+    if memory_gb is not None and not float(memory_gb) > 0:
+        raise EmergenceError(f"screen.memory_gb={memory_gb} must be > 0 (GiB), or null for the free GPU memory "
+                             "(4 GiB on the CPU)")
     recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
     choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
     if cfg.model.path and cfg.model.revisions != "toy":
@@ -125,13 +130,42 @@ def _run_note(cfg: DictConfig, revision: Revision) -> str:
             f"screen {cfg.screen.name}, corpus {cfg.corpus.kind}. Metrics are logged at step = tokens.")
 
 
+def revision_pipeline(cfg: DictConfig, revisions: List[Revision], tracker: Tracker, progress: bool = True) -> Pipeline:
+    """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched in the
+    background while revision i is screened; with ``cache.evict=true`` a hub revision is
+    deleted from the HF cache once the job has moved past it (screened, failed or skipped),
+    so at most two are on disk. Revisions with a finished run (and no ``force``) are not
+    fetched; the toy suite is trained here, before the pipeline starts, not in its thread."""
+    from emergence.loading import checkpoint_location
+
+    known = registry.model_revisions(cfg.model)
+    hub = bool(cfg.model.repo) and not cfg.model.path and cfg.model.revisions != "toy"
+    if cfg.model.revisions == "toy" and revisions:
+        checkpoint_location(cfg.model, revisions[0], cfg.cache.toy_dir, progress)
+    done = set() if cfg.force else {r.name for r in revisions
+                                    if tracker.finished_run(config_hash(cfg, r)) is not None}
+
+    def fetch(revision: Revision):
+        if revision.name in done:
+            return None
+        return fetch_revision(cfg.model, revision, known, cfg.cache.toy_dir, progress)
+
+    def drop(revision: Revision, _folder) -> None:
+        evict(cfg.model.repo, revision.name)
+
+    return Pipeline(revisions, fetch, drop if (hub and cfg.cache.evict) else None)
+
+
 def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
     """Screen the selected revisions, one claimed MLflow run each (emergence/tracking.py).
 
     A revision whose run is complete is skipped (unless ``force``), one claimed by a live
     job elsewhere is skipped with a note; a revision whose screen raises gets its run
     FAILED (the error as a tag) and the others go on; :class:`JobFailed` at the end names
-    the failed ones. Ctrl-C marks the run being screened KILLED."""
+    the failed ones. Ctrl-C marks the run being screened KILLED. Revisions come through the
+    download pipeline (:func:`revision_pipeline`): one fetched ahead; a revision that cannot
+    be fetched fails its own run (:class:`emergence.prefetch.FetchFailed`) and the others go on.
+    The batch size comes from the memory budget (:func:`emergence.loading.plan_batch_size`)."""
     import sys
 
     revisions = validate(cfg)
@@ -139,8 +173,12 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
     sweep = sweep_id(cfg)
     results: List[RevisionResult] = []
     failures: List[str] = []
-    bar = tqdm(revisions, desc=f"{cfg.model.name}", unit="rev", disable=not progress or len(revisions) < 2)
-    for revision in bar:
+    pipeline = revision_pipeline(cfg, revisions, tracker, progress)
+    bar = tqdm(pipeline, total=len(revisions), desc=f"{cfg.model.name}", unit="rev",
+               disable=not progress or len(revisions) < 2)
+    for fetched in bar:
+        revision = fetched.item
+        loaded = None
         bar.set_postfix_str(revision.name)
         digest = config_hash(cfg, revision)
         run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
@@ -159,22 +197,29 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
             continue
         try:
             with tracker.heartbeat(run_id):
+                if fetched.error is not None:  # this revision only: recorded, the others go on
+                    raise FetchFailed(str(fetched.error))
                 tic = time.perf_counter()
                 loaded = load(cfg.model, revision, known=registry.model_revisions(cfg.model), device=cfg.device,
-                              toy_dir=cfg.cache.toy_dir, progress=progress)
+                              toy_dir=cfg.cache.toy_dir, progress=progress, folder=fetched.value)
                 load_seconds = time.perf_counter() - tic
                 tic = time.perf_counter()
                 probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
+                plan = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
+                                       cfg.screen.get("memory_gb"), cfg.corpus.batch_size)
+                probe.batch_size = plan.batch_size
                 result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
                                 description=f"{cfg.model.name}@{revision.name}")
                 screen_seconds = time.perf_counter() - tic
                 metrics = dict(result.metrics)
                 metrics.update({"tokens": float(revision.tokens), "train_step": float(revision.step),
-                                "screen_seconds": screen_seconds, "load_seconds": load_seconds})
+                                "screen_seconds": screen_seconds, "load_seconds": load_seconds,
+                                "fetch_wait_seconds": fetched.waited_s})
                 params = run_params(cfg, revision, loaded.adapter)
                 params.update(result.params)
                 params.update({"probe": probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
-                               "device": str(loaded.device), "source": loaded.source})
+                               "device": str(loaded.device), "source": loaded.source,
+                               "batch_size": str(plan.batch_size), "memory_budget": plan.describe()})
                 tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
                                  config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,
                                  note=_run_note(cfg, revision))
@@ -189,11 +234,10 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
             failures.append(f"{revision.name}: {type(exc).__name__}: {exc}")
             print(f"{run_name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
+        finally:
+            del loaded  # before the next revision is loaded (and this one evicted)
         results.append(RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False))
         tracker.log_curves([(cfg.model.name, metrics, revision.tokens)])
-        del loaded
-        if cfg.cache.evict and cfg.model.repo and not cfg.model.path and cfg.model.revisions != "toy":
-            evict(cfg.model.repo, revision.name)
     if failures:
         raise JobFailed(f"{cfg.model.name}: {len(failures)} of {len(revisions)} revision(s) failed: "
                         + "; ".join(failures), results)
@@ -283,3 +327,77 @@ def stats_report(cfg: DictConfig, models: List[str]) -> str:
 
 def ui_command(uri: str) -> str:
     return f"mlflow ui --backend-store-uri {uri}"
+
+
+# --- dry run: the planned jobs, offline ---------------------------------------------------------
+
+@dataclass
+class PlannedJob:
+    model: str
+    revision: Revision
+    #: What a screen of this revision downloads, as far as the local HF cache knows.
+    download: str
+
+
+def _size(n: float) -> str:
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def _folder_bytes(folder) -> int:
+    from pathlib import Path
+
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
+    """Per revision name: ``cached, <size>`` when the local HF cache holds it (its size on disk,
+    i.e. what a screen would otherwise download), ``local, <size>`` for a checkpoint folder,
+    else ``unknown``. Reads the disk only (``huggingface_hub.scan_cache_dir``), never the hub."""
+    from pathlib import Path
+
+    out = {r.name: "unknown" for r in revisions}
+    if model_cfg.path and model_cfg.revisions != "toy":
+        for r in revisions:
+            folder = Path(model_cfg.path) / r.name
+            if folder.is_dir():
+                out[r.name] = f"local, {_size(_folder_bytes(folder))}"
+        return out
+    if model_cfg.revisions == "toy":
+        return {r.name: "toy (trained here)" for r in revisions}
+    if not model_cfg.repo:
+        return out
+    from huggingface_hub import scan_cache_dir
+
+    try:
+        cache = scan_cache_dir()
+    except Exception:  # noqa: BLE001  (no cache folder yet)
+        return out
+    for info in cache.repos:
+        if info.repo_id != model_cfg.repo:
+            continue
+        for cached in info.revisions:
+            for r in revisions:
+                if r.name in cached.refs or cached.commit_hash == r.name:
+                    out[r.name] = f"cached, {_size(cached.size_on_disk)}"
+    return out
+
+
+def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:
+    """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
+    model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
+    revisions = validate(cfg)
+    sizes = download_sizes(cfg.model, revisions)
+    return [PlannedJob(cfg.model.name, r, sizes[r.name]) for r in revisions]
+
+
+def format_plan(jobs: List[PlannedJob], screen: str = "") -> str:
+    lines = [f"{'#':>3}  {'model':<20}{'revision':<26}{'step':>9}{'tokens':>18}  download"]
+    for i, job in enumerate(jobs):
+        r = job.revision
+        lines.append(f"{i:>3}  {job.model:<20}{r.name:<26}{r.step:>9,}{r.tokens:>18,}  {job.download}")
+    lines.append(f"dry run: {len(jobs)} job(s){f', screen {screen}' if screen else ''}; "
+                 "no model loaded, no run logged")
+    return "\n".join(lines)

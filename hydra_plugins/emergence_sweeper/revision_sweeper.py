@@ -123,15 +123,17 @@ class RevisionSweeper(BasicSweeper):
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         self.overrides = self.split_arguments(parser.parse_overrides(params_conf), self.max_batch_size)
 
-        sweep_dir = Path(self.config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-
         batches: List[List[List[str]]] = []
         while not self.is_done():
             batches.append([list(job) for job in self.get_job_batch()])
         groups = self._check(batches)
         n_jobs = sum(len(b) for b in batches)
+        if self.config.get("dry_run"):  # list the jobs and stop: no store, no parent run, no job
+            return self._dry_run(batches)
+
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
         # The store, the experiment and the sweep's parent run exist before any job starts.
         sweep_id = str(self.config.tracking.get("sweep") or sweep_dir)
@@ -159,6 +161,20 @@ class RevisionSweeper(BasicSweeper):
         for key, parent in parents.items():
             end_parent(key[0], parent, failed[parent], len(groups[key]))
         return returns
+
+    def _dry_run(self, batches: List[List[List[str]]]) -> List[Sequence[JobReturn]]:
+        """``dry_run=true``: print every planned job (model, revision, tokens, download size)."""
+        from emergence.job import format_plan, plan_jobs
+
+        planned = []
+        for batch in batches:
+            for overrides in batch:
+                cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+                err = io.StringIO()
+                with redirect_stderr(err):  # validate's notes were printed once by _check
+                    planned += plan_jobs(cfg)
+        print(format_plan(planned))
+        return []
 
     def _launch(self, batches: List[List[List[str]]], failed: Dict[str, List[str]]) -> List[Sequence[JobReturn]]:
         from emergence import sweepstate

@@ -1,0 +1,276 @@
+"""Streaming screen vs bare forward vs naive ``output_attentions`` vs TransformerLens 4 (issue 13, point 5).
+
+All routes run on one randomly initialised GPT-NeoX of pythia-160m's shape, built from
+its config (12 layers x 12 heads, d_model 768, d_ff 3072, vocab 50304, rotary_pct
+0.25, 2048 positions; no download), eager attention, on the same synthetic induction
+probe (``emergence.probes.synthetic_induction``: ``[0] a1..a31 a1..a31``, T = 63):
+
+- streaming: the project's ``screen()`` with the default all-class config plus the
+  participation ratio (``ScreenConfig(participation_ratio=True)``, recipe ``project``);
+- bare: ``model(input_ids)`` (eager, full logits, outputs dropped);
+- naive: ``model(ids, output_attentions=True)`` holds every layer's attention of the
+  batch; their batch sums are accumulated, the loss is taken from the full logits, and
+  the six selectivities are computed once from the mean attention (the project's own
+  arithmetic, so the same numbers; no PR: this route has no head outputs);
+- tl: TransformerLens 4 ``TransformerBridge`` wrapping the same HF model (built offline
+  with ``build_bridge_from_module``), ``bridge.run_with_cache(ids)`` per batch (the
+  default full cache), the loss from its logits, and ``detect_head`` for TL's three
+  head types (previous/duplicate/induction) on the batch-mean pattern cache.
+
+Each (route, repeat) runs in a fresh subprocess; the route order rotates between
+repeats, and the best (smallest) wall time of each route is used for the ratios.
+Peak memory is the rise of the subprocess's resident-set high-water mark
+(``ru_maxrss``) over its resident size just before the timed route (model, probe and,
+for tl, the bridge already built) -- RSS, not tracemalloc, because torch allocates
+outside Python's allocator. Throughput = probe tokens (N x 63) / wall seconds.
+
+    python benchmarks/bench_screen_tl.py [--n-sequences 200] [--batch-size 50] [--repeats 3]
+    python benchmarks/bench_screen_tl.py --profile      # torch.profiler over the streaming screen
+
+Goals (issue 13): streaming >= 2x TransformerLens's throughput at <= 1/4 of its peak
+memory, and streaming within 1.1x of a bare forward's time.
+Needs the ``bench`` extra: ``pip install -e '.[bench]'`` (transformer-lens>=4.3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+#: EleutherAI/pythia-160m config.json values (hidden size, layers, heads, d_ff, vocab, rotary).
+PYTHIA_160M = dict(vocab_size=50304, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                   intermediate_size=3072, hidden_act="gelu", rotary_pct=0.25, rotary_emb_base=10000,
+                   max_position_embeddings=2048, layer_norm_eps=1e-5, use_parallel_residual=True,
+                   tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
+ROUTES = ("bare", "streaming", "naive", "tl")
+SEGMENT = 31
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def build(args):
+    import torch
+    from transformers import AutoModelForCausalLM, GPTNeoXConfig
+
+    from emergence.probes import synthetic_induction
+
+    torch.manual_seed(0)
+    torch.set_num_threads(args.threads)
+    model = AutoModelForCausalLM.from_config(GPTNeoXConfig(**PYTHIA_160M), attn_implementation="eager").eval()
+    probe = synthetic_induction(range(1, PYTHIA_160M["vocab_size"]), args.n_sequences, SEGMENT, first_token=0,
+                                seed=0, batch_size=args.batch_size)
+    return model, probe
+
+
+def induction_loss_full_logits(logits, ids):
+    """Mean cross-entropy at the induction targets (q = n+1 .. 2n-1), from full logits."""
+    import torch
+
+    n = (ids.shape[1] - 1) // 2
+    lg = logits[:, n + 1:ids.shape[1] - 1].float()
+    y = ids[:, n + 2:]
+    return float(torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), y.reshape(-1), reduction="sum")), y.numel()
+
+
+def selectivities_from_mean(A, ids0):
+    """The project's six selectivities from the mean attention A [L, H, T, T] (shared targets)."""
+    from emergence.screens.selectivity import SelectivityReducer
+
+    class _Adapter:
+        n_layers, n_heads = A.shape[0], A.shape[1]
+
+    r = SelectivityReducer()
+    r.begin(_Adapter(), None)
+    r.start_batch(ids0[None])
+    for layer in range(A.shape[0]):
+        r.attention(layer, A[layer][None])
+    return r.finish().heads
+
+
+def naive_route(model, probe):
+    import torch
+
+    sums, loss, count = None, 0.0, 0
+    with torch.no_grad():
+        for ids in probe.batches():
+            out = model(ids, output_attentions=True)
+            atts = torch.stack(out.attentions)  # [L, B, H, T, T]: every layer of the batch at once
+            sums = atts.sum(1) if sums is None else sums + atts.sum(1)
+            s, c = induction_loss_full_logits(out.logits, ids)
+            loss, count = loss + s, count + c
+            del out, atts
+    heads = selectivities_from_mean(sums / probe.n_sequences, probe.input_ids[0])
+    return {"induction_loss": loss / count, "max_induction_sel": float(heads["selectivity.induction"].max())}
+
+
+def make_bridge(model):
+    from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
+
+    bridge = build_bridge_from_module(model, type(model).__name__, hf_config=model.config)
+    # No tokenizer offline: detect_head only tokenizes ``seq`` to get its length and its
+    # token-dependent patterns, so hand it the token ids themselves.
+    bridge.to_tokens = lambda seq, *a, **k: seq
+    return bridge
+
+
+def tl_route(bridge, probe):
+    import torch
+    from transformer_lens.ActivationCache import ActivationCache
+    from transformer_lens.head_detector import HEAD_NAMES, detect_head
+
+    L = bridge.cfg.n_layers
+    sums, loss, count = None, 0.0, 0
+    with torch.no_grad():
+        for ids in probe.batches():
+            logits, cache = bridge.run_with_cache(ids)
+            pat = torch.stack([cache["pattern", layer, "attn"].sum(0) for layer in range(L)])
+            sums = pat if sums is None else sums + pat
+            s, c = induction_loss_full_logits(logits, ids)
+            loss, count = loss + s, count + c
+            del logits, cache
+        mean = sums / probe.n_sequences
+        mean_cache = ActivationCache({f"blocks.{layer}.attn.hook_pattern": mean[layer] for layer in range(L)}, bridge)
+        scores = {name: detect_head(bridge, probe.input_ids[:1], name, cache=mean_cache) for name in HEAD_NAMES}
+    return {"induction_loss": loss / count, "max_induction_score": float(scores["induction_head"].max())}
+
+
+def route(name: str, args) -> dict:
+    import torch
+    from omegaconf import OmegaConf
+
+    from emergence.adapters import adapter_for
+    from emergence.config import ScreenConfig
+    from emergence.screens import screen
+
+    model, probe = build(args)
+    with torch.no_grad():  # warm-up, so lazy allocations are not charged to a route
+        model(probe.input_ids[:2])
+    setup_s = 0.0
+    if name == "tl":
+        tic = time.perf_counter()
+        bridge = make_bridge(model)
+        with torch.no_grad():
+            bridge.run_with_cache(probe.input_ids[:2])
+        setup_s = time.perf_counter() - tic
+    before = rss_bytes()
+    start = time.perf_counter()
+    info = {}
+    if name == "streaming":
+        cfg = OmegaConf.structured(ScreenConfig(participation_ratio=True))
+        res = screen(model, adapter_for(model), probe, cfg, progress=False)
+        info = {"induction_loss": res.metrics["induction_loss"],
+                "max_induction_sel": float(res.heads["selectivity.induction"].max())}
+    elif name == "naive":
+        info = naive_route(model, probe)
+    elif name == "tl":
+        info = tl_route(bridge, probe)
+    else:
+        with torch.no_grad():
+            for ids in probe.batches():
+                model(ids)
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"route": name, "wall_s": wall, "peak_rise_mb": max(peak - before, 0) / 2**20, "setup_s": setup_s,
+            **info}
+
+
+def profile(args) -> None:
+    import torch
+    from omegaconf import OmegaConf
+    from torch.profiler import ProfilerActivity, profile as torch_profile, record_function
+
+    from emergence.adapters import adapter_for
+    from emergence.config import ScreenConfig
+    from emergence.screens import screen
+
+    model, probe = build(args)
+    with torch.no_grad():
+        model(probe.input_ids[:2])
+    cfg = OmegaConf.structured(ScreenConfig(participation_ratio=True))
+    adapter = adapter_for(model)
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        with record_function("screen"):
+            screen(model, adapter, probe, cfg, progress=False)
+    print(f"torch.profiler, streaming screen, {args.n_sequences} sequences in batches of {args.batch_size}, "
+          f"{args.threads} threads")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.profile_rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-sequences", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--routes", default=",".join(ROUTES))
+    parser.add_argument("--route", choices=ROUTES, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true", help="profile the streaming screen and exit")
+    parser.add_argument("--profile-rows", type=int, default=25)
+    args = parser.parse_args()
+    if args.route:
+        print(json.dumps(route(args.route, args)))
+        return
+    if args.profile:
+        profile(args)
+        return
+    routes = [r for r in args.routes.split(",") if r]
+    tokens = args.n_sequences * (2 * SEGMENT + 1)
+    print(f"GPT-NeoX pythia-160m shape (12 x 12 heads, d_model 768, vocab 50304), random init, eager attention; "
+          f"{args.n_sequences} sequences of length {2 * SEGMENT + 1} ({tokens} tokens) in batches of "
+          f"{args.batch_size}; {args.threads} threads; {args.repeats} repeats per route, order rotated",
+          flush=True)
+    runs = {r: [] for r in routes}
+    t0 = time.perf_counter()
+    for rep in range(args.repeats):
+        order = routes[rep % len(routes):] + routes[:rep % len(routes)]
+        for name in order:
+            cmd = [sys.executable, __file__, "--route", name, f"--n-sequences={args.n_sequences}",
+                   f"--batch-size={args.batch_size}", f"--threads={args.threads}"]
+            out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"route {name} failed:\n{out.stderr[-3000:]}")
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            runs[name].append(r)
+            print(f"  repeat {rep} {name:<10} {r['wall_s']:8.2f} s {r['peak_rise_mb']:9.1f} MB", flush=True)
+    print(f"total benchmark time {time.perf_counter() - t0:.0f} s")
+    best = {n: min(rs, key=lambda r: r["wall_s"]) for n, rs in runs.items()}
+    peak = {n: statistics.median(r["peak_rise_mb"] for r in rs) for n, rs in runs.items()}
+    print(f"{'route':<12}{'best s':>9}{'median s':>10}{'tokens/s':>10}{'peak rise MB':>14}")
+    for n in routes:
+        print(f"{n:<12}{best[n]['wall_s']:>9.2f}{statistics.median(r['wall_s'] for r in runs[n]):>10.2f}"
+              f"{tokens / best[n]['wall_s']:>10.0f}{peak[n]:>14.1f}")
+    if "tl" in best:
+        print(f"(tl bridge build + warm-up, not timed: {best['tl']['setup_s']:.1f} s)")
+    if "streaming" not in best:
+        return
+    s = best["streaming"]
+    verdict = lambda ok: "PASS" if ok else "FAIL"  # noqa: E731
+    if "bare" in best:
+        ratio = s["wall_s"] / best["bare"]["wall_s"]
+        print(f"time streaming / bare = {ratio:.2f}x (goal <= 1.1x) {verdict(ratio <= 1.1)}; "
+              f"peak memory streaming / bare = {peak['streaming'] / max(peak['bare'], 1e-9):.2f}x")
+    if "naive" in best:
+        print(f"naive / streaming: time {best['naive']['wall_s'] / s['wall_s']:.2f}x, "
+              f"peak memory {peak['naive'] / max(peak['streaming'], 1e-9):.1f}x")
+    if "tl" in best:
+        thr = best["tl"]["wall_s"] / s["wall_s"]
+        mem = peak["tl"] / max(peak["streaming"], 1e-9)
+        print(f"throughput streaming / tl = {thr:.2f}x (goal >= 2x) {verdict(thr >= 2)}")
+        print(f"peak memory tl / streaming = {mem:.1f}x (goal >= 4x, i.e. streaming <= 1/4 of tl) {verdict(mem >= 4)}")
+
+
+if __name__ == "__main__":
+    main()

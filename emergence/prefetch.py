@@ -1,0 +1,108 @@
+"""Download pipeline: fetch revision i+1 in the background while revision i is screened.
+
+:class:`Pipeline` walks a list of items (revisions) and hands each one to the caller
+together with what ``fetch(item)`` returned (a local folder), or the exception it
+raised. ``fetch`` runs in one background thread, **at most one item ahead**: when the
+caller receives item i, the fetch of item i+1 has been started and nothing beyond it.
+When the caller asks for the next item, ``evict(item i, fetched)`` is called first (if
+given), so with eviction on at most two items are on disk at any time (the one being
+screened and the one being fetched). Per item the wall time is then close to
+max(fetch, screen) instead of their sum.
+
+A fetch that raises fails only its own item: the caller gets the exception in
+:attr:`Fetched.error` and the pipeline goes on with the next one. Both functions are
+injected, so the same code serves the hub (``emergence.loading.fetch_revision``:
+``huggingface_hub.snapshot_download`` of config, weights and tokenizer, which resumes
+an interrupted download and shows its progress), local folders (a fetch that only
+checks the folder), and tests (a fetch that sleeps and copies).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterator, List, Optional, Sequence, TypeVar
+
+T = TypeVar("T")
+
+
+class FetchFailed(RuntimeError):
+    """A revision could not be fetched; its run is FAILED with this message and the job's
+    other revisions go on."""
+
+
+@dataclass
+class Fetched(Generic[T]):
+    item: T
+    #: What ``fetch(item)`` returned (None when it raised).
+    value: Any = None
+    #: The exception ``fetch(item)`` raised, else None.
+    error: Optional[BaseException] = None
+    #: Seconds the caller waited for this item's fetch (0 when it was ready in time).
+    waited_s: float = 0.0
+
+
+class Pipeline(Generic[T]):
+    """Iterate ``items`` with ``fetch`` running one item ahead in a background thread.
+
+    ``evict(item, value)`` is called for an item once the caller has moved past it
+    (asked for the next item, or left the loop) and its fetch succeeded. Leaving the
+    loop early (``break``, an exception) waits for the fetch in flight and evicts it too,
+    so nothing fetched ahead is left behind.
+    """
+
+    def __init__(self, items: Sequence[T], fetch: Callable[[T], Any],
+                 evict: Optional[Callable[[T, Any], None]] = None, ahead: int = 1):
+        if ahead not in (0, 1):
+            raise ValueError("ahead must be 0 (no prefetch) or 1")
+        self.items: List[T] = list(items)
+        self.fetch = fetch
+        self.evict = evict
+        self.ahead = ahead
+        #: Items evicted so far, in order (for reports and tests).
+        self.evicted: List[T] = []
+
+    def _evict(self, item: T, value: Any) -> None:
+        if self.evict is not None and value is not None:
+            self.evict(item, value)
+            self.evicted.append(item)
+
+    @staticmethod
+    def _wait(future: Future, item: T) -> Fetched:
+        import time
+
+        tic = time.perf_counter()
+        try:
+            value = future.result()
+            return Fetched(item, value, None, time.perf_counter() - tic)
+        except BaseException as exc:  # noqa: BLE001  (handed to the caller: it fails this item only)
+            return Fetched(item, None, exc, time.perf_counter() - tic)
+
+    def __iter__(self) -> Iterator[Fetched]:
+        if not self.items:
+            return
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
+        pending: Optional[Future] = None
+        pending_item: Any = None
+        current: Optional[Fetched] = None
+        n = len(self.items)
+        try:
+            pending, pending_item = pool.submit(self.fetch, self.items[0]), self.items[0]
+            for idx, item in enumerate(self.items):
+                current = self._wait(pending, item)
+                pending = None
+                if self.ahead and idx + 1 < n:  # start i+1 before handing out i
+                    pending, pending_item = pool.submit(self.fetch, self.items[idx + 1]), self.items[idx + 1]
+                yield current
+                done, current = current, None
+                self._evict(done.item, done.value)
+                if not self.ahead and idx + 1 < n:
+                    pending, pending_item = pool.submit(self.fetch, self.items[idx + 1]), self.items[idx + 1]
+        finally:
+            if current is not None:  # the caller left the loop while holding this item
+                self._evict(current.item, current.value)
+            if pending is not None:  # fetched ahead but never handed out
+                late = self._wait(pending, pending_item)
+                if late.error is None:
+                    self._evict(pending_item, late.value)
+            pool.shutdown(wait=True)
