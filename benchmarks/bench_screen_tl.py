@@ -188,9 +188,11 @@ def route(name: str, args) -> dict:
 
 
 def profile(args) -> None:
+    """torch.profiler over the streaming screen and over a bare forward of the same probe; prints
+    the screen's top operators and where its self CPU time differs from the bare forward's."""
     import torch
     from omegaconf import OmegaConf
-    from torch.profiler import ProfilerActivity, profile as torch_profile, record_function
+    from torch.profiler import ProfilerActivity, profile as torch_profile
 
     from emergence.adapters import adapter_for
     from emergence.config import ScreenConfig
@@ -201,12 +203,27 @@ def profile(args) -> None:
         model(probe.input_ids[:2])
     cfg = OmegaConf.structured(ScreenConfig(participation_ratio=True))
     adapter = adapter_for(model)
-    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
-        with record_function("screen"):
-            screen(model, adapter, probe, cfg, progress=False)
-    print(f"torch.profiler, streaming screen, {args.n_sequences} sequences in batches of {args.batch_size}, "
-          f"{args.threads} threads")
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.profile_rows))
+
+    def run_bare():
+        with torch.no_grad():
+            for ids in probe.batches():
+                model(ids)
+
+    tables = {}
+    for name, fn in (("bare", run_bare), ("streaming", lambda: screen(model, adapter, probe, cfg, progress=False))):
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn()
+        tables[name] = prof.key_averages()
+    print(f"torch.profiler, {args.n_sequences} sequences in batches of {args.batch_size}, {args.threads} threads")
+    print(tables["streaming"].table(sort_by="self_cpu_time_total", row_limit=args.profile_rows))
+    self_ms = {n: {e.key: (e.self_cpu_time_total / 1e3, e.count) for e in t} for n, t in tables.items()}
+    total = {n: sum(v[0] for v in d.values()) for n, d in self_ms.items()}
+    print(f"self CPU total: streaming {total['streaming']:.0f} ms, bare {total['bare']:.0f} ms")
+    diff = sorted(((self_ms["streaming"][k][0] - self_ms["bare"].get(k, (0.0, 0))[0], k) for k in self_ms["streaming"]),
+                  reverse=True)
+    print("operators by self CPU time streaming minus bare (ms; calls streaming/bare):")
+    for d, k in diff[:args.profile_rows]:
+        print(f"  {k:<40}{d:>10.1f}   {self_ms['streaming'][k][1]}/{self_ms['bare'].get(k, (0, 0))[1]}")
 
 
 def main() -> None:

@@ -133,27 +133,38 @@ def _run_note(cfg: DictConfig, revision: Revision) -> str:
 def revision_pipeline(cfg: DictConfig, revisions: List[Revision], tracker: Tracker, progress: bool = True) -> Pipeline:
     """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched in the
     background while revision i is screened; with ``cache.evict=true`` a hub revision is
-    deleted from the HF cache once the job has moved past it (screened, failed or skipped),
-    so at most two are on disk. Revisions with a finished run (and no ``force``) are not
-    fetched; the toy suite is trained here, before the pipeline starts, not in its thread."""
+    deleted from the HF cache once the job has moved past it (screened or failed; not one
+    claimed by another job), so at most two are on disk. Revisions with a finished run (and
+    no ``force``) are not fetched; the toy suite is trained here, before the pipeline starts,
+    not in its thread."""
+    from pathlib import Path
+
     from emergence.loading import checkpoint_location
 
     known = registry.model_revisions(cfg.model)
     hub = bool(cfg.model.repo) and not cfg.model.path and cfg.model.revisions != "toy"
-    if cfg.model.revisions == "toy" and revisions:
-        checkpoint_location(cfg.model, revisions[0], cfg.cache.toy_dir, progress)
     done = set() if cfg.force else {r.name for r in revisions
                                     if tracker.finished_run(config_hash(cfg, r)) is not None}
+    toy_folder = None
+    todo = [r for r in revisions if r.name not in done]
+    if cfg.model.revisions == "toy" and todo:  # trained (once) here, in the main thread
+        toy_folder = Path(checkpoint_location(cfg.model, todo[0], cfg.cache.toy_dir, progress)[0]).parent
 
     def fetch(revision: Revision):
         if revision.name in done:
             return None
+        if toy_folder is not None:
+            return str(toy_folder / revision.name)
         return fetch_revision(cfg.model, revision, known, cfg.cache.toy_dir, progress)
 
     def drop(revision: Revision, _folder) -> None:
-        evict(cfg.model.repo, revision.name)
+        if revision.name in claimed:  # never a revision another job may be screening from this cache
+            evict(cfg.model.repo, revision.name)
 
-    return Pipeline(revisions, fetch, drop if (hub and cfg.cache.evict) else None)
+    claimed: set = set()
+    pipeline = Pipeline(revisions, fetch, drop if (hub and cfg.cache.evict) else None)
+    pipeline.claimed = claimed  # run_job adds the revisions it claims
+    return pipeline
 
 
 def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
@@ -186,6 +197,8 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
                 "emergence.revision": revision.name, "emergence.tokens": str(revision.tokens),
                 "emergence.screen": cfg.screen.name}
         run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
+        if run_id is not None:
+            pipeline.claimed.add(revision.name)
         if run_id is None:
             done = tracker.finished_run(digest)
             if done is not None:

@@ -19,7 +19,7 @@ checks the folder), and tests (a fetch that sleeps and copies).
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, List, Optional, Sequence, TypeVar
 
@@ -47,8 +47,9 @@ class Pipeline(Generic[T]):
 
     ``evict(item, value)`` is called for an item once the caller has moved past it
     (asked for the next item, or left the loop) and its fetch succeeded. Leaving the
-    loop early (``break``, an exception) waits for the fetch in flight and evicts it too,
-    so nothing fetched ahead is left behind.
+    loop early (``break``, an exception) does not wait for the fetch in flight; it is
+    evicted when it lands, so nothing fetched ahead is left behind. ``ahead=0`` fetches
+    each item only when it is asked for (no overlap; for comparison).
     """
 
     def __init__(self, items: Sequence[T], fetch: Callable[[T], Any],
@@ -73,36 +74,50 @@ class Pipeline(Generic[T]):
 
         tic = time.perf_counter()
         try:
-            value = future.result()
+            value = future.result()  # Ctrl-C while waiting propagates; the fetch's own error does not
             return Fetched(item, value, None, time.perf_counter() - tic)
-        except BaseException as exc:  # noqa: BLE001  (handed to the caller: it fails this item only)
+        except Exception as exc:  # noqa: BLE001  (handed to the caller: it fails this item only)
             return Fetched(item, None, exc, time.perf_counter() - tic)
 
+    def _start(self, item: T) -> Future:
+        """Run ``fetch(item)`` in a daemon thread (one at a time: the previous one has been
+        waited for), so an interrupted job exits without waiting for a download in flight
+        (huggingface_hub resumes it next time)."""
+        import threading
+
+        future: Future = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(self.fetch(item))
+            except BaseException as exc:  # noqa: BLE001
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="prefetch", daemon=True).start()
+        return future
+
     def __iter__(self) -> Iterator[Fetched]:
-        if not self.items:
-            return
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch")
         pending: Optional[Future] = None
         pending_item: Any = None
         current: Optional[Fetched] = None
         n = len(self.items)
         try:
-            pending, pending_item = pool.submit(self.fetch, self.items[0]), self.items[0]
             for idx, item in enumerate(self.items):
+                if pending is None:
+                    pending, pending_item = self._start(item), item
                 current = self._wait(pending, item)
                 pending = None
                 if self.ahead and idx + 1 < n:  # start i+1 before handing out i
-                    pending, pending_item = pool.submit(self.fetch, self.items[idx + 1]), self.items[idx + 1]
+                    pending, pending_item = self._start(self.items[idx + 1]), self.items[idx + 1]
                 yield current
                 done, current = current, None
                 self._evict(done.item, done.value)
-                if not self.ahead and idx + 1 < n:
-                    pending, pending_item = pool.submit(self.fetch, self.items[idx + 1]), self.items[idx + 1]
         finally:
             if current is not None:  # the caller left the loop while holding this item
                 self._evict(current.item, current.value)
-            if pending is not None:  # fetched ahead but never handed out
-                late = self._wait(pending, pending_item)
-                if late.error is None:
-                    self._evict(pending_item, late.value)
-            pool.shutdown(wait=True)
+            if pending is not None:  # fetched ahead, never handed out: evicted once it lands
+                def late(future: Future, item=pending_item) -> None:
+                    if future.exception() is None:
+                        self._evict(item, future.result())
+
+                pending.add_done_callback(late)

@@ -97,65 +97,58 @@ def test_a_failed_fetch_fails_only_its_revision_and_early_exit_evicts():
     evicted.clear()
     for g in Pipeline(range(5), fetch, lambda i, v: evicted.append(i)):
         if g.item == 2:
-            break  # leaving the loop evicts the held revision and the one fetched ahead
+            break  # leaving the loop evicts the held revision and, once it lands, the one fetched ahead
+    for _ in range(100):
+        if len(evicted) == 3:
+            break
+        time.sleep(0.02)
     assert evicted == [0, 2, 3]
 
 
-HUB = textwrap.dedent("""
-    import json
-    from omegaconf import OmegaConf
-    from emergence import EmergenceError
-    from emergence.loading import fetch_revision, load
-    from emergence.revisions import Revision
-    cfg = OmegaConf.create({"name": "hubby", "repo": "org/hubby", "path": None, "family": "gpt_neox",
-                            "dtype": "auto", "revisions": "snapshot"})
-    known = [Revision(10, 10, "step10"), Revision(20, 20, "step20")]
-    out = {"folder": fetch_revision(cfg, known[0], known, progress=False)}
-    out["source"] = load(cfg, known[0], known, progress=False, folder=out["folder"]).source
+HUB_JOB = textwrap.dedent("""
+    import json, sys
+    from emergence.job import JobFailed, run_job
+    from emergence.registry import compose
+    store = sys.argv[1]
+    cfg = compose(["model=pythia_70m", "revision=logspaced", "revision.k=3", "cache.evict=true",
+                   "corpus.n_sequences=16", "corpus.batch_size=8", "corpus.segment_length=12",
+                   "screen.memory_gb=0.01", "stats=false",
+                   f"tracking.uri=sqlite:///{store}/mlflow.db", f"tracking.artifacts={store}/art"])
     try:
-        fetch_revision(cfg, known[1], known, progress=False)
-    except EmergenceError as exc:
-        out["missing"] = str(exc)
-    print(json.dumps(out))
+        run_job(cfg, progress=False)
+        print(json.dumps({"failed": None}))
+    except JobFailed as exc:
+        print(json.dumps({"failed": str(exc)}))
 """)
 
 
-def test_hub_fetch_reads_the_hf_cache_offline_and_names_what_to_do(tmp_path):
+def test_hub_job_prefetches_from_the_cache_evicts_behind_and_fails_the_missing_revision(tmp_path):
+    """run_job on a hub model (a real offline HF cache): step1 and step143000 cached, step512 not.
+    The missing one fails its own run with the offline message; the others are screened (batch
+    size from screen.memory_gb, capped by corpus.batch_size); with cache.evict=true nothing is
+    left in the cache."""
     from test_loading import fake_hub_cache
 
     cache = tmp_path / "hub"
-    fake_hub_cache(cache, "org/hubby", ["step10"])
+    fake_hub_cache(cache, "EleutherAI/pythia-70m", ["step1", "step143000"])
     env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1")
-    proc = subprocess.run([sys.executable, "-c", HUB], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run([sys.executable, "-c", HUB_JOB, str(tmp_path / "store")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert Path(out["folder"]).parent == cache / "models--org--hubby" / "snapshots"
-    assert out["source"] == "org/hubby@step10"
-    assert "'step20' is not in the local HF cache and HF_HUB_OFFLINE is set" in out["missing"]
-    assert "hf download org/hubby --revision step20" in out["missing"]
-
-
-def test_run_job_records_an_unfetchable_revision_and_screens_the_others(tmp_path):
-    from emergence.job import JobFailed, run_job
-    from emergence.registry import compose
-
-    folder = save_revisions(tmp_path / "ckpt", "gpt_neox", steps=(10, 100, 1000))
-    shutil.rmtree(folder / "step100")  # listed in revisions.json, but cannot be fetched
-    cfg = compose(["model=pythia_70m", "model.name=tiny_neox", f"model.path={folder}", "model.repo=null",
-                   "model.revisions=folder", "revision=all", "corpus.n_sequences=16", "corpus.batch_size=8",
-                   "corpus.segment_length=12", "screen.memory_gb=0.01", "stats=false",
-                   f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"tracking.artifacts={tmp_path}/art"])
-    with pytest.raises(JobFailed, match=r"1 of 3 revision\(s\) failed: step100: FetchFailed: local checkpoint"):
-        run_job(cfg, progress=False)
+    failed = json.loads(proc.stdout.strip().splitlines()[-1])["failed"]
+    assert failed.startswith("pythia_70m: 1 of 3 revision(s) failed: step512: FetchFailed: EleutherAI/pythia-70m "
+                             "at revision 'step512' is not in the local HF cache and HF_HUB_OFFLINE is set")
     import mlflow
 
-    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    exp = client.get_experiment_by_name(cfg.tracking.experiment)
-    status = {r.data.params.get("revision", r.data.tags.get("emergence.revision")): r.info.status
-              for r in client.search_runs([exp.experiment_id])}
-    assert status == {"step10": "FINISHED", "step100": "FAILED", "step1000": "FINISHED"}
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/store/mlflow.db")
+    exp = client.get_experiment_by_name("emergence")
+    status = {r.data.tags["emergence.revision"]: r.info.status for r in client.search_runs([exp.experiment_id])}
+    assert status == {"step1": "FINISHED", "step512": "FAILED", "step143000": "FINISHED"}
     done = [r for r in client.search_runs([exp.experiment_id]) if r.info.status == "FINISHED"]
-    assert all(r.data.params["batch_size"] == "8" for r in done)
-    assert "screen.memory_gb" in done[0].data.params["memory_budget"]
+    assert all(r.data.params["batch_size"] == "8" for r in done)  # corpus.batch_size caps the budget's
+    assert all("screen.memory_gb" in r.data.params["memory_budget"] for r in done)
     assert all("fetch_wait_seconds" in r.data.metrics for r in done)
+    assert {r.data.params["source"] for r in done} == {"EleutherAI/pythia-70m@step1",
+                                                       "EleutherAI/pythia-70m@step143000"}
+    snapshots = cache / "models--EleutherAI--pythia-70m" / "snapshots"
+    assert not snapshots.exists() or not any(snapshots.iterdir())  # evicted behind the screen
