@@ -76,6 +76,11 @@ CURVE_METRICS = ("fraction.bos", "count.induction", "count.bos", "induction_loss
 _LOCKED = ("database is locked", "database table is locked")
 
 
+#: Settings that change how much goes through one forward pass, never the results:
+#: left out of a run's identity, so changing them does not screen a revision again.
+THROUGHPUT_KEYS = {"corpus": ("batch_size",), "screen": ("memory_gb",)}
+
+
 def config_hash(cfg: DictConfig, revision: Revision) -> str:
     identity = {
         "model": OmegaConf.to_container(cfg.model, resolve=True),
@@ -83,6 +88,9 @@ def config_hash(cfg: DictConfig, revision: Revision) -> str:
         "corpus": OmegaConf.to_container(cfg.corpus, resolve=True),
         "screen": OmegaConf.to_container(cfg.screen, resolve=True),
     }
+    for group, keys in THROUGHPUT_KEYS.items():
+        for key in keys:
+            identity[group].pop(key, None)
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

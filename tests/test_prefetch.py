@@ -152,3 +152,13 @@ def test_hub_job_prefetches_from_the_cache_evicts_behind_and_fails_the_missing_r
                                                        "EleutherAI/pythia-70m@step143000"}
     snapshots = cache / "models--EleutherAI--pythia-70m" / "snapshots"
     assert not snapshots.exists() or not any(snapshots.iterdir())  # evicted behind the screen
+
+
+def test_only_the_files_a_screen_needs_are_downloaded():
+    from emergence.loading import screen_patterns
+
+    both = screen_patterns(["config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json"])
+    assert "*.safetensors" in both and not any(p.endswith(".bin") for p in both)  # one weight format
+    assert "pytorch_model*.bin" in screen_patterns(["config.json", "pytorch_model.bin"])
+    assert {"config.json", "tokenizer.json", "tokenizer_config.json"} <= set(both)
+    assert not any(p in ("*", "*.msgpack", "*.h5", "*.ckpt") for p in screen_patterns(None))

@@ -97,3 +97,20 @@ def test_a_moved_study_reads_back_after_relocate(tmp_path):
     results = read_mlflow(f"sqlite:///{new}/mlflow.db", "emergence")
     assert results.heads is not None and len(results.heads) == 6
     assert sorted(results.heads["revision"].unique()) == ["r0", "r1", "r2"]
+
+
+def test_throughput_settings_are_not_part_of_a_runs_identity():
+    """batch_size and memory_gb change how a pass is cut, not its results: same identity."""
+    from hydra import compose, initialize_config_dir
+
+    from emergence.registry import CONF_DIR
+    from emergence.revisions import Revision
+    from emergence.tracking import config_hash
+
+    rev = Revision(tokens=1000, step=10, name="step10")
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+        base = compose("config")
+        same = compose("config", overrides=["corpus.batch_size=7", "screen.memory_gb=2"])
+        other = compose("config", overrides=["corpus.n_sequences=7"])
+    assert config_hash(base, rev) == config_hash(same, rev)
+    assert config_hash(base, rev) != config_hash(other, rev)
