@@ -22,11 +22,18 @@ from urllib.parse import unquote, urlparse
 ARTIFACTS_DIR = "mlartifacts"
 
 
+def sqlite_file(tracking_uri: str) -> Optional[Path]:
+    """The database file of a ``sqlite:///`` URI, absolute; None for anything else."""
+    if tracking_uri.startswith("sqlite:///"):
+        return Path(unquote(tracking_uri[len("sqlite:///"):].split("?")[0])).expanduser().resolve()
+    return None
+
+
 def local_store_dir(tracking_uri: str) -> Optional[Path]:
     """The folder of a local store (the SQLite file's folder, or the ``file:`` store
     folder itself), absolute; None for a tracking server or another database."""
     if tracking_uri.startswith("sqlite:///"):
-        return Path(unquote(tracking_uri[len("sqlite:///"):])).expanduser().resolve().parent
+        return sqlite_file(tracking_uri).parent
     if tracking_uri.startswith("file:"):
         return Path(unquote(urlparse(tracking_uri).path)).expanduser().resolve()
     if "://" not in tracking_uri:  # a bare path is a file store

@@ -130,7 +130,8 @@ def _run_note(cfg: DictConfig, revision: Revision) -> str:
             f"screen {cfg.screen.name}, corpus {cfg.corpus.kind}. Metrics are logged at step = tokens.")
 
 
-def revision_pipeline(cfg: DictConfig, revisions: List[Revision], tracker: Tracker, progress: bool = True) -> Pipeline:
+def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Revision], tracker: Tracker,
+                      progress: bool = True) -> Pipeline:
     """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched in the
     background while revision i is screened; with ``cache.evict=true`` a hub revision is
     deleted from the HF cache once the job has moved past it (screened or failed; not one
@@ -141,7 +142,6 @@ def revision_pipeline(cfg: DictConfig, revisions: List[Revision], tracker: Track
 
     from emergence.loading import checkpoint_location
 
-    known = registry.model_revisions(cfg.model)
     hub = bool(cfg.model.repo) and not cfg.model.path and cfg.model.revisions != "toy"
     done = set() if cfg.force else {r.name for r in revisions
                                     if tracker.finished_run(config_hash(cfg, r)) is not None}
@@ -184,7 +184,8 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
     sweep = sweep_id(cfg)
     results: List[RevisionResult] = []
     failures: List[str] = []
-    pipeline = revision_pipeline(cfg, revisions, tracker, progress)
+    known = registry.model_revisions(cfg.model)  # once per job, not once per revision
+    pipeline = revision_pipeline(cfg, revisions, known, tracker, progress)
     bar = tqdm(pipeline, total=len(revisions), desc=f"{cfg.model.name}", unit="rev",
                disable=not progress or len(revisions) < 2)
     for fetched in bar:
@@ -199,7 +200,7 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
         run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
         if run_id is not None:
             pipeline.claimed.add(revision.name)
-        if run_id is None:
+        else:
             done = tracker.finished_run(digest)
             if done is not None:
                 results.append(RevisionResult(cfg.model.name, revision, done.info.run_id,
@@ -213,7 +214,7 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
                 if fetched.error is not None:  # this revision only: recorded, the others go on
                     raise FetchFailed(str(fetched.error))
                 tic = time.perf_counter()
-                loaded = load(cfg.model, revision, known=registry.model_revisions(cfg.model), device=cfg.device,
+                loaded = load(cfg.model, revision, known=known, device=cfg.device,
                               toy_dir=cfg.cache.toy_dir, progress=progress, folder=fetched.value)
                 load_seconds = time.perf_counter() - tic
                 tic = time.perf_counter()

@@ -47,12 +47,11 @@ import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
-from urllib.parse import unquote
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from emergence.contract import artifact_location
+from emergence.contract import artifact_location, sqlite_file
 from emergence.revisions import Revision
 
 CONFIG_HASH_TAG = "emergence.config_hash"
@@ -134,17 +133,6 @@ def retry(fn: Callable, *args, attempts: int = 40, **kwargs):
 
 
 # --- the store ------------------------------------------------------------------------------
-
-def sqlite_file(uri: str) -> Optional[Path]:
-    """The database file of a ``sqlite:///`` URI, absolute; None for anything else."""
-    if uri.startswith("sqlite:///"):
-        return Path(unquote(uri[len("sqlite:///"):].split("?")[0])).expanduser().resolve()
-    return None
-
-
-def is_server(uri: str) -> bool:
-    return uri.startswith(("http://", "https://"))
-
 
 @contextmanager
 def store_lock(uri: str, timeout: float = 900.0):
@@ -387,22 +375,6 @@ class Tracker:
                 retry(self.client.log_batch, self.parent_run, metrics=metrics)
             except Exception:  # noqa: BLE001  (the parent is a convenience; the runs hold the data)
                 pass
-
-    def log(self, *, run_name: str, params: Mapping[str, str], metrics: Mapping[str, float],
-            heads: pd.DataFrame, config_yaml: str, tags: Mapping[str, str],
-            step: int = 0, extra_artifacts: Optional[Mapping[str, str]] = None) -> str:
-        """Claim (forced) and write one complete run; returns its id. FAILED if anything raises."""
-        digest = tags.get(CONFIG_HASH_TAG, "")
-        run_id, why = self.claim(digest, run_name, tags, force=True)
-        if run_id is None:
-            raise RuntimeError(why)
-        try:
-            self.complete(run_id, params=params, metrics=metrics, heads=heads, config_yaml=config_yaml,
-                          step=step, extra_artifacts=extra_artifacts)
-        except BaseException as exc:
-            self.fail(run_id, exc)
-            raise
-        return run_id
 
 
 # --- a sweep's parent run -------------------------------------------------------------------

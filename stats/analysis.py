@@ -267,6 +267,7 @@ class StudyAnalysis:
         conv = [c.table.assign(model=c.model) for c in self.convergence]
         pr = [pd.DataFrame([h.to_dict() for h in p.heads]).assign(model=p.model) for p in self.pr_lead if p.heads]
         sens = self.sensitivity.to_dict()["rows"] if self.sensitivity is not None else []
+        gaps = self.gap_dicts()
         return {
             "data": self.results.curves,
             "milestones": pd.DataFrame([m.to_dict() for m in self.milestones]).drop(columns=["bracket_tokens"], errors="ignore"),
@@ -276,7 +277,7 @@ class StudyAnalysis:
             "reproduction": pd.DataFrame(self.reproduction.rows if self.reproduction is not None else []),
             "curves": pd.DataFrame(rows),
             "fits": pd.DataFrame(fit_rows),
-            "gaps": pd.DataFrame(self.gap_dicts()).drop(columns=["notes"], errors="ignore") if self.gap_dicts() else pd.DataFrame(),
+            "gaps": pd.DataFrame(gaps).drop(columns=["notes"], errors="ignore") if gaps else pd.DataFrame(),
             "layer_floor": pd.DataFrame([f.to_dict() for f in self.layer_floor]),
             "layer_onset": pd.DataFrame([{"model": f.model, "layer": l, "onset_tokens": t} for f in self.layer_onset for l, t in f.onset.items()]),
             "convergence": pd.concat(conv, ignore_index=True) if conv else pd.DataFrame(),
