@@ -12,6 +12,7 @@ resident set of a phase's process. Budget (issue 3): the two phases together at 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,7 @@ def timed(args, work: Path) -> tuple[float, float, str]:
     peak_file = work / "peak.txt"
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", PEAK, str(peak_file), *args], cwd=ROOT,
+                          env=dict(os.environ, EMERGENCE_HOME=str(work)),  # Hydra logs, stats report: work/outputs
                           capture_output=True, text=True)
     wall = time.perf_counter() - start
     if proc.returncode != 0:

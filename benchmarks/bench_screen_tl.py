@@ -52,6 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from emergence.contract import INDUCTION_LOSS_METRIC, selectivity_column  # noqa: E402  (torch-free)
+
 #: EleutherAI/pythia-160m config.json values (hidden size, layers, heads, d_ff, vocab, rotary).
 PYTHIA_160M = dict(vocab_size=50304, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                    intermediate_size=3072, hidden_act="gelu", rotary_pct=0.25, rotary_emb_base=10000,
@@ -118,7 +120,7 @@ def naive_route(model, probe):
             loss, count = loss + s, count + c
             del out, atts
     heads = selectivities_from_mean(sums / probe.n_sequences, probe.input_ids[0])
-    return {"induction_loss": loss / count, "max_induction_sel": float(heads["selectivity.induction"].max())}
+    return {"induction_loss": loss / count, "max_induction_sel": float(heads[selectivity_column("induction")].max())}
 
 
 def make_bridge(model):
@@ -176,8 +178,8 @@ def route(name: str, args) -> dict:
     if name == "streaming":
         cfg = OmegaConf.structured(ScreenConfig(participation_ratio=True))
         res = screen(model, adapter_for(model), probe, cfg, progress=False)
-        info = {"induction_loss": res.metrics["induction_loss"],
-                "max_induction_sel": float(res.heads["selectivity.induction"].max())}
+        info = {"induction_loss": res.metrics[INDUCTION_LOSS_METRIC],
+                "max_induction_sel": float(res.heads[selectivity_column("induction")].max())}
     elif name == "naive":
         info = naive_route(model, probe)
     elif name == "tl":

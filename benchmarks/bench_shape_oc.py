@@ -128,8 +128,10 @@ def main():
         return draw
 
     flat = [
-        ("flat, binomial draws, 128 heads, p ~ U(0, 0.3)", lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n128, rng), n128)),
-        ("flat, beta-binomial phi = 4, 256 heads", lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)),
+        ("flat, binomial draws, 128 heads, p ~ U(0, 0.3)",
+         lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n128, rng), n128)),
+        ("flat, beta-binomial phi = 4, 256 heads",
+         lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)),
         ("flat population: U(0, 60) on + 4 flickering (p 0.5)", flat_pop(60, 4, 0.5)),
         ("flat population: 3 heads flickering (p 0.3), none on", flat_pop(0, 3, 0.3)),
     ]

@@ -46,7 +46,8 @@ def main():
             if i % 3 == 0:
                 p = step_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.3, 0.7), int(rng.integers(2, 7)))
             else:
-                p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.2, 0.7), 10 ** rng.uniform(10, 11.5), rng.uniform(0.3, 2.5))
+                p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.2, 0.7), 10 ** rng.uniform(10, 11.5),
+                                         rng.uniform(0.3, 2.5))
             frames.append(curves_frame(f"model{m}", c, tok, simulate_counts_once(p, n, rng), n))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "curves.csv")

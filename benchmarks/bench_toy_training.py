@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -73,7 +74,8 @@ def sweep(model: str, toy_dir: Path, work: Path) -> dict:
     args = [f"model={model}", f"cache.toy_dir={toy_dir}", f"tracking.uri=sqlite:///{store}/mlflow.db",
             f"tracking.artifacts={store}/artifacts", f"hydra.run.dir={work}/hydra/{model}"]
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", JOB, str(peak), *args], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", JOB, str(peak), *args], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, EMERGENCE_HOME=str(work)))  # the stats report: work/outputs
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         return {"model": model, "wall_s": wall, "peak_mb": float("nan"), "error": proc.stderr[-1500:],

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import gc
-import os
 import resource
 import shutil
 import sys
@@ -202,7 +201,7 @@ def run_routes(name: str, args, device) -> dict:
         except Exception as exc:  # noqa: BLE001  (one route failing must not lose the others)
             out["routes"][route] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
         print(f"  {name} {route}: {out['routes'][route]}", flush=True)
-    del model, bridge
+    model = bridge = None  # drop the references before collecting (a del confuses ruff's F821 in the closures)
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()

@@ -1,6 +1,11 @@
 """``python -m emergence [group=option ...] [key=value ...]`` (``-m`` to sweep).
 
 With no arguments: the embedded default, the toy suite (trained on first use).
+
+Bad input (a wrong type, a misspelt key, a value out of range or not among the choices)
+exits with status 2 and one line naming the value and the valid choices, before any model
+is loaded or trained: :func:`precheck` composes the command line first and checks it
+against the schema (emergence/config.py); ``emergence.job.validate`` does the cross-checks.
 """
 
 from __future__ import annotations
@@ -78,9 +83,19 @@ def main(cfg: DictConfig):
     return results
 
 
+def precheck(argv) -> None:
+    """Compose the command line (each value of a ``-m`` sweep) and check it against the schema
+    before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line."""
+    from emergence.config import EmergenceConfig
+    from emergence.validation import precheck as compose_and_check
+
+    check_command_line(argv)
+    compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)
+
+
 def cli() -> None:
     try:
-        check_command_line(sys.argv[1:])
+        precheck(sys.argv[1:])
     except EmergenceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -4,7 +4,9 @@ Each group (``model``, ``corpus``, ``revision``, ``screen``, ``tracking``) is a
 dataclass here; the primary config ``conf/config.yaml`` lists the schema
 ``emergence_schema`` first in its defaults, so Hydra merges every group option into
 a typed node: a misspelt key or a wrong type fails at composition and the error
-names the key.
+names the key. Each field's constraint (range, choices) sits next to it, in its
+``metadata`` (see emergence/validation.py); :func:`check_config` checks a composed
+config against them, in one line, before any model is loaded or trained.
 """
 
 from __future__ import annotations
@@ -15,42 +17,83 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from emergence import families, head_classes, sources
+from emergence.revisions import SELECTIONS
 from emergence.toy.recipe import ToyRecipeConfig
+from emergence.validation import SEED, check
 
-#: The six head classes of the selectivity screen (METHODS section 5).
-HEAD_CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
-#: Architecture families with an adapter.
-FAMILIES = ("gpt_neox", "olmo", "olmoe")
+#: The head classes of the selectivity screen (METHODS section 5), from the registry
+#: emergence/head_classes/ (one file per class), as it stands at import.
+HEAD_CLASSES = head_classes.names()
+#: Architecture families (``model.family``): the registry emergence/families/ (one file per
+#: family), as it stands at import.
+FAMILIES = families.family_names()
+#: Model sources (``model.revisions``): the registry emergence/sources/ (one file per source),
+#: as it stands at import.
+MODEL_SOURCES = sources.source_names()
+
+#: ``model.dtype`` choices (``auto``: the family's safe default, see emergence/loading.py).
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+#: ``screen.ablation.mode`` and ``screen.ablation.group`` choices.
+ABLATION_MODES = ("zero", "mean")
+ABLATION_GROUPS = ("induction", "list")
+
+
+def model_sources() -> tuple:
+    """``model.revisions`` choices: where a model's revision list comes from (the source
+    registry as it stands now, so a source added with ``emergence.sources.register`` counts)."""
+    return sources.source_names()
+
+
+def corpus_kinds() -> tuple:
+    """``corpus.kind`` choices (emergence/probes.py; imported here on use: it needs torch)."""
+    from emergence.probes import CORPORA
+
+    return CORPORA
+
+
+def screen_recipes() -> tuple:
+    """``screen.recipe`` choices (emergence/screens/recipes.py; imported on use: it needs torch)."""
+    from emergence.screens.recipes import RECIPES
+
+    return tuple(RECIPES)
 
 
 @dataclass
 class TokenCountConfig:
-    """How a revision's training-token count is known.
+    """How a revision's training-token count is known, where the source computes it.
 
-    rule: ``per_step`` (tokens = step x tokens_per_step, Pythia), ``branch_suffix``
-    (parsed from ``stepN-tokensXB`` branch names, OLMo/OLMoE) or ``recorded``
-    (read from the checkpoint folder's ``revisions.json``, toy models).
+    The source (``model.revisions``) decides how tokens are known: ``pythia`` computes
+    step x ``tokens_per_step``; ``snapshot`` reads the snapshot (tokens parsed from
+    ``stepN-tokensXB`` branch names); ``folder`` reads ``<path>/revisions.json``, else
+    computes step x ``tokens_per_step`` for ``step<N>/`` folders; ``toy`` reads the
+    recipe's schedule.
     """
 
-    rule: str = "per_step"
-    tokens_per_step: Optional[int] = None
+    #: Training tokens a step (``pythia``: 2,097,152 when null; ``folder``: 0 when null).
+    tokens_per_step: Optional[int] = field(default=None, metadata={"min": 1})
 
 
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    #: Hub repo id (``EleutherAI/pythia-1b``); loaded with ``from_pretrained(repo, revision=...)``.
+    #: Hub repo id (``EleutherAI/pythia-1b``) of the hub sources (``revisions: pythia`` or
+    #: ``snapshot``); loaded with ``from_pretrained(repo, revision=...)``.
     repo: Optional[str] = None
-    #: Local folder holding one HF model folder per revision (``<path>/<revision>/``).
+    #: Local folder holding one HF model folder per revision (``<path>/<revision>/``), for
+    #: ``revisions: folder``.
     path: Optional[str] = None
-    family: str = MISSING
+    #: The architecture family (emergence/families/): hook points and dtype policy.
+    family: str = field(default=MISSING, metadata={"choices": lambda: families.family_names()})
     pretraining_corpus: str = "unknown"
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
-    #: Where the revision list comes from: ``pythia`` (computed schedule), ``snapshot``
-    #: (``emergence/snapshots/<name>.json``), ``folder`` (scan ``path``) or ``toy``.
-    revisions: str = "snapshot"
+    #: The model source (emergence/sources/): where the revision list comes from and where
+    #: each revision lies: ``pythia`` (hub repo, computed schedule), ``snapshot`` (hub repo,
+    #: ``emergence/snapshots/<name>.json``), ``folder`` (local folders under ``path``) or
+    #: ``toy`` (the project's toy suite, trained from ``recipe``).
+    revisions: str = field(default="snapshot", metadata={"choices": lambda: model_sources()})
     #: ``auto`` picks the family's safe default (float32 on CPU; never fp16 for GPT-NeoX).
-    dtype: str = "auto"
+    dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
     recipe: Optional[ToyRecipeConfig] = None
 
@@ -59,68 +102,85 @@ class ModelConfig:
 class CorpusConfig:
     #: ``synthetic_induction`` (METHODS section 4), ``text_file`` or ``xu2026`` (the
     #: reference study's probe, ``[filler] A B [filler] A``; emergence/probes.py).
-    kind: str = "synthetic_induction"
-    n_sequences: int = 2000
+    kind: str = field(default="synthetic_induction", metadata={"choices": lambda: corpus_kinds()})
+    n_sequences: int = field(default=2000, metadata={"min": 1})
     #: Length n of the repeated segment; sequences are ``[first] a1..an a1..an``.
-    segment_length: int = 31
-    seed: int = 0
+    segment_length: int = field(default=31, metadata={"min": 2})
+    seed: int = field(default=0, metadata=SEED)
     #: For ``xu2026``: token ids are drawn from [vocab_lo, vocab_hi) (the study: [100, 10000)).
-    vocab_lo: int = 100
-    vocab_hi: int = 10000
+    vocab_lo: int = field(default=100, metadata={"min": 0})
+    vocab_hi: int = field(default=10000, metadata={"min": 2})
     #: For ``xu2026``: when the probe does not fit the model (vocab_hi past its usable
     #: vocabulary, seq_len past its context), draw from [1, usable vocabulary) and cut
     #: seq_len to the context, with a note; false: refuse in one line.
     fit_to_model: bool = False
     #: Token id at position 0; ``null`` = the model's bos id, else its eos id.
-    first_token: Optional[int] = None
-    batch_size: int = 100
+    first_token: Optional[int] = field(default=None, metadata={"min": 0})
+    batch_size: int = field(default=100, metadata={"min": 1})
     #: For ``text_file``: the file, the window length, and the stride between windows.
     #: ``seq_len`` is also the sequence length T of ``xu2026`` (the study: 256).
     path: Optional[str] = None
-    seq_len: int = 64
-    stride: Optional[int] = None
+    seq_len: int = field(default=64, metadata={"min": 2})
+    stride: Optional[int] = field(default=None, metadata={"min": 1})
     #: For ``text_file``: prepend the model's first token to each window.
     prepend_first_token: bool = True
 
 
 @dataclass
+class RefineConfig:
+    """Adaptive refinement (``revision=refine``; emergence/refine.py): rounds of new revisions
+    inside each class's bracket until it lies between adjacent registry revisions."""
+
+    #: Classes whose transition is refined (their head counts' largest jump).
+    classes: List[str] = field(default_factory=lambda: ["bos", "induction"],
+                               metadata={"items": {"choices": head_classes.names}})
+    #: New revisions a class a round (1: bisection in log tokens).
+    per_round: int = field(default=1, metadata={"min": 1, "max": 64})
+    #: At most this many rounds.
+    rounds: int = field(default=8, metadata={"min": 1, "max": 64})
+
+
+@dataclass
 class RevisionConfig:
-    #: ``logspaced`` | ``final`` | ``all`` | ``named``.
-    select: str = "logspaced"
+    #: ``logspaced`` | ``final`` | ``all`` | ``named`` | ``refine`` (which starts from ``logspaced``).
+    select: str = field(default="logspaced", metadata={"choices": lambda: SELECTIONS})
     #: Number of revisions for ``logspaced`` (first and last included).
-    k: int = 10
+    k: int = field(default=10, metadata={"min": 2})
     #: Revision name for ``select: named``.
     name: Optional[str] = None
-    #: One revision of the selection, set by the multirun sweeper for each job.
+    #: One revision of the selection, set by the multirun sweeper for each job (for
+    #: ``refine``: any revision of the model's registry).
     pin: Optional[str] = None
+    refine: RefineConfig = field(default_factory=RefineConfig)
 
 
 @dataclass
 class PRConfig:
     #: Samples P of each head's output used for the participation ratio (fixed across revisions).
-    samples: int = 2000
-    seed: int = 0
+    samples: int = field(default=2000, metadata={"min": 3})
+    seed: int = field(default=0, metadata=SEED)
 
 
 @dataclass
 class AblationConfig:
     #: ``zero`` or ``mean`` replacement of the group's o_proj-input slices.
-    mode: str = "mean"
+    mode: str = field(default="mean", metadata={"choices": ABLATION_MODES})
     #: ``induction`` (heads flagged induction at this revision) or ``list``.
-    group: str = "induction"
+    group: str = field(default="induction", metadata={"choices": ABLATION_GROUPS})
     #: For ``group: list``: heads as ``"layer.head"`` strings.
-    heads: List[str] = field(default_factory=list)
+    heads: List[str] = field(default_factory=list, metadata={"items": {"pattern": r"\d+\.\d+", "hint": "'layer.head', e.g. '3.1'"}})
     #: Random control groups of the same size, drawn from the other heads.
-    controls: int = 20
+    controls: int = field(default=20, metadata={"min": 0})
     #: Head classes whose heads flagged at this revision are left out of the control pool.
     #: Default ``[previous_token]``, a deliberate departure from METHODS section 7 (controls
     #: from every other head): previous-token heads are the upstream half of the induction
     #: circuit, and a control group holding them breaks induction as the group itself does
     #: (README, "Group ablation"). ``[]`` restores the METHODS pool.
-    control_exclude: List[str] = field(default_factory=lambda: ["previous_token"])
+    control_exclude: List[str] = field(default_factory=lambda: ["previous_token"],
+                                       metadata={"items": {"choices": head_classes.names}})
     #: Probe sequences used by the ablation passes (the first ones of the probe).
-    n_sequences: int = 500
-    seed: int = 0
+    n_sequences: int = field(default=500, metadata={"min": 1})
+    seed: int = field(default=0, metadata=SEED)
 
 
 @dataclass
@@ -128,12 +188,12 @@ class Xu2026ScreenConfig:
     """The reference study's screen (``screen.recipe: xu2026``; emergence/screens/xu2026.py)."""
 
     #: Baseline: this many distinct key positions, drawn once with RandomState(baseline_seed).
-    baseline_positions: int = 50
-    baseline_seed: int = 0
+    baseline_positions: int = field(default=50, metadata={"min": 1})
+    baseline_seed: int = field(default=0, metadata=SEED)
     #: Selectivity = target / max(baseline, floor).
-    floor: float = 1e-8
+    floor: float = field(default=1e-8, metadata={"gt": 0, "finite": True})
     #: Participation ratio over the first this many probe sequences (the study: 500).
-    pr_sequences: int = 500
+    pr_sequences: int = field(default=500, metadata={"min": 1})
 
 
 @dataclass
@@ -141,30 +201,25 @@ class ScreenConfig:
     name: str = "all"
     #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe:
     #: last query, fixed random baseline, exp-entropy PR, per-layer matched ablation).
-    recipe: str = "project"
+    recipe: str = field(default="project", metadata={"choices": lambda: screen_recipes()})
     xu2026: Xu2026ScreenConfig = field(default_factory=Xu2026ScreenConfig)
-    #: Classes reported (metrics and table columns); all six are always computed.
-    classes: List[str] = field(default_factory=lambda: list(HEAD_CLASSES))
-    #: Selectivity thresholds (x over a uniform head).
+    #: Classes reported (printed); every registered class is computed and logged anyway.
+    classes: List[str] = field(default_factory=lambda: list(head_classes.names()),
+                               metadata={"items": {"choices": head_classes.names}})
+    #: Selectivity thresholds (x over a uniform head); a class left out gets its registry default.
     thresholds: Dict[str, float] = field(
-        default_factory=lambda: {
-            "induction": 50.0,
-            "previous_token": 30.0,
-            "duplicate_token": 30.0,
-            "bos": 30.0,
-            "self": 30.0,
-            "local": 10.0,
-        }
+        metadata={"keys": head_classes.names, "items": {"gt": 0, "finite": True}},
+        default_factory=head_classes.default_thresholds,  # each class's registry default
     )
     #: Window w of the ``local`` class: targets q-w .. q-2.
-    local_window: int = 4
+    local_window: int = field(default=4, metadata={"min": 2})
     participation_ratio: bool = False
     pr: PRConfig = field(default_factory=PRConfig)
     ablation: Optional[AblationConfig] = None
     #: Memory budget (GiB) of the streaming pass's batches, on top of the weights; the batch
     #: size is what fits (emergence.loading.plan_batch_size), capped by ``corpus.batch_size``.
     #: null: 90% of the free GPU memory on CUDA (measured after loading), 4 GiB elsewhere.
-    memory_gb: Optional[float] = None
+    memory_gb: Optional[float] = field(default=None, metadata={"gt": 0, "finite": True})
 
 
 @dataclass
@@ -181,13 +236,13 @@ class TrackingConfig:
     #: The sweep's parent run (set by the sweeper for its jobs; children tag ``mlflow.parentRunId``).
     parent_run: Optional[str] = None
     #: A running job refreshes its run's ``emergence.heartbeat`` tag this often (seconds).
-    heartbeat_s: float = 60.0
+    heartbeat_s: float = field(default=60.0, metadata={"gt": 0, "finite": True})
     #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone
     #: (same host, pid not alive), is dead: the next job of that identity deletes it and claims anew.
-    stale_after_s: float = 600.0
+    stale_after_s: float = field(default=600.0, metadata={"gt": 0, "finite": True})
     #: Tracking server only: seconds to wait after creating a claim before re-reading the
     #: rival claims (a local SQLite store claims under a file lock instead).
-    claim_settle_s: float = 1.0
+    claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
 
 
 @dataclass
@@ -207,7 +262,8 @@ class EmergenceConfig:
     tracking: TrackingConfig = MISSING
     cache: CacheConfig = field(default_factory=CacheConfig)
     #: ``auto`` = cuda if available, else mps, else cpu.
-    device: str = "auto"
+    device: str = field(default="auto", metadata={"pattern": r"auto|cpu|mps|cuda(:\d+)?",
+                                                  "hint": "auto, cpu, cuda, cuda:<i>, mps"})
     #: Re-run a job even when a finished run with the same config exists.
     force: bool = False
     #: Print the per-family summary table at the end.
@@ -219,6 +275,14 @@ class EmergenceConfig:
     dry_run: bool = False
     #: Extra free-form metadata logged as params (``+meta.study=...``).
     meta: Dict[str, Any] = field(default_factory=dict)
+
+
+def check_config(cfg) -> None:
+    """Refuse (:class:`~emergence.EmergenceError`, one line) any value of a composed config
+    that its schema's constraints, or the schema's keys, do not allow."""
+    from emergence import EmergenceError
+
+    check(cfg, EmergenceConfig, EmergenceError)
 
 
 def register_configs() -> None:

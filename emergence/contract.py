@@ -10,16 +10,256 @@ wherever the checkout is; so the folder ``DIR`` can be moved or handed on whole
 (the artifact locations recorded in the store are absolute: after a move, see the
 README's "Moving a study"). With a tracking server (``http(s)://``) the server's own
 artifact destination (``mlflow server --artifacts-destination``) is used.
+
+Run contract. What a screen run writes and ``stats`` reads, named once here:
+
+- tags (:data:`CONFIG_HASH_TAG`, :data:`STATUS_TAG`, ...; a run is read when
+  ``emergence.status = complete``);
+- params (:data:`MODEL_PARAM`, :data:`REVISION_PARAM`, :data:`TOKENS_PARAM`, ... and the
+  flattened config, ``corpus.*`` and ``screen.*``);
+- metrics, built by :func:`count_metric`, :func:`fraction_metric`,
+  :func:`mean_selectivity_metric`, :func:`layer_count_metric` and read back by the one
+  parser :func:`parse_metric`; the whole-model scalars in :data:`CONTINUOUS_METRICS`;
+- the ``heads.csv`` artifact (:data:`HEADS_ARTIFACT`): one row per head, columns
+  :data:`HEAD_KEY_COLUMNS`, then ``selectivity.<class>`` and ``flag.<class>``
+  (:func:`selectivity_column`, :func:`flag_column`) of every registered head class,
+  :data:`PRIMARY_COLUMN`, :data:`FIRST_TOKEN_COLUMN` and the PR columns when the PR ran;
+- the run identity (:class:`RunIdentity`): a run measures one model at one revision on
+  one probe with one screen. Every run logs all head classes (``screen.classes`` only
+  chooses what is printed), so runs that share model, revision and probe are points of
+  the same curves; :func:`probe_key` and :func:`measure_key` compute the probe and the
+  screen's measurement settings from a run's logged params.
+
+Class names themselves live in the registry :mod:`emergence.head_classes` (also free
+of model code).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 from urllib.parse import unquote, urlparse
 
 #: Name of the artifact folder beside a local store.
 ARTIFACTS_DIR = "mlartifacts"
+
+
+# --- tags -----------------------------------------------------------------------------------
+
+#: The run identity's hash (model config, revision, corpus, screen; emergence.tracking.config_hash).
+CONFIG_HASH_TAG = "emergence.config_hash"
+#: ``complete`` once params, metrics and artifacts are all written (the last write).
+STATUS_TAG = "emergence.status"
+STATUS_COMPLETE = "complete"
+#: Shared by the runs of one sweep.
+SWEEP_TAG = "emergence.sweep"
+#: ``screen`` for a revision's run, ``sweep`` for a sweep's parent run.
+KIND_TAG = "emergence.kind"
+ERROR_TAG = "emergence.error"
+HOST_TAG = "emergence.claim.host"
+PID_TAG = "emergence.claim.pid"
+HEARTBEAT_TAG = "emergence.heartbeat"
+#: Readable copies of the identity, for the MLflow UI.
+MODEL_TAG = "emergence.model"
+REVISION_TAG = "emergence.revision"
+TOKENS_TAG = "emergence.tokens"
+SCREEN_TAG = "emergence.screen"
+PARENT_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
+NOTE_TAG = "mlflow.note.content"
+
+# --- params ---------------------------------------------------------------------------------
+
+MODEL_PARAM = "model"
+REVISION_PARAM = "revision"
+STEP_PARAM = "step"
+#: Training tokens seen at the revision (an integer, as text): the curves' x axis.
+TOKENS_PARAM = "tokens"
+FAMILY_PARAM = "family"
+PRETRAINING_CORPUS_PARAM = "pretraining_corpus"
+N_LAYERS_PARAM = "n_layers"
+N_HEADS_PARAM = "n_heads"
+HEAD_DIM_PARAM = "head_dim"
+#: The revision's position in its model's registry (0 = fewest tokens) and the registry's size:
+#: two screened revisions are adjacent checkpoints when their indices differ by 1.
+REGISTRY_INDEX_PARAM = "registry_index"
+REGISTRY_SIZE_PARAM = "registry_size"
+#: The probe in words (``synthetic_induction N=2000 ...``).
+PROBE_PARAM = "probe"
+#: The prefixes of the flattened config groups that define the probe and the screen.
+CORPUS_PREFIX = "corpus."
+SCREEN_PREFIX = "screen."
+CORPUS_KIND_PARAM = "corpus.kind"
+SCREEN_NAME_PARAM = "screen.name"
+SCREEN_RECIPE_PARAM = "screen.recipe"
+#: The classes the run reported (a JSON list); every registered class is logged anyway.
+SCREEN_CLASSES_PARAM = "screen.classes"
+#: ``screen.thresholds.<class>``: the threshold the run's flags and counts used.
+THRESHOLD_PARAM_PREFIX = "screen.thresholds."
+#: The head classes the run computed and logged (a JSON list).
+LOGGED_CLASSES_PARAM = "screen.logged_classes"
+#: Settings that change how much goes through one forward pass, never the results: left out
+#: of a run's identity (its hash and its probe key).
+THROUGHPUT_PARAMS = ("corpus.batch_size", "screen.memory_gb")
+#: Screen settings that change the measured selectivities (not just what is reported or
+#: flagged): runs whose settings differ here measure different things.
+MEASURE_PARAMS = ("screen.recipe", "screen.local_window", "screen.xu2026.baseline_positions",
+                  "screen.xu2026.baseline_seed", "screen.xu2026.floor")
+#: Values assumed for a measure param a run did not log (runs from before the param).
+MEASURE_DEFAULTS = {"screen.recipe": "project", "screen.local_window": "4"}
+
+# --- metrics --------------------------------------------------------------------------------
+
+#: All heads of the model (the n of every whole-model count).
+N_HEADS_TOTAL_METRIC = "n_heads_total"
+MEAN_FIRST_TOKEN_METRIC = "mean_first_token_attention"
+INDUCTION_LOSS_METRIC = "induction_loss"
+INDUCTION_ACCURACY_METRIC = "induction_accuracy"
+PR_MEAN_METRIC = "pr.mean"
+PR_INDUCTION_MEAN_METRIC = "pr.induction_mean"
+TOKENS_METRIC = "tokens"
+#: Whole-model continuous metrics besides the per-class ``mean_selectivity.<class>``
+#: (Schaeffer et al. 2023: report these beside the counts).
+CONTINUOUS_METRICS = (MEAN_FIRST_TOKEN_METRIC, INDUCTION_LOSS_METRIC, INDUCTION_ACCURACY_METRIC, PR_MEAN_METRIC,
+                      PR_INDUCTION_MEAN_METRIC)
+
+#: Per-class metric kinds: ``count.<c>`` flagged heads, ``fraction.<c>`` flagged / all
+#: heads, ``mean_selectivity.<c>`` mean S_c over heads (infinite values left out).
+COUNT, FRACTION, MEAN_SELECTIVITY, LAYER_COUNT = "count", "fraction", "mean_selectivity", "layer_count"
+
+
+def count_metric(head_class: str) -> str:
+    return f"{COUNT}.{head_class}"
+
+
+def fraction_metric(head_class: str) -> str:
+    return f"{FRACTION}.{head_class}"
+
+
+def mean_selectivity_metric(head_class: str) -> str:
+    return f"{MEAN_SELECTIVITY}.{head_class}"
+
+
+def layer_count_metric(layer: int, head_class: str) -> str:
+    """Flagged heads of ``head_class`` in one layer."""
+    return f"layer{int(layer)}.{COUNT}.{head_class}"
+
+
+@dataclass(frozen=True)
+class MetricName:
+    """A per-class metric name taken apart: ``kind`` (:data:`COUNT`, :data:`FRACTION`,
+    :data:`MEAN_SELECTIVITY` or :data:`LAYER_COUNT`), the class, and the layer for
+    :data:`LAYER_COUNT`."""
+
+    kind: str
+    head_class: str
+    layer: Optional[int] = None
+
+
+_CLASS_METRIC = re.compile(r"^(count|fraction|mean_selectivity)\.([a-z][a-z0-9_]*)$")
+_LAYER_METRIC = re.compile(r"^layer(\d+)\.count\.([a-z][a-z0-9_]*)$")
+
+
+def parse_metric(name: str) -> Optional[MetricName]:
+    """The per-class metric ``name`` taken apart, or None for any other metric."""
+    m = _CLASS_METRIC.match(name)
+    if m:
+        return MetricName(m.group(1), m.group(2))
+    m = _LAYER_METRIC.match(name)
+    if m:
+        return MetricName(LAYER_COUNT, m.group(2), int(m.group(1)))
+    return None
+
+
+# --- heads.csv ------------------------------------------------------------------------------
+
+HEADS_ARTIFACT = "heads.csv"
+CONFIG_ARTIFACT = "config.yaml"
+#: The head of a row: layer index and head index within the layer.
+HEAD_KEY_COLUMNS = ("layer", "head")
+#: The flagged class with the largest S_c / threshold_c ("" when none).
+PRIMARY_COLUMN = "primary"
+#: Mean attention on key 0 over all queries q >= 1.
+FIRST_TOKEN_COLUMN = "first_token_attention"
+#: Participation ratio columns, present when the PR screen ran.
+PR_COLUMNS = ("pr", "pr_corrected", "pr_samples")
+
+
+def selectivity_column(head_class: str) -> str:
+    return f"selectivity.{head_class}"
+
+
+def flag_column(head_class: str) -> str:
+    return f"flag.{head_class}"
+
+
+def column_class(column: str) -> Optional[str]:
+    """The class of a ``selectivity.<c>`` or ``flag.<c>`` column, else None."""
+    for prefix in ("selectivity.", "flag."):
+        if column.startswith(prefix):
+            return column[len(prefix):]
+    return None
+
+
+# --- run identity ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What one screen run measured: a model at a revision, on a probe, with a screen.
+
+    ``probe``: :func:`probe_key` of the run's params; ``measure``: :func:`measure_key`.
+    Runs with equal (model, revision, probe) are points of the same curves: ``stats``
+    takes, per metric and per heads.csv column, the newest run that has it, and refuses
+    runs of one (model, probe) whose ``measure`` differs.
+    """
+
+    model: str
+    revision: str
+    probe: str
+    measure: str
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> "RunIdentity":
+        return cls(params[MODEL_PARAM], params.get(REVISION_PARAM, "t" + str(params.get(TOKENS_PARAM, "?"))),
+                   probe_key(params), measure_key(params))
+
+
+def _digest(items: Mapping[str, str]) -> str:
+    return hashlib.sha256(json.dumps(dict(sorted(items.items()))).encode()).hexdigest()[:8]
+
+
+def probe_key(params: Mapping[str, str]) -> str:
+    """The probe a run screened, from its params: ``<corpus.kind>:<hash>`` with the hash
+    over every other ``corpus.*`` param but the throughput ones (so a different seed, size
+    or text file is a different probe); ``unknown`` for runs without corpus params."""
+    corpus = {k: str(v) for k, v in params.items() if k.startswith(CORPUS_PREFIX) and k not in THROUGHPUT_PARAMS}
+    if not corpus:
+        return "unknown"
+    kind = corpus.pop(CORPUS_KIND_PARAM, "unknown")
+    return f"{kind}:{_digest(corpus)}" if corpus else kind
+
+
+def probe_kind(key: str) -> str:
+    """The corpus kind of a :func:`probe_key`."""
+    return key.split(":", 1)[0]
+
+
+def measure_key(params: Mapping[str, str]) -> str:
+    """The screen settings that change measured selectivities (:data:`MEASURE_PARAMS`), as
+    ``name=value`` pairs; ``screen.xu2026.*`` counts only for the ``xu2026`` recipe."""
+    recipe = str(params.get(SCREEN_RECIPE_PARAM, MEASURE_DEFAULTS[SCREEN_RECIPE_PARAM]))
+    parts = []
+    for name in MEASURE_PARAMS:
+        if name.startswith("screen.xu2026.") and recipe != "xu2026":
+            continue
+        value = params.get(name, MEASURE_DEFAULTS.get(name))
+        if value is not None:
+            parts.append(f"{name}={value}")
+    return ", ".join(parts)
 
 
 def sqlite_file(tracking_uri: str) -> Optional[Path]:

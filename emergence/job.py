@@ -9,21 +9,27 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from emergence import EmergenceError
 from emergence import registry
-from emergence.loading import choose_device, choose_dtype, evict, fetch_revision, load, plan_batch_size
+from emergence.config import check_config
+from emergence.loading import choose_device, choose_dtype, load, plan_batch_size
 from emergence.prefetch import FetchFailed, Pipeline
 from emergence.probes import CHECKS as CORPUS_CHECKS, CORPORA, ModelLimits, build_probe, check_corpus
 from emergence.revisions import Revision
 from emergence.screens import check_screen, recipe_for, screen
-from emergence.tracking import CONFIG_HASH_TAG, SWEEP_TAG, Tracker, config_hash, flatten
+from emergence.screens.ablation import check_heads
+from emergence.contract import (CONFIG_HASH_TAG, FAMILY_PARAM, HEAD_DIM_PARAM, INDUCTION_LOSS_METRIC, MODEL_PARAM,
+                                MODEL_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, PROBE_PARAM,
+                                REGISTRY_INDEX_PARAM, REGISTRY_SIZE_PARAM, REVISION_PARAM, REVISION_TAG, SCREEN_TAG,
+                                STEP_PARAM, SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG, count_metric, fraction_metric, parse_metric)
+from emergence.tracking import Tracker, config_hash, flatten
 
-SUMMARY_METRICS = ("fraction.bos", "count.induction", "induction_loss")
+SUMMARY_METRICS = (fraction_metric("bos"), count_metric("induction"), INDUCTION_LOSS_METRIC)
 
 
 @dataclass
@@ -33,10 +39,13 @@ class RevisionResult:
     run_id: str
     metrics: Dict[str, float]
     skipped: bool
+    #: The classes the job reports (``screen.classes``); the run logged every class.
+    classes: Tuple[str, ...] = ("induction",)
 
 
 def validate(cfg: DictConfig) -> List[Revision]:
     """Check every user-given value; returns the revisions to screen."""
+    check_config(cfg)  # every field against its schema's constraints (emergence/config.py)
     check_screen(list(cfg.screen.classes), {k: float(v) for k, v in cfg.screen.thresholds.items()})
     if cfg.corpus.kind not in CORPORA:
         raise EmergenceError(f"unknown corpus kind {cfg.corpus.kind!r}; valid: {', '.join(CORPORA)}")
@@ -50,43 +59,26 @@ def validate(cfg: DictConfig) -> List[Revision]:
                              "(4 GiB on the CPU)")
     recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
     choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
-    if cfg.model.path and cfg.model.revisions != "toy":
-        from pathlib import Path
-
-        if not Path(cfg.model.path).is_dir():
-            raise EmergenceError(f"model.path={cfg.model.path!r} does not exist; give a folder holding one "
-                                 "HF model folder per revision")
+    registry.model_source(cfg.model)  # the family, and the config against its source (emergence/sources/)
     revisions = registry.selected_revisions(cfg.model, cfg.revision)
+    limits = declared_limits(cfg.model, revisions)
     if cfg.corpus.kind in CORPUS_CHECKS:
-        note = check_corpus(cfg.corpus, declared_limits(cfg.model, revisions))
+        note = check_corpus(cfg.corpus, limits)
         if note:
             import sys
 
             print(f"note: {note}", file=sys.stderr)
+    if cfg.screen.ablation is not None:
+        check_heads(cfg.screen.ablation, limits)
     return revisions
 
 
 def declared_limits(model_cfg, revisions: List[Revision]) -> Optional[ModelLimits]:
-    """A model's vocabulary and context as declared before any weights are loaded: the toy
-    recipe, else the ``config.json`` of the first revision (a local folder, or the HF cache
-    without the network); None when unknown (the probe is then checked after loading)."""
-    if model_cfg.revisions == "toy":
-        return ModelLimits(int(model_cfg.recipe.corpus.vocab_size), int(model_cfg.recipe.seq_len), model_cfg.name)
-    if not revisions:
-        return None
-    from pathlib import Path
-
-    from transformers import AutoConfig
-
-    try:
-        if model_cfg.path:
-            config = AutoConfig.from_pretrained(str(Path(model_cfg.path) / revisions[0].name))
-        else:
-            config = AutoConfig.from_pretrained(model_cfg.repo, revision=revisions[0].name, local_files_only=True)
-    except Exception:  # not cached, or no config yet: checked after loading instead
-        return None
-    context = getattr(config, "max_position_embeddings", None)
-    return ModelLimits(int(config.vocab_size), int(context) if context else None, model_cfg.name)
+    """A model's vocabulary, context, layers and heads as declared before any weights are
+    loaded, by its source (the toy recipe, else the ``config.json`` of the first revision in
+    a local folder or the HF cache, without the network); None when unknown (the probe is
+    then checked after loading)."""
+    return registry.model_source(model_cfg).declared_limits(model_cfg, revisions)
 
 
 def sweep_id(cfg: DictConfig) -> str:
@@ -96,19 +88,25 @@ def sweep_id(cfg: DictConfig) -> str:
         from hydra.core.hydra_config import HydraConfig
 
         hc = HydraConfig.get()
-        return hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.run.dir
+        if hc.mode is not None:  # (compose() outside an app leaves a HydraConfig without a mode)
+            return hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.run.dir
     except ValueError:  # outside a Hydra app
-        return f"adhoc-{time.strftime('%Y%m%d-%H%M%S')}"
+        pass
+    return f"adhoc-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def run_params(cfg: DictConfig, revision: Revision, adapter) -> Dict[str, str]:
+def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revision]) -> Dict[str, str]:
+    """Every config value (flattened) and the run contract's identity params; ``known`` is the
+    model's registry, whose index of the revision says which checkpoints are adjacent."""
     params = flatten(OmegaConf.to_container(cfg, resolve=True))
     params.update({
-        "model": cfg.model.name, "revision": revision.name, "step": str(revision.step),
-        "tokens": str(revision.tokens), "family": cfg.model.family,
-        "pretraining_corpus": cfg.model.pretraining_corpus,
-        "n_layers": str(adapter.n_layers), "n_heads": str(adapter.n_heads),
-        "head_dim": str(adapter.head_dim),
+        MODEL_PARAM: cfg.model.name, REVISION_PARAM: revision.name, STEP_PARAM: str(revision.step),
+        TOKENS_PARAM: str(revision.tokens), FAMILY_PARAM: cfg.model.family,
+        PRETRAINING_CORPUS_PARAM: cfg.model.pretraining_corpus,
+        N_LAYERS_PARAM: str(adapter.n_layers), N_HEADS_PARAM: str(adapter.n_heads),
+        HEAD_DIM_PARAM: str(adapter.head_dim),
+        REGISTRY_INDEX_PARAM: str(known.index(revision)) if revision in known else "",
+        REGISTRY_SIZE_PARAM: str(len(known)),
     })
     return params
 
@@ -136,39 +134,41 @@ def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Re
     background while revision i is screened; with ``cache.evict=true`` a hub revision is
     deleted from the HF cache once the job has moved past it (screened or failed; not one
     claimed by another job), so at most two are on disk. Revisions with a finished run (and
-    no ``force``) are not fetched; the toy suite is trained here, before the pipeline starts,
-    not in its thread."""
-    from pathlib import Path
-
-    from emergence.loading import checkpoint_location
-
-    hub = bool(cfg.model.repo) and not cfg.model.path and cfg.model.revisions != "toy"
+    no ``force``) are not fetched. What fetching and eviction mean is the model source's
+    (emergence/sources/); its ``prepare`` runs here, before the pipeline starts, not in its
+    thread (the toy suite is trained there)."""
+    source = registry.model_source(cfg.model)
     done = set() if cfg.force else {r.name for r in revisions
                                     if tracker.finished_run(config_hash(cfg, r)) is not None}
-    toy_folder = None
-    todo = [r for r in revisions if r.name not in done]
-    if cfg.model.revisions == "toy" and todo:  # trained (once) here, in the main thread
-        toy_folder = Path(checkpoint_location(cfg.model, todo[0], cfg.cache.toy_dir, progress)[0]).parent
+    source.prepare(cfg.model, [r for r in revisions if r.name not in done], cfg.cache.toy_dir, progress)
 
     def fetch(revision: Revision):
         if revision.name in done:
             return None
-        if toy_folder is not None:
-            return str(toy_folder / revision.name)
-        return fetch_revision(cfg.model, revision, known, cfg.cache.toy_dir, progress)
+        return source.fetch(cfg.model, revision, known, cfg.cache.toy_dir, progress)
 
     def drop(revision: Revision, _folder) -> None:
         if revision.name in claimed:  # never a revision another job may be screening from this cache
-            evict(cfg.model.repo, revision.name)
+            source.evict(cfg.model, revision)
 
     claimed: set = set()
-    pipeline = Pipeline(revisions, fetch, drop if (hub and cfg.cache.evict) else None)
+    pipeline = Pipeline(revisions, fetch, drop if (source.evictable and cfg.cache.evict) else None)
     pipeline.claimed = claimed  # run_job adds the revisions it claims
     return pipeline
 
 
 def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
-    """Screen the selected revisions, one claimed MLflow run each (emergence/tracking.py).
+    """Screen the selected revisions (:func:`screen_revisions`), or refine a screened model's
+    transitions round by round (``revision=refine`` without a pinned revision: :func:`refine_job`)."""
+    revisions = validate(cfg)
+    if cfg.revision.select == "refine" and cfg.revision.pin is None:
+        return refine_job(cfg, progress)
+    return screen_revisions(cfg, revisions, progress)
+
+
+def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool = True,
+                     known: Optional[List[Revision]] = None) -> List[RevisionResult]:
+    """Screen ``revisions`` (checked by :func:`validate`), one claimed MLflow run each (emergence/tracking.py).
 
     A revision whose run is complete is skipped (unless ``force``), one claimed by a live
     job elsewhere is skipped with a note; a revision whose screen raises gets its run
@@ -179,12 +179,12 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
     The batch size comes from the memory budget (:func:`emergence.loading.plan_batch_size`)."""
     import sys
 
-    revisions = validate(cfg)
     tracker = Tracker(cfg.tracking)
     sweep = sweep_id(cfg)
+    reported = tuple(cfg.screen.classes)  # what the table prints; every class is logged
     results: List[RevisionResult] = []
     failures: List[str] = []
-    known = registry.model_revisions(cfg.model)  # once per job, not once per revision
+    known = known or registry.model_revisions(cfg.model)  # once per job, not once per revision
     pipeline = revision_pipeline(cfg, revisions, known, tracker, progress)
     bar = tqdm(pipeline, total=len(revisions), desc=f"{cfg.model.name}", unit="rev",
                disable=not progress or len(revisions) < 2)
@@ -194,9 +194,8 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
         bar.set_postfix_str(revision.name)
         digest = config_hash(cfg, revision)
         run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
-        tags = {CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, "emergence.model": cfg.model.name,
-                "emergence.revision": revision.name, "emergence.tokens": str(revision.tokens),
-                "emergence.screen": cfg.screen.name}
+        tags = {CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, MODEL_TAG: cfg.model.name,
+                REVISION_TAG: revision.name, TOKENS_TAG: str(revision.tokens), SCREEN_TAG: cfg.screen.name}
         run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
         if run_id is not None:
             pipeline.claimed.add(revision.name)
@@ -204,7 +203,7 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
             done = tracker.finished_run(digest)
             if done is not None:
                 results.append(RevisionResult(cfg.model.name, revision, done.info.run_id,
-                                              dict(done.data.metrics), skipped=True))
+                                              dict(done.data.metrics), skipped=True, classes=reported))
                 tracker.log_curves([(cfg.model.name, done.data.metrics, revision.tokens)])
             else:
                 print(f"{run_name}: {why}; skipped", file=sys.stderr)
@@ -226,12 +225,12 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
                                 description=f"{cfg.model.name}@{revision.name}")
                 screen_seconds = time.perf_counter() - tic
                 metrics = dict(result.metrics)
-                metrics.update({"tokens": float(revision.tokens), "train_step": float(revision.step),
+                metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
                                 "screen_seconds": screen_seconds, "load_seconds": load_seconds,
                                 "fetch_wait_seconds": fetched.waited_s})
-                params = run_params(cfg, revision, loaded.adapter)
+                params = run_params(cfg, revision, loaded.adapter, known)
                 params.update(result.params)
-                params.update({"probe": probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
+                params.update({PROBE_PARAM: probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
                                "device": str(loaded.device), "source": loaded.source,
                                "batch_size": str(plan.batch_size), "memory_budget": plan.describe()})
                 tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
@@ -250,7 +249,7 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
             continue
         finally:
             del loaded  # before the next revision is loaded (and this one evicted)
-        results.append(RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False))
+        results.append(RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False, classes=reported))
         tracker.log_curves([(cfg.model.name, metrics, revision.tokens)])
     if failures:
         raise JobFailed(f"{cfg.model.name}: {len(failures)} of {len(revisions)} revision(s) failed: "
@@ -258,23 +257,108 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
     return results
 
 
+# --- adaptive refinement (revision=refine) ---------------------------------------------------------
+
+def screened_runs(cfg: DictConfig, known: List[Revision], tracker: Optional[Tracker] = None) -> Dict[Revision, object]:
+    """The complete runs of this job's identity (model, corpus, screen) per registry revision.
+
+    Matched by the identity hash, so runs of another corpus or screen never count. With no
+    ``tracker`` the store is only read when it exists (a dry run creates nothing)."""
+    from emergence.contract import sqlite_file
+
+    if tracker is None:
+        db = sqlite_file(cfg.tracking.uri)
+        if db is not None and not db.exists():
+            return {}
+        tracker = Tracker(cfg.tracking)
+    by_hash = {config_hash(cfg, r): r for r in known}
+    out: Dict[Revision, object] = {}
+    for run in sorted(tracker.complete_runs(cfg.model.name), key=lambda run: run.info.start_time):
+        r = by_hash.get(run.data.tags.get(CONFIG_HASH_TAG))
+        if r is not None:
+            out[r] = run  # the newest run of a revision wins
+    return out
+
+
+def _counts(runs: Dict[Revision, object], classes) -> Dict[str, Dict[Revision, float]]:
+    from emergence.contract import count_metric
+
+    return {c: {r: run.data.metrics[count_metric(c)] for r, run in runs.items()
+                if count_metric(c) in run.data.metrics} for c in classes}
+
+
+def refine_plan(cfg: DictConfig, known: List[Revision], runs: Dict[Revision, object]):
+    """The next round (:func:`emergence.refine.plan_round`) from the screened ``runs``."""
+    from emergence.refine import plan_round
+
+    ref = cfg.revision.refine
+    return plan_round(_counts(runs, ref.classes), known, list(ref.classes), int(ref.per_round))
+
+
+def refine_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
+    """``revision=refine``: screen the start selection if fewer than 2 revisions of this
+    identity are screened, then up to ``revision.refine.rounds`` rounds of
+    :func:`refine_plan`, each printed (class, bracket, revisions added), until every
+    bracket lies between adjacent registry revisions. Ends with the before/after table.
+    Returns every screened revision of this identity (earlier ones as ``skipped``)."""
+    known = registry.model_revisions(cfg.model)
+    tracker = Tracker(cfg.tracking)
+    ref = cfg.revision.refine
+    runs = screened_runs(cfg, known, tracker)
+    if len(runs) < 2:
+        start = validate(cfg)
+        print(f"refine: {len(runs)} revision(s) of {cfg.model.name} screened with this corpus and screen; "
+              f"screening the start selection first ({len(start)} revisions, revision.k={cfg.revision.k})")
+        screen_revisions(cfg, start, progress, known)
+        runs = screened_runs(cfg, known, tracker)
+    before = refine_plan(cfg, known, runs)
+    plan, added, rounds = before, [], 0
+    while not plan.done and rounds < int(ref.rounds):
+        rounds += 1
+        print(f"refine round {rounds} of at most {ref.rounds} ({cfg.model.name}):\n{plan.describe()}")
+        screen_revisions(cfg, plan.revisions, progress, known)
+        added += plan.revisions
+        runs = screened_runs(cfg, known, tracker)
+        plan = refine_plan(cfg, known, runs)
+    print(format_refinement(cfg.model.name, before, plan, added, rounds))
+    return [RevisionResult(cfg.model.name, r, run.info.run_id, dict(run.data.metrics), skipped=r not in added,
+                           classes=tuple(cfg.screen.classes)) for r, run in sorted(runs.items())]
+
+
+def format_refinement(model: str, before, after, added: List[Revision], rounds: int) -> str:
+    """The before/after table of a refinement: each class's bracket and whether it is resolved."""
+    def cell(b) -> str:
+        return "no transition" if b is None else f"{b.lo.name} -> {b.hi.name} ({b.inside} inside)"
+
+    lines = [f"refinement of {model}: {len(added)} revision(s) added in {rounds} round(s)",
+             "| class | bracket before | bracket after | resolved to adjacent checkpoints |", "|---|---|---|---|"]
+    for cls, b in after.brackets.items():
+        resolved = "n/a" if b is None else ("yes" if b.resolved else "no")
+        lines.append(f"| {cls} | {cell(before.brackets.get(cls))} | {cell(b)} | {resolved} |")
+    return "\n".join(lines)
+
+
 def format_table(results: List[RevisionResult]) -> str:
-    """Per model: tokens, BOS fraction, induction count, induction loss, per revision."""
+    """Per model and revision: tokens, BOS fraction, the count of flagged heads of each
+    reported class (``screen.classes``; every class is logged in the run), induction loss."""
     lines = []
     for model in dict.fromkeys(r.model for r in results):
         rows = [r for r in results if r.model == model]
+        classes = list(dict.fromkeys(c for r in rows for c in r.classes))
+        widths = [max(len(c) + 2, 7) for c in classes]
         lines.append(f"{model}")
-        lines.append(f"  {'revision':<24}{'tokens':>14}{'BOS frac':>10}{'induction':>11}{'ind. loss':>11}  run")
+        lines.append(f"  {'revision':<24}{'tokens':>14}{'BOS frac':>10}"
+                     + "".join(f"{c:>{w}}" for c, w in zip(classes, widths)) + f"{'ind. loss':>11}  run")
         for r in sorted(rows, key=lambda r: r.revision):
             m = r.metrics
-            frac = m.get("fraction.bos")
-            count = m.get("count.induction")
-            loss = m.get("induction_loss")
+            frac = m.get(fraction_metric("bos"))
+            counts = [m.get(count_metric(c)) for c in classes]
+            loss = m.get(INDUCTION_LOSS_METRIC)
             lines.append(
                 f"  {r.revision.name:<24}{r.revision.tokens:>14,}"
                 f"{'' if frac is None else f'{frac:.1%}':>10}"
-                f"{'' if count is None else f'{count:.0f}':>11}"
-                f"{'' if loss is None else f'{loss:.3f}':>11}"
+                + "".join(f"{'' if k is None else f'{k:.0f}':>{w}}" for k, w in zip(counts, widths))
+                + f"{'' if loss is None else f'{loss:.3f}':>11}"
                 f"  {r.run_id[:8]}{' (done before)' if r.skipped else ''}")
     return "\n".join(lines)
 
@@ -298,11 +382,12 @@ def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
             hit = next((r for r in ordered if r.metrics.get(metric, 0) >= 1), None)
             return "none" if hit is None else f"{_tokens(hit.revision.tokens)} ({hit.revision.name})"
 
-        layers = sorted({int(k[len("layer"):].split(".")[0]) for r in ordered for k, v in r.metrics.items()
-                         if k.startswith("layer") and k.endswith(".count.bos") and v > 0})
-        loss = [r.metrics.get("induction_loss", float("nan")) for r in ordered]
-        rows.append({"model": model, "induction heads from": first("count.induction"),
-                     "BOS heads from": first("count.bos"),
+        parsed = [(parse_metric(k), v) for r in ordered for k, v in r.metrics.items()]
+        layers = sorted({p.layer for p, v in parsed if p is not None and p.kind == "layer_count"
+                         and p.head_class == "bos" and v > 0})
+        loss = [r.metrics.get(INDUCTION_LOSS_METRIC, float("nan")) for r in ordered]
+        rows.append({"model": model, "induction heads from": first(count_metric("induction")),
+                     "BOS heads from": first(count_metric("bos")),
                      "layers with BOS heads": ", ".join(map(str, layers)) if layers else "none (no sink)",
                      "induction loss first -> last": f"{loss[0]:.2f} -> {loss[-1]:.2f}"})
     return rows
@@ -319,17 +404,17 @@ def format_markdown(rows: List[Dict[str, str]]) -> str:
 
 def stats_report(cfg: DictConfig, models: List[str]) -> str:
     """Run ``python -m stats`` on this job's models (a subprocess: stats never imports
-    the model code, and has its own Hydra app). Returns its last line of output."""
+    the model code, and has its own Hydra app). Returns its last line of output. It runs in
+    this process's working directory and environment, so its outputs land beside the job's
+    (``${emergence_home:}/outputs``)."""
     import subprocess
     import sys
-
-    from emergence import PROJECT_ROOT
 
     cmd = [sys.executable, "-m", "stats", f"source.tracking_uri={cfg.tracking.uri}",
            f"source.experiment={cfg.tracking.experiment}", f"source.models=[{','.join(models)}]",
            f"tracking.uri={cfg.tracking.uri}",
            f"tracking.artifacts={cfg.tracking.artifacts if cfg.tracking.artifacts else 'null'}"]
-    proc = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     out = [line for line in proc.stdout.splitlines() if line.strip()]
     if proc.returncode == 0 and out:
         return out[-1]  # stats' own one-line summary (its progress bars go to stderr)
@@ -353,58 +438,35 @@ class PlannedJob:
     download: str
 
 
-def _size(n: float) -> str:
-    for unit, size in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{int(n)} B"
-
-
-def _folder_bytes(folder) -> int:
-    from pathlib import Path
-
-    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
-
-
 def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
-    """Per revision name: ``cached, <size>`` when the local HF cache holds it (its size on disk,
-    i.e. what a screen would otherwise download), ``local, <size>`` for a checkpoint folder,
-    else ``unknown``. Reads the disk only (``huggingface_hub.scan_cache_dir``), never the hub."""
-    from pathlib import Path
-
-    out = {r.name: "unknown" for r in revisions}
-    if model_cfg.path and model_cfg.revisions != "toy":
-        for r in revisions:
-            folder = Path(model_cfg.path) / r.name
-            if folder.is_dir():
-                out[r.name] = f"local, {_size(_folder_bytes(folder))}"
-        return out
-    if model_cfg.revisions == "toy":
-        return {r.name: "toy (trained here)" for r in revisions}
-    if not model_cfg.repo:
-        return out
-    from huggingface_hub import scan_cache_dir
-
-    try:
-        cache = scan_cache_dir()
-    except Exception:  # noqa: BLE001  (no cache folder yet)
-        return out
-    for info in cache.repos:
-        if info.repo_id != model_cfg.repo:
-            continue
-        for cached in info.revisions:
-            for r in revisions:
-                if r.name in cached.refs or cached.commit_hash == r.name:
-                    out[r.name] = f"cached, {_size(cached.size_on_disk)}"
-    return out
+    """Per revision name, what a screen of it would download, as the model's source knows
+    it from the disk alone (never the hub): ``cached, <size>`` for a hub revision in the
+    local HF cache, ``local, <size>`` for a checkpoint folder, ``toy (trained here)``, else
+    ``unknown``."""
+    return registry.model_source(model_cfg).download_sizes(model_cfg, revisions)
 
 
 def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:
     """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
     model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
     revisions = validate(cfg)
+    if cfg.revision.select == "refine" and cfg.revision.pin is None:
+        revisions = refine_first_round(cfg, revisions)
     sizes = download_sizes(cfg.model, revisions)
     return [PlannedJob(cfg.model.name, r, sizes[r.name]) for r in revisions]
+
+
+def refine_first_round(cfg: DictConfig, start: List[Revision]) -> List[Revision]:
+    """What ``revision=refine`` screens first: the start selection when fewer than 2 revisions
+    of this identity are screened, else the first round's revisions (its plan printed)."""
+    known = registry.model_revisions(cfg.model)
+    runs = screened_runs(cfg, known)
+    if len(runs) < 2:
+        print(f"refine: {len(runs)} revision(s) screened; the first round screens the start selection")
+        return start
+    plan = refine_plan(cfg, known, runs)
+    print(f"refine round 1 ({cfg.model.name}, {len(runs)} revisions screened):\n{plan.describe()}")
+    return plan.revisions
 
 
 def format_plan(jobs: List[PlannedJob], screen: str = "") -> str:

@@ -1,20 +1,21 @@
 """Load a model at a revision: ``from_pretrained(repo or folder, revision=...)``, eager attention.
 
-- Hub models: ``AutoModelForCausalLM.from_pretrained(repo, revision=name)``.
-- Local checkpoint folders (``model.path``) and the toy suite: ``<folder>/<revision>/``.
-- dtype ``auto``: float32 on the CPU; on an accelerator bfloat16 for OLMo/OLMoE and
-  float32 for GPT-NeoX. float16 is refused for GPT-NeoX (Pythia was trained in fp16
-  with large Q/K biases; its attention overflows there).
-- ``cache.evict=true`` deletes a screened hub revision from the HF cache afterwards.
-- :func:`fetch_revision` brings a revision's files onto the disk (the hub: only config,
+- Where a revision lies is the model source's answer (emergence/sources/, chosen by
+  ``model.revisions``): a hub repo and branch (``pythia``, ``snapshot``), a local
+  folder ``<model.path>/<revision>/`` (``folder``) or the trained toy suite (``toy``).
+- dtype: the family's policy (emergence/families/, ``Family.dtype_name``). ``auto`` is
+  float32 on the CPU; on an accelerator bfloat16, but float32 for GPT-NeoX. float16 is
+  refused for GPT-NeoX (Pythia was trained in fp16 with large Q/K biases; its attention
+  overflows there).
+- The source's ``fetch`` brings a revision's files onto the disk (the hub: only config,
   weights and tokenizer, by ``huggingface_hub.snapshot_download``, which resumes an
-  interrupted download and shows progress; folders: a check); ``emergence.prefetch``
-  runs it one revision ahead of the screen, and :func:`load` reads what it fetched.
+  interrupted download and shows progress; folders: a check); ``emergence.prefetch`` runs
+  it one revision ahead of the screen, and :func:`load` reads what it fetched.
+  ``cache.evict=true`` deletes a screened hub revision afterwards (:func:`evict`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -22,8 +23,12 @@ from typing import Optional, Sequence
 import torch
 
 from emergence import EmergenceError
+from emergence import families
 from emergence.adapters import ArchitectureAdapter, adapter_for
-from emergence.revisions import Revision, nearest
+from emergence.revisions import Revision
+from emergence.sources import source_for
+from emergence.sources._hub import (BIN_PATTERNS, CONFIG_PATTERNS, SAFETENSORS_PATTERNS,  # noqa: F401 (re-exported)
+                                    evict, missing_revision_message, offline_message, screen_patterns)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -47,108 +52,31 @@ def choose_device(name: str = "auto") -> torch.device:
             return torch.device("mps")
         return torch.device("cpu")
     try:
-        return torch.device(name)
+        device = torch.device(name)
     except RuntimeError:
         raise EmergenceError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:<i>, mps") from None
+    mps = getattr(torch.backends, "mps", None)
+    here = ["auto", "cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] \
+        + (["mps"] if mps and mps.is_available() else [])
+    if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
+        raise EmergenceError(f"device={name} is not available on this machine; valid here: {', '.join(here)}")
+    if device.type == "mps" and not (mps and mps.is_available()):
+        raise EmergenceError(f"device={name} is not available on this machine; valid here: {', '.join(here)}")
+    return device
 
 
 def choose_dtype(family: str, requested: str, device: torch.device) -> torch.dtype:
-    if requested == "auto":
-        if device.type == "cpu" or family == "gpt_neox":
-            return torch.float32
-        return torch.bfloat16
-    if requested not in DTYPES:
-        raise EmergenceError(f"unknown dtype {requested!r}; valid: auto, {', '.join(DTYPES)}")
-    if family == "gpt_neox" and requested == "float16":
-        raise EmergenceError("dtype float16 is refused for gpt_neox (Pythia's Q/K biases overflow in fp16); "
-                             "valid: auto, float32, bfloat16")
-    return DTYPES[requested]
-
-
-def checkpoint_location(model_cfg, revision: Revision, toy_dir: Optional[str] = None,
-                        progress: bool = True) -> tuple[str, Optional[str]]:
-    """(what to pass to from_pretrained, the revision argument or None for folders)."""
-    if model_cfg.revisions == "toy":
-        from emergence.toy import ensure_trained
-
-        folder = ensure_trained(model_cfg.recipe, Path(toy_dir), model_cfg.name, progress=progress)
-        return str(folder / revision.name), None
-    if model_cfg.path:
-        folder = Path(model_cfg.path) / revision.name
-        if not (folder / "config.json").exists():
-            raise EmergenceError(f"local checkpoint folder {str(folder)!r} is missing (no config.json); "
-                                 f"model.path={model_cfg.path!r} must hold one HF folder per revision")
-        return str(folder), None
-    if not model_cfg.repo:
-        raise EmergenceError(f"model {model_cfg.name!r} names neither model.repo nor model.path")
-    return model_cfg.repo, revision.name
-
-
-#: Files a screen needs from a hub revision besides the weights.
-CONFIG_PATTERNS = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                   "special_tokens_map.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json"]
-SAFETENSORS_PATTERNS = ["*.safetensors", "*.safetensors.index.json"]
-BIN_PATTERNS = ["pytorch_model*.bin", "pytorch_model.bin.index.json"]
-
-
-def screen_patterns(filenames: Optional[Sequence[str]] = None) -> list[str]:
-    """``allow_patterns`` for ``snapshot_download``: config and tokenizer files plus one weight
-    format (safetensors when the revision has them, else ``pytorch_model*.bin``; both when the
-    file list is unknown, e.g. offline, where only what is cached is read anyway)."""
-    if filenames is None:
-        return CONFIG_PATTERNS + SAFETENSORS_PATTERNS + BIN_PATTERNS
-    has_safetensors = any(f.endswith(".safetensors") for f in filenames)
-    return CONFIG_PATTERNS + (SAFETENSORS_PATTERNS if has_safetensors else BIN_PATTERNS)
-
-
-def fetch_revision(model_cfg, revision: Revision, known: Sequence[Revision] = (),
-                   toy_dir: Optional[str] = None, progress: bool = True) -> str:
-    """Make ``revision`` of ``model_cfg`` available on local disk; returns its folder.
-
-    Hub models: ``snapshot_download(repo, revision=..., allow_patterns=screen_patterns(...))``
-    into the HF cache (resumes partial downloads; progress bars unless ``progress`` is False);
-    errors become one-line :class:`EmergenceError` s (revision missing: nearest valid ones;
-    offline or unreachable: what to do). Local folders and the toy suite: the folder, checked."""
-    where, rev = checkpoint_location(model_cfg, revision, toy_dir, progress)
-    if rev is None:
-        return where
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.utils import (RepositoryNotFoundError, RevisionNotFoundError, disable_progress_bars,
-                                       enable_progress_bars)
-
-    (enable_progress_bars if progress else disable_progress_bars)()
-    try:
-        try:
-            files = HfApi().list_repo_files(where, revision=rev)
-        except (RevisionNotFoundError, RepositoryNotFoundError):
-            raise
-        except Exception:  # offline or unreachable: the cache decides below
-            files = None
-        return snapshot_download(where, revision=rev, allow_patterns=screen_patterns(files))
-    except RevisionNotFoundError:
-        near = ", ".join(nearest(known, rev)) if known else "see `python -m emergence.revisions show`"
-        raise EmergenceError(f"revision {rev!r} of {where} does not exist on the hub; nearest valid: {near}") from None
-    except RepositoryNotFoundError:
-        raise EmergenceError(f"model repo {where!r} does not exist on the hub (or needs a token); "
-                             f"check model.repo of {model_cfg.name!r}") from None
-    except Exception as exc:  # noqa: BLE001  (LocalEntryNotFound, offline mode, connection errors)
-        raise EmergenceError(_offline_message(where, rev, exc)) from None
-
-
-def _offline_message(repo: str, revision: str, exc: Exception) -> str:
-    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
-    why = "HF_HUB_OFFLINE is set" if offline else "the hub could not be reached"
-    return (f"{repo} at revision {revision!r} is not in the local HF cache and {why} "
-            f"({type(exc).__name__}). Download it where the hub is reachable with "
-            f"`hf download {repo} --revision {revision}` (then copy the HF cache here), or set "
-            f"model.path to a local folder holding <revision>/ model folders")
+    """The dtype to load a model of ``family`` in: the family's policy (``Family.dtype_name``)."""
+    return DTYPES[families.get(family).dtype_name(requested, device.type)]
 
 
 def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: str = "auto",
          toy_dir: Optional[str] = None, progress: bool = True, folder: Optional[str] = None) -> LoadedModel:
     """Load ``model_cfg`` at ``revision`` with eager attention on the chosen device and dtype.
 
-    ``folder``: what :func:`fetch_revision` returned for it (read from there, no hub call)."""
+    ``folder``: what the source's ``fetch`` returned for it (read from there, no hub call);
+    without it, the source's ``locate`` says where the revision is (the toy suite is trained
+    there on first use)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
@@ -160,12 +88,13 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
 
     dev = choose_device(device)
     dtype = choose_dtype(model_cfg.family, model_cfg.dtype, dev)
+    source = source_for(model_cfg)
     if folder is not None:
         where, rev = folder, None
-        named = f"{model_cfg.repo}@{revision.name}" if model_cfg.repo and not model_cfg.path else folder
     else:
-        where, rev = checkpoint_location(model_cfg, revision, toy_dir, progress)
-        named = f"{where}@{rev}" if rev else where
+        located = source.locate(model_cfg, revision, toy_dir, progress)
+        where, rev = located.where, located.revision
+    named = source.label(model_cfg, revision, where)
     kwargs = dict(attn_implementation="eager", dtype=dtype)
     if rev is not None:
         kwargs["revision"] = rev
@@ -175,37 +104,42 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         text = str(exc)
         if rev is not None and ("not a valid git identifier" in text or "Revision Not Found" in text
                                 or "revision" in text.lower() and "not found" in text.lower()):
-            near = ", ".join(nearest(known, rev)) if known else "see `python -m emergence.revisions show`"
-            raise EmergenceError(f"revision {rev!r} of {where} does not exist on the hub; nearest valid: {near}") from None
+            raise EmergenceError(missing_revision_message(where, rev, known)) from None
         if rev is not None:
-            raise EmergenceError(_offline_message(where, rev, exc)) from None
+            raise EmergenceError(offline_message(where, rev, exc)) from None
         raise EmergenceError(f"cannot load the checkpoint folder {where!r}: {exc}") from None
+    except Exception as exc:  # a truncated or corrupt weights file (safetensors' own error types)
+        bad = unreadable_weights(where) if rev is None else []
+        if not bad and "safetensor" not in type(exc).__name__.lower():
+            raise
+        what = str(bad[0]) if bad else f"a weights file of {named}"
+        raise EmergenceError(f"{what} is truncated or corrupt ({str(exc).splitlines()[0]}); delete it and "
+                             "download it again (a toy checkpoint: delete its folder, it is retrained)") from None
     model.to(dev).eval()
     tokenizer = None  # a folder without tokenizer files (the toy suite): ids come from the config
     has_files = rev is not None or any((Path(where) / f).exists() for f in TOKENIZER_FILES)
     if has_files:
         try:
             tokenizer = AutoTokenizer.from_pretrained(where, **({"revision": rev} if rev else {}))
-        except (OSError, ValueError, TypeError):
-            tokenizer = None
+        except Exception as exc:  # noqa: BLE001  (never screen without it: the probe would use padded rows)
+            raise EmergenceError(f"cannot load the tokenizer of {named} ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else ''}); its files are incomplete or "
+                                 "corrupt: delete them and download them again") from None
     return LoadedModel(model, tokenizer, adapter_for(model), named, dev, dtype)
 
 
-def evict(repo: str, revision: str) -> int:
-    """Delete ``repo`` at ``revision`` from the HF cache; returns the bytes freed (0 if absent)."""
-    from huggingface_hub import scan_cache_dir
+def unreadable_weights(folder) -> list:
+    """The ``*.safetensors`` files of a folder that safetensors cannot open (truncated, corrupt)."""
+    from safetensors import safe_open
 
-    try:
-        cache = scan_cache_dir()
-    except Exception:  # no cache folder yet
-        return 0
-    hashes = [r.commit_hash for info in cache.repos if info.repo_id == repo
-              for r in info.revisions if revision in r.refs or r.commit_hash == revision]
-    if not hashes:
-        return 0
-    strategy = cache.delete_revisions(*hashes)
-    strategy.execute()
-    return int(strategy.expected_freed_size)
+    bad = []
+    for path in sorted(Path(folder).glob("*.safetensors")) if Path(str(folder)).is_dir() else []:
+        try:
+            with safe_open(str(path), framework="pt"):
+                pass
+        except Exception:  # noqa: BLE001  (safetensors raises its own error types)
+            bad.append(path)
+    return bad
 
 
 # --- batch size from a memory budget ----------------------------------------------------------

@@ -11,10 +11,11 @@ max(fetch, screen) instead of their sum.
 
 A fetch that raises fails only its own item: the caller gets the exception in
 :attr:`Fetched.error` and the pipeline goes on with the next one. Both functions are
-injected, so the same code serves the hub (``emergence.loading.fetch_revision``:
-``huggingface_hub.snapshot_download`` of config, weights and tokenizer, which resumes
-an interrupted download and shows its progress), local folders (a fetch that only
-checks the folder), and tests (a fetch that sleeps and copies).
+injected: a job passes its model source's ``fetch`` and ``evict`` (emergence/sources/),
+so the same code serves the hub (``huggingface_hub.snapshot_download`` of config, weights
+and tokenizer, which resumes an interrupted download and shows its progress), local
+folders and the toy suite (a fetch that only checks the folder), and tests (a fetch that
+sleeps and copies).
 """
 
 from __future__ import annotations

@@ -210,11 +210,51 @@ class ModelLimits:
     vocab: int
     context: Optional[int]
     model: str = "the model"
+    #: Layers and heads per layer (None: unknown), for the ablation's named heads.
+    layers: Optional[int] = None
+    heads: Optional[int] = None
 
 
 def limits_of(config, tokenizer=None, model: str = "the model") -> ModelLimits:
     context = getattr(config, "max_position_embeddings", None)
-    return ModelLimits(usable_vocab_size(config, tokenizer), int(context) if context else None, model)
+    return ModelLimits(usable_vocab_size(config, tokenizer), int(context) if context else None, model,
+                       getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None))
+
+
+def _check_first_token(corpus, limits: Optional[ModelLimits]) -> None:
+    first = getattr(corpus, "first_token", None)
+    if first is not None and limits is not None and int(first) >= limits.vocab:
+        raise EmergenceError(f"corpus.first_token={first} is not a token of {limits.model} (usable vocabulary: "
+                             f"0-{limits.vocab - 1}); set corpus.first_token=null for its bos (else eos) id")
+
+
+def check_synthetic_induction(corpus, limits: Optional[ModelLimits] = None) -> str:
+    """A ``synthetic_induction`` probe (``[first] a1..an a1..an``, 1 + 2n tokens) must fit the
+    model's context and its segment its vocabulary."""
+    n = int(corpus.segment_length)
+    _check_first_token(corpus, limits)
+    if limits is not None and limits.context is not None and 1 + 2 * n > limits.context:
+        raise EmergenceError(f"corpus.segment_length={n} makes probes of {1 + 2 * n} tokens (1 + 2n), longer than "
+                             f"the context of {limits.model} ({limits.context} positions); set "
+                             f"corpus.segment_length <= {(limits.context - 1) // 2}")
+    if limits is not None and n > limits.vocab - 1:
+        raise EmergenceError(f"corpus.segment_length={n} exceeds the usable vocabulary of {limits.model} "
+                             f"({limits.vocab} tokens); set corpus.segment_length <= {limits.vocab - 1}")
+    return ""
+
+
+def check_text_file(corpus, limits: Optional[ModelLimits] = None) -> str:
+    """A ``text_file`` probe needs a local file, and its windows must fit the model's context."""
+    if not corpus.path:
+        raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
+    if not Path(str(corpus.path)).expanduser().is_file():
+        raise EmergenceError(f"corpus.path={corpus.path!r} is not a file; give a local text file")
+    T = int(corpus.seq_len)
+    _check_first_token(corpus, limits)
+    if limits is not None and limits.context is not None and T > limits.context:
+        raise EmergenceError(f"corpus.seq_len={T} exceeds the context of {limits.model} ({limits.context} "
+                             f"positions); set corpus.seq_len <= {limits.context}")
+    return ""
 
 
 @dataclass(frozen=True)
@@ -261,7 +301,12 @@ def xu2026_shape(corpus, limits: Optional[ModelLimits] = None) -> Xu2026Shape:
     return Xu2026Shape(lo2, hi2, T2, note)
 
 
+def _model_name(config) -> str:
+    return getattr(config, "_name_or_path", "") or "the model"
+
+
 def _synthetic_induction(corpus, config, tokenizer) -> Probe:
+    check_synthetic_induction(corpus, limits_of(config, tokenizer, _model_name(config)))
     first = first_token_id(config, tokenizer, corpus.first_token)
     specials = special_token_ids(config, tokenizer) | {first}
     vocab = [i for i in range(usable_vocab_size(config, tokenizer)) if i not in specials]
@@ -270,21 +315,25 @@ def _synthetic_induction(corpus, config, tokenizer) -> Probe:
 
 
 def _text_file(corpus, config, tokenizer) -> Probe:
+    check_text_file(corpus, limits_of(config, tokenizer, _model_name(config)))
     first = first_token_id(config, tokenizer, corpus.first_token) if corpus.prepend_first_token else None
     return text_file(corpus.path, tokenizer, corpus.n_sequences, corpus.seq_len, corpus.stride,
                      first, corpus.batch_size)
 
 
 def _xu2026(corpus, config, tokenizer) -> Probe:
-    name = getattr(config, "_name_or_path", "") or "the model"
-    shape = xu2026_shape(corpus, limits_of(config, tokenizer, name))
+    shape = xu2026_shape(corpus, limits_of(config, tokenizer, _model_name(config)))
     note = " (fitted to the model)" if shape.note else ""
     return xu2026(corpus.n_sequences, shape.seq_len, shape.vocab_lo, shape.vocab_hi, corpus.seed,
                   corpus.batch_size, note)
 
 
 #: Corpus kind -> check(corpus config, ModelLimits or None) -> note ("" if none); raises on bad values.
-CHECKS: Dict[str, Callable[..., str]] = {"xu2026": lambda corpus, limits: xu2026_shape(corpus, limits).note}
+CHECKS: Dict[str, Callable[..., str]] = {
+    "synthetic_induction": check_synthetic_induction,
+    "text_file": check_text_file,
+    "xu2026": lambda corpus, limits: xu2026_shape(corpus, limits).note,
+}
 
 
 def check_corpus(corpus, limits: Optional[ModelLimits] = None) -> str:

@@ -1,32 +1,28 @@
-"""Revision registry: every training checkpoint of a model, with its step and tokens.
+"""Revisions: one training checkpoint of a model (name, step, tokens), and what is done
+with lists of them.
 
-Sources (``model.revisions``):
+- Pythia's computed schedule (:func:`pythia_revisions`), OLMo/OLMoE branch names
+  ``stepN-tokensXB`` (:func:`parse_branch`), the documented schedules a snapshot is
+  derived from where the hub cannot be reached (:func:`derived_revisions`), snapshot
+  files (:func:`write_snapshot`, :func:`read_revision_file`, :func:`refresh`) and local
+  checkpoint folders (:func:`folder_revisions`).
+- Selections (``revision.select``): ``logspaced`` (K revisions log-spaced in tokens,
+  first and last included), ``final``, ``all``, ``named``.
 
-- ``pythia``: computed. Branches ``step0, step1, step2, step4 .. step512`` then
-  ``step1000 .. step143000`` every 1000 (154 in all); tokens = step x 2,097,152.
-- ``snapshot``: ``emergence/snapshots/<model name>.json``, made from the hub's branch
-  list by ``python -m emergence.revisions refresh <model>`` (``HfApi().list_repo_refs``)
-  and committed, so selection works offline and is reproducible. Where the hub could
-  not be reached the snapshot is *derived* from the documented checkpoint schedule
-  (METHODS section 2) and says so (``"source": "derived"``); a refresh replaces it.
-- ``folder``: ``<model.path>/revisions.json`` if present, else the ``step<N>``
-  sub-folders of ``model.path`` (tokens = step x ``tokens.tokens_per_step``).
-- ``toy``: the toy recipe's checkpoint schedule (known before training).
-
-Selections (``revision.select``): ``logspaced`` (K revisions log-spaced in tokens,
-first and last included), ``final``, ``all``, ``named``.
+Which of these a model uses is its source's business (``model.revisions``, the
+package emergence/sources/); the command line over them is ``python -m
+emergence.sources``. This module imports nothing else of the project but
+``EmergenceError``.
 """
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import datetime as _dt
 import json
 import math
 import re
-import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
@@ -34,7 +30,7 @@ from emergence import EmergenceError
 
 SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
 PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
-SELECTIONS = ("logspaced", "final", "all", "named")
+SELECTIONS = ("logspaced", "final", "all", "named", "refine")
 
 _BRANCH = re.compile(r"^step(?P<step>\d+)-tokens(?P<tokens>\d+(?:\.\d+)?)(?P<unit>[KMBT]?)$")
 _UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
@@ -52,10 +48,11 @@ class Revision:
         return {"name": self.name, "step": self.step, "tokens": self.tokens}
 
 
-def pythia_revisions() -> List[Revision]:
-    """The 154 Pythia branches: step0, 1, 2, 4 .. 512, then 1000 .. 143000 every 1000."""
+def pythia_revisions(tokens_per_step: int = PYTHIA_TOKENS_PER_STEP) -> List[Revision]:
+    """The 154 Pythia branches: step0, 1, 2, 4 .. 512, then 1000 .. 143000 every 1000;
+    tokens = step x ``tokens_per_step``."""
     steps = [0] + [2**i for i in range(10)] + list(range(1000, 143001, 1000))
-    return [Revision(s * PYTHIA_TOKENS_PER_STEP, s, f"step{s}") for s in steps]
+    return [Revision(s * tokens_per_step, s, f"step{s}") for s in steps]
 
 
 def parse_branch(name: str) -> Optional[Revision]:
@@ -216,7 +213,7 @@ def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
     if not revisions:
         raise EmergenceError(f"model {model!r} has no revisions")
     ordered = sorted(revisions)
-    if select == "logspaced":
+    if select in ("logspaced", "refine"):  # refine starts from the log-spaced selection (emergence/refine.py)
         return logspaced(ordered, k)
     if select == "final":
         return [ordered[-1]]
@@ -250,33 +247,9 @@ def refresh(model: str, repo: str, path: Optional[Path] = None) -> Path:
                           note=f"list_repo_refs({repo!r}).branches, {len(branches)} branches", path=path)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m emergence.revisions",
-        description="Revision snapshots: 'refresh MODEL' stores the hub's branch list; "
-                    "'derive MODEL' writes one from the documented schedule; 'show MODEL' lists it.")
-    parser.add_argument("action", choices=["refresh", "derive", "show"])
-    parser.add_argument("model", help="registry name, e.g. olmo_1b_0724 (see conf/model/)")
-    args = parser.parse_args(argv)
-    from emergence.registry import load_model_config, model_revisions
+if __name__ == "__main__":  # the command line moved to emergence.sources (no import of the registry here)
+    import sys
 
-    try:
-        spec = load_model_config(args.model)
-        if args.action == "refresh":
-            print(refresh(spec.name, spec.repo))
-        elif args.action == "derive":
-            print(write_snapshot(spec.name, spec.repo, derived_revisions(spec.name), source="derived",
-                                 note="derived from the documented checkpoint schedule (METHODS section "
-                                      "2); replace with `python -m emergence.revisions refresh "
-                                      f"{spec.name}` where the hub is reachable"))
-        else:
-            for r in model_revisions(spec):
-                print(f"{r.name}\t{r.step}\t{r.tokens}")
-    except EmergenceError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    print("error: the revisions command is `python -m emergence.sources {show,refresh,derive} MODEL`",
+          file=sys.stderr)
+    sys.exit(2)

@@ -51,33 +51,29 @@ from typing import Callable, Dict, Iterable, Mapping, Optional, Tuple
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from emergence.contract import artifact_location, sqlite_file
+from emergence.contract import (  # noqa: F401  (the tags are re-exported: the run contract names them)
+    CONFIG_HASH_TAG, CONFIG_ARTIFACT, ERROR_TAG, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC,
+    KIND_TAG, MODEL_TAG, NOTE_TAG, PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
+    THROUGHPUT_PARAMS, artifact_location, count_metric, fraction_metric, sqlite_file)
 from emergence.revisions import Revision
-
-CONFIG_HASH_TAG = "emergence.config_hash"
-STATUS_TAG = "emergence.status"
-SWEEP_TAG = "emergence.sweep"
-KIND_TAG = "emergence.kind"          # "screen" for a revision's run, "sweep" for a sweep's parent run
-ERROR_TAG = "emergence.error"
-HOST_TAG = "emergence.claim.host"
-PID_TAG = "emergence.claim.pid"
-HEARTBEAT_TAG = "emergence.heartbeat"
-PARENT_TAG = "mlflow.parentRunId"
-RUN_NAME_TAG = "mlflow.runName"
-NOTE_TAG = "mlflow.note.content"
 #: MLflow 3's UI opens an experiment on its GenAI overview unless this experiment tag says
 #: it is a model-development experiment (then it opens on the runs table).
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 #: The main metrics, also logged to a sweep's parent run as ``<model>/<metric>`` curves.
-CURVE_METRICS = ("fraction.bos", "count.induction", "count.bos", "induction_loss", "pr.mean", "screen_seconds")
+CURVE_METRICS = (fraction_metric("bos"), count_metric("induction"), count_metric("bos"), INDUCTION_LOSS_METRIC,
+                 PR_MEAN_METRIC, "screen_seconds")
 
 _LOCKED = ("database is locked", "database table is locked")
 
 
 #: Settings that change how much goes through one forward pass, never the results:
 #: left out of a run's identity, so changing them does not screen a revision again.
-THROUGHPUT_KEYS = {"corpus": ("batch_size",), "screen": ("memory_gb",)}
+#: As ``{group: (key, ...)}``, from the contract's THROUGHPUT_PARAMS (``corpus.batch_size``, ...).
+THROUGHPUT_KEYS: Dict[str, Tuple[str, ...]] = {}
+for _name in THROUGHPUT_PARAMS:
+    _group, _key = _name.split(".", 1)
+    THROUGHPUT_KEYS[_group] = THROUGHPUT_KEYS.get(_group, ()) + (_key,)
 
 
 def config_hash(cfg: DictConfig, revision: Revision) -> str:
@@ -274,10 +270,17 @@ class Tracker:
 
     def finished_run(self, digest: str):
         runs = retry(self.client.search_runs, [self.experiment_id],
-                     filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and tags.`{STATUS_TAG}` = 'complete' "
+                     filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and tags.`{STATUS_TAG}` = '{STATUS_COMPLETE}' "
                                    "and attributes.status = 'FINISHED'",
                      max_results=1)
         return runs[0] if runs else None
+
+    def complete_runs(self, model: str):
+        """Every complete, FINISHED run of ``model`` in the experiment (any corpus or screen)."""
+        return retry(self.client.search_runs, [self.experiment_id],
+                     filter_string=f"tags.`{MODEL_TAG}` = '{model}' and tags.`{STATUS_TAG}` = '{STATUS_COMPLETE}' "
+                                   "and attributes.status = 'FINISHED'",
+                     max_results=50000)
 
     # -- claiming
     def _delete(self, run_id: str) -> None:
@@ -297,7 +300,7 @@ class Tracker:
                     return None, f"done before (run {done.info.run_id[:8]})"
             for run in self._runs_of(digest):
                 status = run.info.status
-                complete = run.data.tags.get(STATUS_TAG) == "complete"
+                complete = run.data.tags.get(STATUS_TAG) == STATUS_COMPLETE
                 if status == "FINISHED" and complete:
                     continue  # force=true: kept beside the new one
                 if status == "RUNNING" and claim_alive(run, self.stale_after_s):
@@ -315,7 +318,7 @@ class Tracker:
             if sqlite_file(self.uri) is None and self.settle_s > 0:
                 time.sleep(self.settle_s)
             live = [r for r in self._runs_of(digest)
-                    if r.info.status == "RUNNING" and r.data.tags.get(STATUS_TAG) != "complete"
+                    if r.info.status == "RUNNING" and r.data.tags.get(STATUS_TAG) != STATUS_COMPLETE
                     and (r.info.run_id == mine or claim_alive(r, self.stale_after_s))]
             winner = min(live, key=lambda r: (r.info.start_time, r.info.run_id)) if live else None
             if winner is not None and winner.info.run_id != mine:
@@ -345,11 +348,11 @@ class Tracker:
               params=[Param(k, str(v)[:6000]) for k, v in params.items()],
               metrics=[Metric(k, float(v), stamp, int(step)) for k, v in metrics.items()],
               tags=[RunTag(NOTE_TAG, note)] if note else [])
-        retry(self.client.log_text, run_id, heads.to_csv(index=False), "heads.csv")
-        retry(self.client.log_text, run_id, config_yaml, "config.yaml")
+        retry(self.client.log_text, run_id, heads.to_csv(index=False), HEADS_ARTIFACT)
+        retry(self.client.log_text, run_id, config_yaml, CONFIG_ARTIFACT)
         for name, text in (extra_artifacts or {}).items():
             retry(self.client.log_text, run_id, text, name)
-        retry(self.client.set_tag, run_id, STATUS_TAG, "complete")
+        retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
         retry(self.client.set_terminated, run_id, "FINISHED")
 
     def fail(self, run_id: str, error: BaseException, status: str = "FAILED") -> None:

@@ -29,7 +29,7 @@ COPIED_TAG = "emergence.copied_from"
 def copy_store(src: str, dst: str, experiments: Optional[Sequence[str]] = None, log=print) -> Dict[str, int]:
     """Copy the runs; returns ``{experiment: runs copied}``."""
     import mlflow
-    from mlflow.entities import Metric, Param, RunTag, ViewType
+    from mlflow.entities import Metric, Param, ViewType
 
     with store_lock(src):
         source = mlflow.MlflowClient(src)

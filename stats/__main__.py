@@ -8,7 +8,7 @@
 
 Config: ``conf/stats.yaml`` (schema :class:`stats.config.StatsConfig`). Writes
 ``summary.json``, ``tables/*.csv``, ``figures/*.png`` and ``report.md`` into
-``output_dir`` (default ``<project_root>/outputs/stats/<date>/<time>``) and logs
+``output_dir`` (default ``<home>/outputs/stats/<date>/<time>``, home = ``$EMERGENCE_HOME`` or the cwd) and logs
 the folder as one MLflow run (``tracking.log``). Bad input exits with status 2 and
 one line naming the value and the valid choices.
 """
@@ -23,7 +23,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 import stats  # noqa: F401  (registers the project_root resolver)
-from stats.config import SOURCE_KINDS, StatsConfig, register_configs
+from stats.config import SOURCE_KINDS, StatsConfig, check_config, register_configs
 from stats.errors import StatsError
 
 register_configs()
@@ -73,9 +73,10 @@ def run(conf: StatsConfig) -> dict:
     return paths
 
 
-@hydra.main(version_base=None, config_path="../conf", config_name="stats")
+@hydra.main(version_base=None, config_path=str(stats.CONF_DIR), config_name="stats")
 def main(cfg: DictConfig) -> None:
     try:
+        check_config(cfg)
         conf: StatsConfig = OmegaConf.to_object(cfg)
         paths = run(conf)
     except StatsError as exc:
@@ -89,5 +90,18 @@ def main(cfg: DictConfig) -> None:
           f"report: {paths['report']}" + (f"; mlflow run {paths['run_id']}" if paths.get("run_id") else ""))
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """``python -m stats``: the command line is composed and checked first (every value of a
+    ``-m`` sweep), so a wrong type, a misspelt key or a bad value is one line and exit 2."""
+    from emergence.validation import precheck
+
+    try:
+        precheck(sys.argv[1:], str(stats.CONF_DIR), "stats", StatsConfig, StatsError, check_config)
+    except StatsError as exc:
+        print(f"stats: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from emergence.contract import MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
 from stats.bootstrap import BootstrapResults
 from stats.changepoint import ChangePoints, detect_changepoints
-from stats.config import AnalysisConfig
+from stats.config import AnalysisConfig, check_analysis
 from stats.curves import Curve, TrackedResults
 from stats.findings import circuit_convergence, class_layer_counts, layer_floor, layer_onset
 from stats.heads import apply_thresholds, thresholds_dict
@@ -96,6 +97,7 @@ class CurveAnalysis:
             "max_jump_share": ev.get("max_jump_share"),
             "max_jump_tokens": ev.get("max_jump_tokens"),
             "max_jump_revisions": ev.get("max_jump_revisions"),
+            "max_jump_between": ev.get("max_jump_between"),
             "changepoint_tokens": None if cp is None else [cp.tokens_before, cp.tokens_after],
             "changepoint_revisions": None if cp is None else [cp.revision_before, cp.revision_after],
             "changepoints": None if self.changepoints is None else self.changepoints.to_dict(),
@@ -126,7 +128,7 @@ def _continuous_evidence(results: TrackedResults, curve: Curve, direction: Optio
     cont = results.continuous
     if cont is None or cont.empty:
         return {}
-    metrics = [f"mean_selectivity.{curve.cls}"] + (["mean_first_token_attention"] if curve.cls == "bos" else [])
+    metrics = [mean_selectivity_metric(curve.cls)] + ([MEAN_FIRST_TOKEN_METRIC] if curve.cls == "bos" else [])
     out = {}
     for metric in metrics:
         d = cont[(cont["model"] == curve.model) & (cont["metric"] == metric) & (cont["tokens"] > 0)].sort_values("tokens")
@@ -143,7 +145,21 @@ def _continuous_evidence(results: TrackedResults, curve: Curve, direction: Optio
 
 def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Optional[np.random.Generator] = None,
                   results: Optional[TrackedResults] = None) -> CurveAnalysis:
-    """Analyse one curve (see module docstring); never raises on short or flat curves."""
+    """Analyse one curve (see module docstring); never raises on short or flat curves.
+
+    With tracked ``results`` that know the model's registry (runs log ``registry_index``),
+    the evidence also says how many registry revisions lie inside the largest jump's
+    interval (``max_jump_between``; 0: resolved to adjacent checkpoints, as ``revision=refine``
+    leaves it)."""
+    analysis = _analyse_curve(curve, config, rng, results)
+    ev = analysis.verdict.evidence
+    if results is not None and ev.get("max_jump_revisions"):
+        ev["max_jump_between"] = results.registry_between(curve.model, *ev["max_jump_revisions"])
+    return analysis
+
+
+def _analyse_curve(curve: Curve, config: Optional[AnalysisConfig], rng: Optional[np.random.Generator],
+                   results: Optional[TrackedResults]) -> CurveAnalysis:
     cfg = AnalysisConfig() if config is None else config
     rng = np.random.default_rng(cfg.seed) if rng is None else rng
     sc = cfg.shape
@@ -279,7 +295,8 @@ class StudyAnalysis:
             "fits": pd.DataFrame(fit_rows),
             "gaps": pd.DataFrame(gaps).drop(columns=["notes"], errors="ignore") if gaps else pd.DataFrame(),
             "layer_floor": pd.DataFrame([f.to_dict() for f in self.layer_floor]),
-            "layer_onset": pd.DataFrame([{"model": f.model, "layer": l, "onset_tokens": t} for f in self.layer_onset for l, t in f.onset.items()]),
+            "layer_onset": pd.DataFrame([{"model": f.model, "layer": l, "onset_tokens": t}
+                                         for f in self.layer_onset for l, t in f.onset.items()]),
             "convergence": pd.concat(conv, ignore_index=True) if conv else pd.DataFrame(),
             "pr_lead": pd.concat(pr, ignore_index=True) if pr else pd.DataFrame(),
         }
@@ -327,6 +344,7 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
     """Analyse every curve of ``results`` (re-counted at ``config.thresholds`` when it
     has a per-head table) and the cross-curve findings."""
     cfg = AnalysisConfig() if config is None else config
+    check_analysis(cfg)
     thresholds = thresholds_dict(cfg.thresholds)
     rules = [MilestoneRule.from_config(r) for r in cfg.milestones.rules]
     names = [r.name for r in rules]
@@ -376,7 +394,11 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
             if p is not None:
                 leads.append(p)
     notes = []
-    if not results.has_pr():
+    column = cfg.pr_lead.column
+    if results.heads is not None and (column not in results.heads.columns or not results.heads[column].notna().any()):
+        notes.append(f"no PR data: the per-head table has no `{column}` values (analysis.pr_lead.column); "
+                     "the PR-lead analysis is empty")
+    elif not results.has_pr():
         notes.append("no PR data: the runs have no `pr` column in heads.csv; the PR-lead analysis is empty")
     if results.heads is None:
         notes.append("no per-head table: circuit convergence, PR lead and threshold sensitivity not computed")

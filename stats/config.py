@@ -4,17 +4,43 @@
 YAML and the command line into these typed dataclasses: a misspelt key or a wrong
 type fails at composition, naming the key. The same dataclasses are the options of
 :func:`stats.analysis.analyse` when the suite is used as a library.
+
+Each option's constraint (range, choices) sits next to it, in its ``metadata``; the
+schema walker emergence/validation.py (torch-free) checks them: :func:`check_config`
+(the command line, before any data is read) and :func:`check_analysis` (the library).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from emergence import head_classes as class_registry  # torch-free: class names and default thresholds
+from emergence.validation import SEED, check  # torch-free: the schema walker both apps share
+
 SOURCE_KINDS = ("mlflow", "csv", "heads_csv")
+#: ``analysis.changepoint.penalty`` names (or a number >= 0), ``analysis.times.formation`` choices,
+#: ``analysis.pr_lead.column`` choices (the per-head PR columns a screen writes).
+PENALTIES = ("bic", "bic_revisions")
+FORMATIONS = ("t50", "onset")
+PR_COLUMNS = ("pr", "pr_corrected")
+
+
+def class_names() -> tuple:
+    """The head classes registered now (:mod:`emergence.head_classes`, read at each call,
+    so a class registered after import counts), the choices of every ``*_class`` key."""
+    from stats.curves import class_names as registered
+
+    return registered()
+
+
+#: Constraints shared by several fields (see emergence/validation.py).
+CLASS = {"choices": class_names}
+SHARE = {"gt": 0, "lt": 1}
+POSITIVE = {"gt": 0, "finite": True}
 
 
 @dataclass
@@ -23,7 +49,7 @@ class SourceConfig:
     counts) or ``heads_csv`` (a file of per-head selectivities; ``source=xu2026`` is
     the bundled study file)."""
 
-    kind: str = "mlflow"
+    kind: str = field(default="mlflow", metadata={"choices": SOURCE_KINDS})
     tracking_uri: Optional[str] = None
     experiment: str = "emergence"
     #: an MLflow search filter, e.g. ``params.model = 'pythia_1b'``
@@ -44,7 +70,7 @@ class FitConfig:
     #: quasi-likelihood / beta-binomial handling where overdispersion is present
     overdispersion: bool = True
     #: overdispersion is present when Pearson X2 exceeds this chi-square quantile
-    dispersion_level: float = 0.95
+    dispersion_level: float = field(default=0.95, metadata=SHARE)
 
 
 @dataclass
@@ -52,70 +78,66 @@ class ShapeConfig:
     """The verdict rule of :mod:`stats.shape` (sharp / gradual / none)."""
 
     #: ``none`` below this many revisions with positive tokens
-    min_points: int = 5
+    min_points: int = field(default=5, metadata={"min": 2})
     #: ``none`` when the rise (max - min of the fractions, x the median n) is below this many heads
-    min_rise_heads: float = 2.0
+    min_rise_heads: float = field(default=2.0, metadata={"min": 0, "finite": True})
     #: permutations of the monotone-change test (``none`` when its p > alpha)
-    n_perm: int = 1999
+    n_perm: int = field(default=1999, metadata={"min": 99})
     #: ``sharp`` when the largest adjacent jump holds at least this share of the rise
-    min_jump_share: float = 0.5
+    min_jump_share: float = field(default=0.5, metadata={"gt": 0, "max": 1})
     #: resolution rule of the times: a 10-90 width <= width_factor x spacing is unresolved
-    width_factor: float = 1.0
+    width_factor: float = field(default=1.0, metadata=POSITIVE)
 
 
 @dataclass
 class ChangepointConfig:
     #: ``bic`` (2 ln sum n), ``bic_revisions`` (2 ln m) or a number
-    penalty: str = "bic"
+    penalty: str = field(default="bic", metadata={"choices": PENALTIES, "or_number": True, "min": 0, "finite": True})
 
 
 @dataclass
 class TimesConfig:
     #: the induction formation point: the induction curve's ``t50`` or its ``onset``
-    formation: str = "t50"
-    early_class: str = "induction"
-    late_class: str = "bos"
+    formation: str = field(default="t50", metadata={"choices": FORMATIONS})
+    early_class: str = field(default="induction", metadata=CLASS)
+    late_class: str = field(default="bos", metadata=CLASS)
 
 
 @dataclass
 class FindingsConfig:
-    floor_class: str = "bos"
-    floor_layers: List[int] = field(default_factory=lambda: [0, 1])
+    floor_class: str = field(default="bos", metadata=CLASS)
+    floor_layers: List[int] = field(default_factory=lambda: [0, 1], metadata={"items": {"min": 0}})
     #: H0 of the floor test: rate in the floor layers >= floor_rate
-    floor_rate: float = 0.05
+    floor_rate: float = field(default=0.05, metadata=SHARE)
     #: a layer's onset: first revision with at least this many heads of the class
-    onset_min_count: int = 1
-    onset_class: str = "bos"
+    onset_min_count: int = field(default=1, metadata={"min": 1})
+    onset_class: str = field(default="bos", metadata=CLASS)
     #: circuit convergence: recall of the final induction set to reach
-    recall_level: float = 0.6666666666666666
-    convergence_class: str = "induction"
-    n_perm: int = 9999
+    recall_level: float = field(default=0.6666666666666666, metadata={"gt": 0, "max": 1})
+    convergence_class: str = field(default="induction", metadata=CLASS)
+    n_perm: int = field(default=9999, metadata={"min": 99})
 
 
 @dataclass
 class PRLeadConfig:
     #: heads.csv column holding the participation ratio (``pr`` or ``pr_corrected``)
-    column: str = "pr"
+    column: str = field(default="pr", metadata={"choices": PR_COLUMNS})
     #: PR elevated: above the revision's median by k_mad robust SDs (1.4826 MAD)
-    k_mad: float = 3.0
+    k_mad: float = field(default=3.0, metadata={"min": 0, "finite": True})
     #: ... held for this many consecutive revisions (fewer at the end of the series)
-    persist: int = 2
-    top_heads: int = 6
-    induction_class: str = "induction"
+    persist: int = field(default=2, metadata={"min": 1})
+    top_heads: int = field(default=6, metadata={"min": 1})
+    induction_class: str = field(default="induction", metadata=CLASS)
 
 
-@dataclass
-class ThresholdsConfig:
-    """Selectivity thresholds applied at analysis time to per-head data (x over a
-    uniform head): a head is flagged class c when S_c >= threshold_c. Defaults: the
-    screen's (and the reference study's)."""
-
-    induction: float = 50.0
-    previous_token: float = 30.0
-    duplicate_token: float = 30.0
-    bos: float = 30.0
-    self: float = 30.0
-    local: float = 10.0
+#: Selectivity thresholds applied at analysis time to per-head data (x over a uniform
+#: head): a head is flagged class c when S_c >= threshold_c. One float field per head
+#: class of the registry (emergence/head_classes/), its default the class's default
+#: threshold (the screen's, and the reference study's).
+ThresholdsConfig = make_dataclass(
+    "ThresholdsConfig", [(name, float, field(default=t)) for name, t in class_registry.default_thresholds().items()],
+    namespace={"__doc__": "Selectivity thresholds per head class (x over a uniform head); defaults: the registry's.",
+               "__module__": __name__})
 
 
 @dataclass
@@ -126,10 +148,10 @@ class MilestoneRuleConfig:
     class for this milestone (per-head data only)."""
 
     name: str = MISSING
-    head_class: str = MISSING
-    min_heads: Optional[int] = None
-    min_fraction: Optional[float] = None
-    threshold: Optional[float] = None
+    head_class: str = field(default=MISSING, metadata=CLASS)
+    min_heads: Optional[int] = field(default=None, metadata={"min": 1})
+    min_fraction: Optional[float] = field(default=None, metadata={"gt": 0, "max": 1})
+    threshold: Optional[float] = field(default=None, metadata=POSITIVE)
 
 
 def _study_milestones():
@@ -154,17 +176,17 @@ class SensitivityConfig:
     analysis threshold. Needs per-head data."""
 
     enabled: bool = True
-    grid: List[float] = field(default_factory=lambda: [10.0, 20.0, 30.0, 50.0, 100.0])
+    grid: List[float] = field(default_factory=lambda: [10.0, 20.0, 30.0, 50.0, 100.0], metadata={"items": POSITIVE})
     #: bootstrap replicates per curve of the table (its own, smaller than n_boot)
-    n_boot: int = 300
+    n_boot: int = field(default=300, metadata={"min": 1})
 
 
 @dataclass
 class AnalysisConfig:
-    n_boot: int = 1000
-    seed: int = 0
-    alpha: float = 0.05
-    level: float = 0.95
+    n_boot: int = field(default=1000, metadata={"min": 1})
+    seed: int = field(default=0, metadata=SEED)
+    alpha: float = field(default=0.05, metadata=SHARE)
+    level: float = field(default=0.95, metadata=SHARE)
     progress: bool = True
     fit: FitConfig = field(default_factory=FitConfig)
     shape: ShapeConfig = field(default_factory=ShapeConfig)
@@ -172,7 +194,7 @@ class AnalysisConfig:
     times: TimesConfig = field(default_factory=TimesConfig)
     findings: FindingsConfig = field(default_factory=FindingsConfig)
     pr_lead: PRLeadConfig = field(default_factory=PRLeadConfig)
-    thresholds: ThresholdsConfig = field(default_factory=ThresholdsConfig)
+    thresholds: ThresholdsConfig = field(default_factory=ThresholdsConfig, metadata={"items": POSITIVE})
     milestones: MilestonesConfig = field(default_factory=MilestonesConfig)
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
 
@@ -195,6 +217,40 @@ class StatsConfig:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     output_dir: str = MISSING
     figures: bool = True
+
+
+def check_config(cfg) -> None:
+    """Refuse (:class:`~stats.errors.StatsError`, one line) a config whose values break their
+    schema's constraints or keys, or whose options contradict each other, before any data is read."""
+    from stats.errors import StatsError
+
+    check(cfg, StatsConfig, StatsError)
+    src = cfg.source
+    if src.kind in ("csv", "heads_csv") and not src.path:
+        raise StatsError(f"source={src.kind} needs source.path=FILE")
+    rules = cfg.analysis.milestones.rules
+    for rule in rules:
+        if (rule.min_heads is None) == (rule.min_fraction is None):
+            raise StatsError(f"analysis.milestones rule {rule.name!r}: set exactly one of min_heads, min_fraction")
+    names = [rule.name for rule in rules]
+    for key in ("gap_late", "gap_early"):
+        name = cfg.analysis.milestones[key]
+        if name not in names:
+            raise StatsError(f"analysis.milestones.{key}={name!r} is not a milestone rule name; valid: {', '.join(names)}")
+
+
+def check_analysis(analysis: AnalysisConfig) -> None:
+    """:func:`check_config` for the analysis options alone (:func:`stats.analysis.analyse` used as a library)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from stats.errors import StatsError
+
+    try:
+        node = OmegaConf.structured(analysis)
+    except OmegaConfBaseException as exc:
+        raise StatsError(f"analysis.{exc.full_key}: {str(exc).splitlines()[0]}") from None
+    check(node, AnalysisConfig, StatsError, "analysis.")
 
 
 def register_configs() -> None:

@@ -18,8 +18,16 @@ Tables of a :class:`TrackedResults` (pandas DataFrames):
 - ``continuous``: model, revision, tokens, metric, value - the continuous metrics
   (mean selectivity, mean first-token attention, induction loss and accuracy, PR).
 
+The names of what a run logs (metrics, params, tags, ``heads.csv`` columns) and a run's
+identity come from the run contract, :mod:`emergence.contract`; the head classes from
+the registry :mod:`emergence.head_classes` (neither imports model code).
+
 Rules: only runs tagged ``emergence.status = complete`` are read (configurable);
-where several runs share (model, revision) the latest is kept and a note says so;
+runs are keyed on (model, revision, probe) (:func:`read_mlflow`): several runs of one
+key are combined, per metric and column the newest run that has it, with a note; a
+model screened on several probes gets one set of curves per probe, named
+``<model> [<corpus kind>]``; runs of one model and probe measured with different
+screen settings are refused;
 revisions with equal token counts are merged (the first by name kept); revisions
 with zero tokens (``step0``), no heads or a missing count are kept in the tables but
 left out of the curves fitted on log10 tokens (noted by the analysis).
@@ -27,7 +35,6 @@ left out of the curves fitted on log10 tokens (noted by the analysis).
 
 from __future__ import annotations
 
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,25 +44,30 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
+from emergence import contract, head_classes
+from emergence.contract import (COUNT, HEAD_KEY_COLUMNS, HEADS_ARTIFACT, LAYER_COUNT, MEAN_SELECTIVITY, MODEL_PARAM, N_HEADS_PARAM,
+                                N_HEADS_TOTAL_METRIC, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, STATUS_COMPLETE,
+                                REGISTRY_INDEX_PARAM, STATUS_TAG, SWEEP_TAG, TOKENS_PARAM, RunIdentity,
+                                parse_metric, probe_kind, sqlite_file)
 from stats.errors import StatsError
 
-#: The six head classes of the selectivity screen (METHODS section 5).
-CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
-#: Continuous metrics logged per run (Schaeffer et al. 2023: report these too).
-CONTINUOUS_METRICS = (
-    "mean_first_token_attention",
-    "induction_loss",
-    "induction_accuracy",
-    "pr.mean",
-    "pr.induction_mean",
-) + tuple(f"mean_selectivity.{c}" for c in CLASSES)
+
+
+def class_names() -> tuple:
+    """The head classes known now (the registry, :mod:`emergence.head_classes`)."""
+    return head_classes.names()
+
+
+#: Whole-model continuous metrics logged per run (Schaeffer et al. 2023: report these too),
+#: besides the per-class ``mean_selectivity.<class>`` (recognised by :func:`parse_metric`,
+#: whatever classes are registered; read :func:`class_names` at call time, never a copy
+#: taken at import, so a class registered later with ``head_classes.register`` counts).
+CONTINUOUS_METRICS = contract.CONTINUOUS_METRICS
 
 CURVE_COLUMNS = ["model", "pretraining_corpus", "class", "revision", "tokens", "k", "n"]
 LAYER_COLUMNS = ["model", "class", "revision", "tokens", "layer", "k", "n"]
 CSV_REQUIRED = ("model", "class", "tokens", "k", "n")
 CSV_OPTIONAL = ("layer", "revision", "pretraining_corpus")
-
-_LAYER_METRIC = re.compile(r"^layer(\d+)\.count\.(.+)$")
 
 
 @dataclass
@@ -112,6 +124,15 @@ class TrackedResults:
     continuous: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["model", "revision", "tokens", "metric", "value"]))
     source: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    #: (model, revision) -> the revision's index in its model's registry (the runs'
+    #: ``registry_index`` param; empty for CSV input): which screened revisions are adjacent checkpoints.
+    registry_index: dict = field(default_factory=dict)
+
+    def registry_between(self, model: str, lo: str, hi: str) -> Optional[int]:
+        """Registry revisions strictly between screened revisions ``lo`` and ``hi`` (0: adjacent
+        checkpoints); None when the runs do not say."""
+        a, b = self.registry_index.get((model, lo)), self.registry_index.get((model, hi))
+        return None if a is None or b is None else abs(b - a) - 1
 
     @property
     def models(self) -> list:
@@ -120,8 +141,9 @@ class TrackedResults:
     def classes(self, model: Optional[str] = None) -> list:
         df = self.curves if model is None else self.curves[self.curves["model"] == model]
         present = set(df["class"].unique())
-        ordered = [c for c in CLASSES if c in present]
-        return ordered + sorted(present - set(CLASSES))
+        known = class_names()
+        ordered = [c for c in known if c in present]
+        return ordered + sorted(present - set(known))
 
     def corpus(self, model: str) -> str:
         vals = self.curves.loc[self.curves["model"] == model, "pretraining_corpus"].dropna().unique()
@@ -189,7 +211,12 @@ def read_csv(path) -> TrackedResults:
         df["pretraining_corpus"] = "unknown"
     if "layer" not in df.columns:
         df["layer"] = np.nan
-    per_layer = df[df["layer"].notna()].copy()
+    per_layer = df[df["layer"].notna()].drop_duplicates(["model", "class", "tokens", "revision", "layer", "k", "n"])
+    clash = per_layer[per_layer.duplicated(["model", "class", "tokens", "layer"], keep=False)]
+    if not clash.empty:  # summing them would count a layer twice
+        r = clash.iloc[0]
+        raise StatsError(f"CSV {str(path)!r}: conflicting duplicate rows for (model, class, tokens, layer) = "
+                         f"({r['model']!r}, {r['class']!r}, {r['tokens']:.6g}, {int(r['layer'])}); keep one row per layer")
     whole = df[df["layer"].isna()].copy()
     layers = per_layer.assign(layer=per_layer["layer"].astype(int))[LAYER_COLUMNS] if not per_layer.empty else _empty(LAYER_COLUMNS)
     if not per_layer.empty:
@@ -202,7 +229,8 @@ def read_csv(path) -> TrackedResults:
         whole = pd.concat([whole, summed], ignore_index=True)
     curves = _dedupe_tokens(whole[CURVE_COLUMNS].reset_index(drop=True))
     notes = [f"ignored CSV columns: {extra}"] if extra else []
-    return TrackedResults(curves=curves, layers=layers.reset_index(drop=True), heads=None, source={"kind": "csv", "path": str(path.resolve())}, notes=notes)
+    return TrackedResults(curves=curves, layers=layers.reset_index(drop=True), heads=None,
+                          source={"kind": "csv", "path": str(path.resolve())}, notes=notes)
 
 
 def _empty(cols):
@@ -239,17 +267,10 @@ def _dedupe_tokens(curves: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------
 
 
-def _sqlite_path(uri: str) -> Optional[Path]:
-    """The database file of a ``sqlite:///PATH`` URI (PATH absolute when it starts with /)."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    return Path(unquote(uri[len("sqlite:///"):]))
-
-
 def _client(tracking_uri: str):
     from mlflow.tracking import MlflowClient
 
-    path = _sqlite_path(tracking_uri)
+    path = sqlite_file(tracking_uri)
     if path is not None and not path.is_file():
         raise StatsError(f"no MLflow store at {str(path)!r} (tracking_uri={tracking_uri!r}); run a sweep first or pass source=csv")
     if tracking_uri.startswith("file:"):
@@ -275,7 +296,7 @@ def read_mlflow(
     filter_string: Optional[str] = None,
     sweep: Optional[str] = None,
     models: Optional[Iterable[str]] = None,
-    status: Optional[str] = "complete",
+    status: Optional[str] = STATUS_COMPLETE,
     read_heads: bool = True,
 ) -> TrackedResults:
     """Read the screen runs of an MLflow experiment into tidy tables.
@@ -285,6 +306,16 @@ def read_mlflow(
     ``models`` keeps those registry names; ``status`` the runs whose
     ``emergence.status`` tag equals it (None: all). ``read_heads`` downloads each
     run's ``heads.csv`` artifact for the per-head analyses.
+
+    Runs are points of curves by their identity (:class:`emergence.contract.RunIdentity`):
+    model, revision and probe. Several runs of one point (a ``screen=bos`` run after a
+    ``screen=all`` one, a forced rerun) are combined: per metric and per ``heads.csv``
+    column, the newest run that has it (so an old run that logged only ``count.bos``
+    loses nothing), with a note. A model screened on several probes gets one set of
+    curves per probe, named ``<model> [<corpus kind>]`` (``[<probe key>]`` when two
+    probes share a kind). Runs of one model and probe measured with different screen
+    settings (:func:`emergence.contract.measure_key`: the recipe, the local window, ...)
+    are refused in one line.
     """
     client = _client(tracking_uri)
     exp = client.get_experiment_by_name(experiment)
@@ -296,69 +327,62 @@ def read_mlflow(
     except Exception as exc:
         raise StatsError(f"MLflow search failed for filter {filter_string!r}: {exc}") from None
     what = f"experiment {experiment!r}" + (f" with filter {filter_string!r}" if filter_string else "")
-    runs = [r for r in runs if "model" in r.data.params and "tokens" in r.data.params]
+    runs = [r for r in runs if MODEL_PARAM in r.data.params and TOKENS_PARAM in r.data.params]
     if status:
-        runs = [r for r in runs if r.data.tags.get("emergence.status") == status]
+        runs = [r for r in runs if r.data.tags.get(STATUS_TAG) == status]
     if not runs:
         others = sorted(e.name for e in client.search_experiments() if e.name != experiment)
         hint = f"; status filter {status!r} (source.status=null reads all)" if status else ""
         raise StatsError(f"no {status or ''} screen runs in {what} at {tracking_uri!r}{hint}; "
                          f"other experiments: {others}".replace("  ", " "))
     if sweep:
-        sweeps = {r.data.tags.get("emergence.sweep") for r in runs} - {None}
+        sweeps = {r.data.tags.get(SWEEP_TAG) for r in runs} - {None}
         if sweep == "latest":
-            sweep = max(runs, key=lambda r: r.info.start_time).data.tags.get("emergence.sweep")
+            sweep = max(runs, key=lambda r: r.info.start_time).data.tags.get(SWEEP_TAG)
         if sweep not in sweeps:
             raise StatsError(f"no runs of sweep {sweep!r} in {what}; sweeps: {sorted(sweeps)}")
-        runs = [r for r in runs if r.data.tags.get("emergence.sweep") == sweep]
+        runs = [r for r in runs if r.data.tags.get(SWEEP_TAG) == sweep]
     if models:
         models = list(models)
-        present = sorted({r.data.params["model"] for r in runs})
+        present = sorted({r.data.params[MODEL_PARAM] for r in runs})
         unknown = [m for m in models if m not in present]
         if unknown:
             raise StatsError(f"model(s) {unknown} not in {what}; models: {present}")
-        runs = [r for r in runs if r.data.params["model"] in models]
+        runs = [r for r in runs if r.data.params[MODEL_PARAM] in models]
 
-    notes = []
-    runs.sort(key=lambda r: r.info.start_time or 0, reverse=True)
-    seen, kept = set(), []
-    for r in runs:
-        key = (r.data.params["model"], r.data.params.get("revision", r.data.params["tokens"]))
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(r)
-    if len(kept) < len(runs):
-        notes.append(f"{len(runs) - len(kept)} older duplicate run(s) of the same (model, revision) ignored; "
-                     "choose runs with source.sweep or source.filter")
-
+    points, labels, notes = group_runs(runs)
     curve_rows, layer_rows, cont_rows, head_frames = [], [], [], []
+    registry_index: dict = {}
     tmp = tempfile.TemporaryDirectory() if read_heads else None
-    for r in kept:
-        p, m = r.data.params, r.data.metrics
-        model = p["model"]
-        revision = p.get("revision", f"t{p['tokens']}")
+    for identity, group in points.items():
+        model = labels[(identity.model, identity.probe)]
+        p = combined(r.data.params for r in group)
+        m = combined(r.data.metrics for r in group)
+        revision = identity.revision
         try:
-            tokens = float(p["tokens"])
+            tokens = float(p[TOKENS_PARAM])
         except ValueError:
-            raise StatsError(f"run {r.info.run_id}: param tokens={p['tokens']!r} is not a number") from None
-        corpus = p.get("pretraining_corpus", "unknown")
-        n_total = m.get("n_heads_total")
-        if n_total is None and "n_layers" in p and "n_heads" in p:
-            n_total = int(p["n_layers"]) * int(p["n_heads"])
-        n_heads = int(p["n_heads"]) if "n_heads" in p else None
+            raise StatsError(f"run {group[0].info.run_id}: param tokens={p[TOKENS_PARAM]!r} is not a number") from None
+        corpus = p.get(PRETRAINING_CORPUS_PARAM, "unknown")
+        if str(p.get(REGISTRY_INDEX_PARAM, "")).isdigit():
+            registry_index[(model, revision)] = int(p[REGISTRY_INDEX_PARAM])
+        n_total = m.get(N_HEADS_TOTAL_METRIC)
+        if n_total is None and N_LAYERS_PARAM in p and N_HEADS_PARAM in p:
+            n_total = int(p[N_LAYERS_PARAM]) * int(p[N_HEADS_PARAM])
+        n_heads = int(p[N_HEADS_PARAM]) if N_HEADS_PARAM in p else None
         for key, val in m.items():
-            if key.startswith("count."):
+            parsed = parse_metric(key)
+            if parsed is not None and parsed.kind == COUNT:
                 if n_total is None:
-                    raise StatsError(f"run {r.info.run_id}: no n_heads_total metric nor n_layers/n_heads params")
-                curve_rows.append((model, corpus, key[len("count."):], revision, tokens, val, n_total))
-            lm = _LAYER_METRIC.match(key)
-            if lm and n_heads is not None:
-                layer_rows.append((model, lm.group(2), revision, tokens, int(lm.group(1)), val, n_heads))
-            if key in CONTINUOUS_METRICS:
+                    raise StatsError(f"run {group[0].info.run_id}: no n_heads_total metric nor n_layers/n_heads params")
+                curve_rows.append((model, corpus, parsed.head_class, revision, tokens, val, n_total))
+            elif parsed is not None and parsed.kind == LAYER_COUNT and n_heads is not None:
+                layer_rows.append((model, parsed.head_class, revision, tokens, parsed.layer, val, n_heads))
+            if key in CONTINUOUS_METRICS or (parsed is not None and parsed.kind == MEAN_SELECTIVITY):
                 cont_rows.append((model, revision, tokens, key, val))
         if read_heads:
-            heads = _read_heads(client, r, tmp.name)
+            frames = [_read_heads(client, r, tmp.name) for r in group]
+            heads = combined_heads([f for f in frames if f is not None])
             if heads is not None:
                 heads.insert(0, "tokens", tokens)
                 heads.insert(0, "revision", revision)
@@ -367,7 +391,7 @@ def read_mlflow(
     if tmp is not None:
         tmp.cleanup()
     if not curve_rows:
-        raise StatsError(f"runs in {what} have no count.<class> metrics; classes expected: {list(CLASSES)}")
+        raise StatsError(f"runs in {what} have no count.<class> metrics; classes expected: {list(class_names())}")
     curves = _dedupe_tokens(pd.DataFrame(curve_rows, columns=CURVE_COLUMNS))
     layers = pd.DataFrame(layer_rows, columns=LAYER_COLUMNS)
     continuous = pd.DataFrame(cont_rows, columns=["model", "revision", "tokens", "metric", "value"])
@@ -383,8 +407,82 @@ def read_mlflow(
         else:
             notes.append("heads.csv artifacts have no selectivity.<class> column: counts from the logged count.<class> metrics")
     source = {"kind": "mlflow", "tracking_uri": tracking_uri, "experiment": experiment, "filter": filter_string,
-              "sweep": sweep, "n_runs": len(kept)}
-    return TrackedResults(curves=curves, layers=layers, heads=heads, continuous=continuous, source=source, notes=notes)
+              "sweep": sweep, "n_runs": sum(len(g) for g in points.values()), "n_points": len(points),
+              "probes": {label: probe for (_, probe), label in labels.items()}}
+    return TrackedResults(curves=curves, layers=layers, heads=heads, continuous=continuous, source=source, notes=notes,
+                          registry_index=registry_index)
+
+
+def group_runs(runs) -> tuple:
+    """Group runs by identity; returns ``(points, labels, notes)``.
+
+    ``points``: :class:`RunIdentity` -> its runs, newest first; ``labels``: (model, probe
+    key) -> the model name used in the tables (the bare name when the model has one
+    probe). Refuses (:class:`StatsError`) runs of one model and probe whose measure
+    settings differ, and runs of one point whose head layout (n_layers, n_heads) differs.
+    """
+    runs = sorted(runs, key=lambda r: (r.info.start_time or 0, r.info.run_id), reverse=True)
+    points: dict = {}
+    measures: dict = {}
+    for r in runs:
+        identity = RunIdentity.from_params(r.data.params)
+        points.setdefault(identity, []).append(r)
+        measures.setdefault((identity.model, identity.probe), {}).setdefault(identity.measure, r)
+    for (model, probe), by_measure in measures.items():
+        if len(by_measure) > 1:
+            (a, ra), (b, rb) = list(by_measure.items())[:2]
+            raise StatsError(f"model {model!r} on probe {probe!r}: runs measured with different screen settings "
+                             f"({a} in run {ra.info.run_id[:8]}; {b} in run {rb.info.run_id[:8]}), so they cannot "
+                             "share a curve; keep one with source.filter or source.sweep, or screen again")
+    for identity, group in points.items():
+        layouts = {(r.data.params.get(N_LAYERS_PARAM), r.data.params.get(N_HEADS_PARAM)) for r in group} - {(None, None)}
+        if len(layouts) > 1:
+            raise StatsError(f"model {identity.model!r} revision {identity.revision!r}: runs disagree on the head "
+                             f"layout (n_layers, n_heads) {sorted(layouts)}; they cannot be the same model")
+    labels = {}
+    for model in dict.fromkeys(i.model for i in points):
+        probes = sorted({i.probe for i in points if i.model == model})
+        kinds = [probe_kind(p) for p in probes]
+        for probe in probes:
+            if len(probes) == 1:
+                labels[(model, probe)] = model
+            else:
+                labels[(model, probe)] = f"{model} [{probe_kind(probe) if kinds.count(probe_kind(probe)) == 1 else probe}]"
+    notes = []
+    shared = [g for g in points.values() if len(g) > 1]
+    if shared:
+        notes.append(f"{len(shared)} (model, revision, probe) point(s) have several complete runs "
+                     f"({sum(len(g) for g in shared)} runs): per metric and heads.csv column the newest run that has it "
+                     "is used")
+    for model in dict.fromkeys(i.model for i in points):
+        names = [labels[key] for key in labels if key[0] == model]
+        if len(names) > 1:
+            notes.append(f"model {model!r} was screened on {len(names)} probes; their curves are kept apart: "
+                         f"{', '.join(names)}")
+    return points, labels, notes
+
+
+def combined(mappings) -> dict:
+    """One mapping from several, newest first: each key's value from the first that has it."""
+    out: dict = {}
+    for mapping in mappings:
+        for key, value in mapping.items():
+            out.setdefault(key, value)
+    return out
+
+
+def combined_heads(frames) -> Optional[pd.DataFrame]:
+    """One per-head table from the ``heads.csv`` of several runs of one point, newest
+    first: each column from the newest table that has it, rows matched on (layer, head)."""
+    if not frames:
+        return None
+    key = list(HEAD_KEY_COLUMNS)
+    out = frames[0]
+    for older in frames[1:]:
+        extra = [c for c in older.columns if c not in out.columns]
+        if extra:
+            out = out.merge(older[key + extra], on=key, how="left")
+    return out
 
 
 def _read_heads(client, run, dst: str) -> Optional[pd.DataFrame]:
@@ -392,15 +490,15 @@ def _read_heads(client, run, dst: str) -> Optional[pd.DataFrame]:
     else downloaded into ``dst``; None when the run has none."""
     uri = run.info.artifact_uri or ""
     if uri.startswith("file:") or uri.startswith("/"):
-        local = Path(unquote(urlparse(uri).path)) / "heads.csv"
+        local = Path(unquote(urlparse(uri).path)) / HEADS_ARTIFACT
         return pd.read_csv(local) if local.is_file() else None
     try:
         names = [a.path for a in client.list_artifacts(run.info.run_id)]
     except Exception:
         return None
-    if "heads.csv" not in names:
+    if HEADS_ARTIFACT not in names:
         return None
-    local = client.download_artifacts(run.info.run_id, "heads.csv", dst)
+    local = client.download_artifacts(run.info.run_id, HEADS_ARTIFACT, dst)
     df = pd.read_csv(local)
     Path(local).unlink(missing_ok=True)
     return df

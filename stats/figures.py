@@ -55,7 +55,8 @@ def curve_figure(ca, path: Path) -> Path:
     if len(c):
         f = c.fraction
         lo, hi = wilson_interval(c.k, c.n)
-        ax.errorbar(c.tokens, f, yerr=[np.clip(f - lo, 0, None), np.clip(hi - f, 0, None)], fmt="o", color="k", ms=4, capsize=2, label="observed", zorder=5)
+        ax.errorbar(c.tokens, f, yerr=[np.clip(f - lo, 0, None), np.clip(hi - f, 0, None)],
+                    fmt="o", color="k", ms=4, capsize=2, label="observed", zorder=5)
         grid = np.logspace(np.log10(c.tokens.min()) - 0.1, np.log10(c.tokens.max()) + 0.1, 300)
         if ca.boot is not None and ca.fits is not None:
             model = ca.fits["logistic"].model

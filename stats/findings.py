@@ -32,6 +32,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from emergence.contract import flag_column
 from stats.hypotheses import TestResult, clopper_pearson_upper, layer_floor_test, permutation_spearman
 
 
@@ -40,11 +41,12 @@ def class_layer_counts(results, klass: str, model: Optional[str] = None) -> pd.D
     per-layer metrics, else from the per-head table."""
     lay = results.layers
     df = lay[lay["class"] == klass] if not lay.empty else lay
-    if df.empty and results.heads is not None and f"flag.{klass}" in results.heads.columns:
+    flag = flag_column(klass)
+    if df.empty and results.heads is not None and flag in results.heads.columns:
         h = results.heads
         df = (
             h.groupby(["model", "revision", "tokens", "layer"], as_index=False)
-            .agg(k=(f"flag.{klass}", "sum"), n=("head", "size"))
+            .agg(k=(flag, "sum"), n=("head", "size"))
         )
     df = df[["model", "revision", "tokens", "layer", "k", "n"]] if not df.empty else pd.DataFrame(
         columns=["model", "revision", "tokens", "layer", "k", "n"])
@@ -103,11 +105,12 @@ def layer_floor(counts: pd.DataFrame, model: str, klass: str = "bos", floor_laye
     N = int(df["n"].sum())
     n_rev = int(df["revision"].nunique())
     n_heads = int(df.groupby("layer")["n"].max().sum())
-    if heads is not None and f"flag.{klass}" in heads.columns:
+    flag = flag_column(klass)
+    if heads is not None and flag in heads.columns:
         h = heads[heads["layer"].isin(floor_layers)]
         if "model" in h.columns:  # per-head rows of every model may be passed: count this model's only
             h = h[h["model"] == model]
-        heads_ever = int((h.groupby(["layer", "head"])[f"flag.{klass}"].max() > 0).sum())
+        heads_ever = int((h.groupby(["layer", "head"])[flag].max() > 0).sum())
     else:
         # without per-head rows, bound by the largest per-revision count (a lower bound on distinct heads)
         heads_ever = int(df.groupby("revision")["k"].sum().max()) if k else 0
@@ -197,7 +200,7 @@ class Convergence:
 
 def circuit_convergence(heads: pd.DataFrame, model: str, klass: str = "induction", level: float = 2 / 3) -> Optional[Convergence]:
     """Recall of the final circuit at each revision (see module docstring)."""
-    col = f"flag.{klass}"
+    col = flag_column(klass)
     h = heads[heads["model"] == model]
     if h.empty or col not in h.columns:
         return None

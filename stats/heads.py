@@ -31,32 +31,40 @@ from typing import Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from stats.curves import CLASSES, CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens
+from emergence import head_classes
+from emergence.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS, PR_MEAN_METRIC, PRIMARY_COLUMN, column_class,
+                                flag_column, mean_selectivity_metric, selectivity_column)
+from stats.curves import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens, class_names
 from stats.errors import StatsError
 
-#: Default thresholds: the screen's (50x induction, 30x most classes, 10x local).
-DEFAULT_THRESHOLDS = {"induction": 50.0, "previous_token": 30.0, "duplicate_token": 30.0, "bos": 30.0, "self": 30.0,
-                      "local": 10.0}
-HEADS_REQUIRED = ("model", "revision", "tokens", "layer", "head")
+
+def default_thresholds() -> dict:
+    """Default thresholds: each head class's registry default (50x induction, 30x most
+    classes, 10x local), read from the registry at each call."""
+    return head_classes.default_thresholds()
+
+
+HEADS_REQUIRED = ("model", "revision", "tokens") + HEAD_KEY_COLUMNS
 HEADS_OPTIONAL = ("step", "pr", "pr_corrected", "pretraining_corpus")
 #: numeric per-head columns besides the selectivities (checked when present)
-_NUMERIC_OPTIONAL = ("step", "pr", "pr_corrected", "pr_samples", "first_token_attention")
-KEY = ["model", "revision", "layer", "head"]
+_NUMERIC_OPTIONAL = ("step",) + PR_COLUMNS + (FIRST_TOKEN_COLUMN,)
+KEY = ["model", "revision"] + list(HEAD_KEY_COLUMNS)
 
 
 def thresholds_dict(thresholds=None) -> dict:
     """Validated ``{class: threshold}`` from a :class:`ThresholdsConfig`, a mapping
     (missing classes get the defaults) or None (the defaults)."""
+    classes = class_names()
     if thresholds is None:
-        return dict(DEFAULT_THRESHOLDS)
+        return head_classes.default_thresholds()
     if is_dataclass(thresholds):
         thresholds = asdict(thresholds)
     if not isinstance(thresholds, Mapping):
-        raise StatsError(f"analysis.thresholds={thresholds!r}: expected a mapping class -> threshold over {list(CLASSES)}")
-    out = dict(DEFAULT_THRESHOLDS)
+        raise StatsError(f"analysis.thresholds={thresholds!r}: expected a mapping class -> threshold over {list(classes)}")
+    out = head_classes.default_thresholds()
     for c, v in thresholds.items():
-        if c not in CLASSES:
-            raise StatsError(f"analysis.thresholds.{c}: unknown class {c!r}; valid classes: {list(CLASSES)}")
+        if c not in classes:
+            raise StatsError(f"analysis.thresholds.{c}: unknown class {c!r}; valid classes: {list(classes)}")
         try:
             v = float(v)
         except (TypeError, ValueError):
@@ -68,14 +76,20 @@ def thresholds_dict(thresholds=None) -> dict:
 
 
 def selectivity_columns(columns) -> dict:
-    """``{class: column}`` of the selectivity columns present (``selectivity.c`` before bare ``c``)."""
-    cols = set(columns)
+    """``{class: column}`` of the selectivity columns present: every ``selectivity.<c>``
+    column, and a bare ``c`` column of a registered class without one (the reference
+    study's file). Registered classes first, in registry order."""
+    cols = list(columns)
     out = {}
-    for c in CLASSES:
-        if f"selectivity.{c}" in cols:
-            out[c] = f"selectivity.{c}"
+    for c in class_names():
+        if selectivity_column(c) in cols:
+            out[c] = selectivity_column(c)
         elif c in cols:
             out[c] = c
+    for col in cols:
+        c = column_class(col)
+        if c is not None and col == selectivity_column(c) and c not in out:
+            out[c] = col
     return out
 
 
@@ -107,7 +121,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
     sel = selectivity_columns(df.columns)
     if not sel:
         raise StatsError(f"{where} has no selectivity column; expected one per class named <class> or selectivity.<class>, "
-                         f"classes: {list(CLASSES)}")
+                         f"classes: {list(class_names())}")
     if df.empty:
         raise StatsError(f"{where} has no rows")
     df = df.copy()
@@ -124,7 +138,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
     renamed = {}
     for c, col in sel.items():
         df[col] = _numeric(df, col, where, allow_nan=True)
-        renamed[col] = f"selectivity.{c}"
+        renamed[col] = selectivity_column(c)
     bare_and_prefixed = [c for c in sel if sel[c] != c and c in df.columns]
     df = df.drop(columns=bare_and_prefixed).rename(columns=renamed)
     for col in _NUMERIC_OPTIONAL:
@@ -136,7 +150,8 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
     toks = df.groupby(["model", "revision"])["tokens"].nunique()
     if (toks > 1).any():
         m, r = toks[toks > 1].index[0]
-        raise StatsError(f"{where}: revision {r!r} of model {m!r} has several token counts {sorted(df.loc[(df['model'] == m) & (df['revision'] == r), 'tokens'].unique())}")
+        counts = sorted(df.loc[(df["model"] == m) & (df["revision"] == r), "tokens"].unique())
+        raise StatsError(f"{where}: revision {r!r} of model {m!r} has several token counts {counts}")
     dup = df.duplicated(KEY, keep=False)
     if dup.any():
         exact = df.duplicated(keep="first")
@@ -153,17 +168,18 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
 def flag_heads(heads: pd.DataFrame, thresholds: Mapping[str, float]) -> pd.DataFrame:
     """``heads`` with ``flag.<c>`` (0/1) and ``primary`` recomputed at ``thresholds``."""
     heads = heads.copy()
-    classes = [c for c in CLASSES if f"selectivity.{c}" in heads.columns]
+    classes = [c for c in selectivity_columns(heads.columns) if selectivity_column(c) in heads.columns
+               and c in thresholds]  # a class not in the registry has no threshold: not flagged
     ratios = []
     for c in classes:
-        s = heads[f"selectivity.{c}"].to_numpy(float)
+        s = heads[selectivity_column(c)].to_numpy(float)
         flag = np.nan_to_num(s, nan=0.0) >= thresholds[c]
-        heads[f"flag.{c}"] = flag.astype(int)
+        heads[flag_column(c)] = flag.astype(int)
         ratios.append(np.where(flag, s / thresholds[c], -np.inf))
     if classes:
         r = np.stack(ratios, axis=1)
         best = r.argmax(axis=1)
-        heads["primary"] = np.where(np.isfinite(r[np.arange(len(r)), best]), np.asarray(classes, dtype=object)[best], "")
+        heads[PRIMARY_COLUMN] = np.where(np.isfinite(r[np.arange(len(r)), best]), np.asarray(classes, dtype=object)[best], "")
     return heads
 
 
@@ -171,7 +187,7 @@ def class_counts(heads: pd.DataFrame, klass: str, threshold: float, by_layer: bo
     """Counts of heads with S_klass >= threshold per (model, revision, tokens[, layer]):
     columns ..., k, n. (model, revision) groups whose selectivity is empty for every
     head are left out (no per-head data for the class there)."""
-    col = f"selectivity.{klass}"
+    col = selectivity_column(klass)
     keys = ["model", "revision", "tokens"]
     if col not in heads.columns:
         return pd.DataFrame(columns=keys + (["layer"] if by_layer else []) + ["k", "n"])
@@ -203,7 +219,7 @@ def counts_from_heads(heads: pd.DataFrame, thresholds: Mapping[str, float], corp
     every class with a selectivity column."""
     corpus = corpus or {}
     curves, layers = [], []
-    for c in CLASSES:
+    for c in [c for c in selectivity_columns(heads.columns) if c in thresholds]:
         whole = class_counts(heads, c, thresholds[c])
         if whole.empty:
             continue
@@ -255,15 +271,15 @@ def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:
     infinite values left out) and ``pr.mean`` per (model, revision)."""
     rows = []
     for (m, r, t), g in heads.groupby(["model", "revision", "tokens"], sort=False):
-        for c in CLASSES:
-            col = f"selectivity.{c}"
+        for c in selectivity_columns(g.columns):
+            col = selectivity_column(c)
             if col in g.columns:
                 v = g[col].to_numpy(float)
                 v = v[np.isfinite(v)]
                 if v.size:
-                    rows.append((m, r, float(t), f"mean_selectivity.{c}", float(v.mean())))
+                    rows.append((m, r, float(t), mean_selectivity_metric(c), float(v.mean())))
         if "pr" in g.columns and g["pr"].notna().any():
-            rows.append((m, r, float(t), "pr.mean", float(g["pr"].mean())))
+            rows.append((m, r, float(t), PR_MEAN_METRIC, float(g["pr"].mean())))
     return pd.DataFrame(rows, columns=["model", "revision", "tokens", "metric", "value"])
 
 
@@ -279,8 +295,8 @@ def read_heads_csv(path, thresholds=None) -> TrackedResults:
     except Exception as exc:  # pandas raises several types for unreadable files
         raise StatsError(f"cannot read per-head CSV {str(path)!r}: {exc}") from None
     heads, notes = normalise_heads(df, f"per-head CSV {str(path)!r}")
-    known = set(HEADS_REQUIRED + HEADS_OPTIONAL + ("pr_samples", "first_token_attention", "primary"))
-    extra = [c for c in heads.columns if c not in known and not c.startswith(("selectivity.", "flag."))]
+    known = set(HEADS_REQUIRED + HEADS_OPTIONAL + PR_COLUMNS + (FIRST_TOKEN_COLUMN, PRIMARY_COLUMN))
+    extra = [c for c in heads.columns if c not in known and column_class(c) is None]
     if extra:
         notes.append(f"ignored per-head columns: {extra}")
     thr = thresholds_dict(thresholds)

@@ -29,7 +29,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from stats.curves import CLASSES
+from emergence.contract import selectivity_column
+from stats.curves import class_names
 from stats.errors import StatsError
 
 
@@ -50,8 +51,9 @@ class MilestoneRule:
         return rule
 
     def validate(self):
-        if self.head_class not in CLASSES:
-            raise StatsError(f"analysis.milestones rule {self.name!r}: head_class={self.head_class!r}; valid: {list(CLASSES)}")
+        classes = class_names()  # the registry now: a class registered after import counts
+        if self.head_class not in classes:
+            raise StatsError(f"analysis.milestones rule {self.name!r}: head_class={self.head_class!r}; valid: {list(classes)}")
         if (self.min_heads is None) == (self.min_fraction is None):
             raise StatsError(f"analysis.milestones rule {self.name!r}: set exactly one of min_heads, min_fraction")
         if self.min_heads is not None and not self.min_heads >= 1:
@@ -196,7 +198,7 @@ def compute_milestones(results, rules, thresholds: dict) -> list:
     for model in results.models:
         for rule in rules:
             if rule.threshold is not None:
-                if results.heads is None or f"selectivity.{rule.head_class}" not in results.heads.columns:
+                if results.heads is None or selectivity_column(rule.head_class) not in results.heads.columns:
                     continue
                 h = results.heads[results.heads["model"] == model]
                 d = class_counts(h, rule.head_class, rule.threshold)

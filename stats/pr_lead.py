@@ -27,6 +27,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from emergence.contract import flag_column, selectivity_column
 from stats.hypotheses import TestResult, sign_test
 
 
@@ -41,7 +42,8 @@ def elevation_threshold(heads: pd.DataFrame, column: str = "pr", k_mad: float = 
         med = float(np.median(v))
         sd = 1.4826 * float(np.median(np.abs(v - med)))
         rows.append((rev, float(tok), med, sd, med + k_mad * sd))
-    return pd.DataFrame(rows, columns=["revision", "tokens", "median", "robust_sd", "threshold"]).sort_values("tokens").reset_index(drop=True)
+    frame = pd.DataFrame(rows, columns=["revision", "tokens", "median", "robust_sd", "threshold"])
+    return frame.sort_values("tokens").reset_index(drop=True)
 
 
 @dataclass
@@ -107,7 +109,7 @@ def first_persistent(flags, persist: int = 2) -> Optional[int]:
 def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 3.0, induction_class: str = "induction",
             top_heads: int = 6, persist: int = 2) -> Optional[PRLead]:
     """PR-lead analysis of one model's per-head table (see module docstring)."""
-    flag = f"flag.{induction_class}"
+    flag = flag_column(induction_class)
     h = heads[heads["model"] == model]
     if h.empty or column not in h.columns or flag not in h.columns or not h[column].notna().any():
         return None
@@ -118,7 +120,7 @@ def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 
     h["order"] = h["revision"].map(order)
     final_tokens = h["tokens"].max()
     final = h[(h["tokens"] == final_tokens) & (h[flag] > 0)]
-    sel_col = f"selectivity.{induction_class}"
+    sel_col = selectivity_column(induction_class)
     if sel_col in final.columns:
         final = final.sort_values(sel_col, ascending=False)
     leads = []

@@ -57,14 +57,22 @@ def render_report(summary: dict, figures: dict) -> str:
           "of adjacent revisions, i.e. sharp at the resolution of the checkpoints, that interval named in the reason; "
           "`gradual` otherwise. The step test (is the rise a *pure* step?) is evidence, not a criterion. "
           "Times are from the 4-parameter logistic in log10 tokens, "
-          "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions).",
+          "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions). "
+          "Where the runs know the model's registry, the largest jump says whether its interval is two adjacent checkpoints "
+          "(the transition resolved) or how many checkpoints lie inside (`python -m emergence model=<model> "
+          "revision=refine` screens a few of them).",
           "",
-          "| model | class | shape | t50 | 95% CI | onset | saturation | 10-90 width (dec.) | largest jump (share) | change point | best model | p (step) | dispersion |",
+          "| model | class | shape | t50 | 95% CI | onset | saturation | 10-90 width (dec.) | largest jump (share) "
+          "| change point | best model | p (step) | dispersion |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in summary["curves"]:
         width = "-" if c.get("width_decades") is None else ("<= " if c.get("width_is_bound") else "") + f"{c['width_decades']:.2f}"
         jump = "-" if c.get("max_jump") is None else f"{c['max_jump']:+.3f} ({c['max_jump_share']:.0%})"
-        cp = "-" if not c.get("changepoint_tokens") else f"{_fmt_tokens(c['changepoint_tokens'][0])} -> {_fmt_tokens(c['changepoint_tokens'][1])}"
+        between = c.get("max_jump_between")
+        if between is not None and c.get("max_jump") is not None:
+            jump += ", adjacent checkpoints" if between == 0 else f", {between} checkpoints inside"
+        cp = ("-" if not c.get("changepoint_tokens")
+              else f"{_fmt_tokens(c['changepoint_tokens'][0])} -> {_fmt_tokens(c['changepoint_tokens'][1])}")
         disp = c.get("dispersion") or {}
         t50 = _fmt_tokens(c.get("t50")) + ({"upper": " (upper bound)", "lower": " (lower bound)"}.get(c.get("t50_bound"), ""))
         L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {t50} | {_fmt_ci(c.get('t50_ci'))} | "
@@ -101,7 +109,8 @@ def render_report(summary: dict, figures: dict) -> str:
     f = summary["findings"]
     L += ["", "## Layer floor", ""]
     if f["layer_floor"]:
-        L += ["| model | layers | flagged / head-revisions | 95% upper bound (head-revisions) | distinct heads ever flagged | 95% upper bound (heads) | p (H0 rate >= r0) |",
+        L += ["| model | layers | flagged / head-revisions | 95% upper bound (head-revisions) | distinct heads ever flagged "
+              "| 95% upper bound (heads) | p (H0 rate >= r0) |",
               "|---|---|---|---|---|---|---|"]
         for x in f["layer_floor"]:
             L.append(f"| {x['model']} | {x['layers']} | {x['flagged_head_revisions']} / {x['head_revisions']} | {x['upper_bound']:.4f} | "
@@ -129,7 +138,8 @@ def render_report(summary: dict, figures: dict) -> str:
     elif not summary["pr_lead"]:
         L.append("PR data present but no model has final induction heads.")
     else:
-        L += ["| model | heads | elevated before | same revision | after or never | median lead ratio | sign-test p |", "|---|---|---|---|---|---|---|"]
+        L += ["| model | heads | elevated before | same revision | after or never | median lead ratio | sign-test p |",
+              "|---|---|---|---|---|---|---|"]
         for x in summary["pr_lead"]:
             if not x["heads"]:
                 L.append(f"| {x['model']} | 0 (no induction heads at the final revision) | - | - | - | - | - |")

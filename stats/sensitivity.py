@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from emergence.contract import selectivity_column
 from stats.curves import Curve
 
 
@@ -76,7 +77,7 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
     if not sc.enabled or heads is None:
         return out
     classes = (tc.late_class, tc.early_class)
-    if not all(f"selectivity.{c}" in heads.columns for c in classes):
+    if not all(selectivity_column(c) in heads.columns for c in classes):
         return out
     thr = results.source.get("thresholds") or {}
     scfg = dataclasses.replace(cfg, n_boot=int(sc.n_boot))

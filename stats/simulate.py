@@ -28,6 +28,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
+from emergence.contract import flag_column, selectivity_column
 from stats.bootstrap import simulate_counts
 from stats.errors import StatsError
 from stats.models.logistic import LN9
@@ -100,7 +101,8 @@ def pr_lead_heads(tokens, n_heads: int, n_induction: int, lead_revisions, rng: n
                 if r >= crossing[h]:
                     flag, sel = 1, 100.0 + h
             rows.append((model, f"t{int(tokens[r])}", tokens[r], h // per_layer, h % per_layer, pr, flag, sel))
-    return pd.DataFrame(rows, columns=["model", "revision", "tokens", "layer", "head", "pr", "flag.induction", "selectivity.induction"])
+    columns = ["model", "revision", "tokens", "layer", "head", "pr", flag_column("induction"), selectivity_column("induction")]
+    return pd.DataFrame(rows, columns=columns)
 
 
 #: 10-90 width of a normal distribution in units of its standard deviation (2 z_0.9).

@@ -132,7 +132,8 @@ def _pct(draws, level):
     return [float(v) for v in np.quantile(draws, [a, 1 - a])]
 
 
-def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, level: float = 0.95, width_factor: float = 1.0) -> TransitionTimes:
+def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, level: float = 0.95,
+                     width_factor: float = 1.0) -> TransitionTimes:
     """Times of a logistic :class:`FitResults`, with intervals from its bootstrap ``boot``."""
     x = fit.x
     pt = logistic_times(fit.theta[None, :], x, None, width_factor)

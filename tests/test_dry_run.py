@@ -72,7 +72,7 @@ def test_single_process_dry_run_and_bad_input(tmp_path):
     assert len(jobs(proc.stdout)) == 10 and "dry run: 10 job(s), screen all" in proc.stdout
     proc = run(tmp_path, "model=pythia_1b", "dry_run=true", "screen.memory_gb=0")
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith("error: screen.memory_gb=0.0 must be > 0")
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: screen.memory_gb=0.0 must be a finite number > 0")
 
 
 def test_batch_size_from_a_memory_budget_and_dtype_per_family():

@@ -86,7 +86,9 @@ def test_plain_run_prints_the_table_and_the_ui_command(checkpoints, tmp_path):
     assert "BOS frac" in proc.stdout and "step1000" in proc.stdout
     assert f"mlflow ui --backend-store-uri sqlite:///{store}/mlflow.db" in proc.stdout
     (run,) = runs(store)
-    assert "fraction.bos" in run.data.metrics and "fraction.induction" not in run.data.metrics
+    # screen=bos reports bos only, but the run logs every class (emergence/contract.py)
+    assert "fraction.bos" in run.data.metrics and "fraction.induction" in run.data.metrics
+    assert run.data.params["screen.classes"] == '["bos"]'
 
 
 @pytest.mark.parametrize("args, message", [
@@ -94,7 +96,7 @@ def test_plain_run_prints_the_table_and_the_ui_command(checkpoints, tmp_path):
     (["screen=sinks"], "error: unknown screen 'sinks'; valid: ablation, all, bos"),
     (["revision=named", "revision.name=step101"], "error: unknown revision 'step101' for model 'tiny_neox'; "
                                                   "nearest valid: step100, step10"),
-    (["screen.thresholds.bos=-5"], "error: screen.thresholds.bos=-5.0 must be a positive number"),
+    (["screen.thresholds.bos=-5"], "error: screen.thresholds.bos=-5.0 must be a finite number > 0"),
 ])
 def test_bad_input_fails_in_one_line_and_writes_no_run(checkpoints, tmp_path, args, message):
     store = tmp_path / "store"

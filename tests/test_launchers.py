@@ -57,7 +57,7 @@ def test_bad_input_in_a_sweep_stops_it_before_any_job(checkpoints, tmp_path):
                check=False)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert lines[-1].startswith("error: screen.thresholds.bos=-5.0 must be a positive number")
+    assert lines[-1].startswith("error: screen.thresholds.bos=-5.0 must be a finite number > 0")
     assert "Launching" not in proc.stdout + proc.stderr and all_runs(uri) == []
 
 

@@ -43,7 +43,8 @@ def test_unsupported_architecture_lists_the_supported_ones():
     from transformers import AutoModelForCausalLM, GPT2Config
 
     model = AutoModelForCausalLM.from_config(GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50))
-    with pytest.raises(EmergenceError, match=r"unsupported architecture .gpt2. \(GPT2LMHeadModel\); supported: gpt_neox, llama, mistral, olmo, olmo2, olmoe, qwen2"):
+    with pytest.raises(EmergenceError, match=r"unsupported architecture .gpt2. \(GPT2LMHeadModel\); "
+                                             r"supported: gpt_neox, llama, mistral, olmo, olmo2, olmoe, qwen2"):
         adapter_for(model)
 
 

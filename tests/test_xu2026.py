@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
 
 from tiny_models import save_revisions, tiny_model
 from emergence import EmergenceError
@@ -341,7 +340,7 @@ def local(folder, *overrides, store=None):
     (["corpus.vocab_lo=50", "corpus.vocab_hi=51"], "corpus.vocab_lo=50 corpus.vocab_hi=51 is not a token range"),
     (["corpus=synthetic_induction"], "screen.recipe=xu2026 needs corpus=xu2026 (its pair positions); got corpus "
                                      "kind 'synthetic_induction'"),
-    (["screen.recipe=xu"], "unknown screen.recipe 'xu'; valid: project, xu2026"),
+    (["screen.recipe=xu"], "screen.recipe='xu' is unknown; valid: project, xu2026"),
 ])
 def test_bad_values_fail_in_one_line_before_the_model_is_loaded(small_checkpoints, monkeypatch, overrides, message):
     import emergence.job as job

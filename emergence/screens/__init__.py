@@ -4,18 +4,24 @@
 (:data:`emergence.screens.recipes.RECIPES`: ``project`` or ``xu2026``) builds the
 reducers, they run in one forward pass over the probe, and the per-head table and
 whole-model metrics come back (with the recipe's group ablation when configured).
+
+Every registered head class (:mod:`emergence.head_classes`) is computed, flagged and
+counted in every run; ``screen.classes`` only chooses what is printed, and is logged
+as a param. A class without a ``screen.thresholds`` entry uses its registry default.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Dict
 
 import numpy as np
 import pandas as pd
 
+from emergence.contract import LOGGED_CLASSES_PARAM, PR_INDUCTION_MEAN_METRIC, selectivity_column
 from emergence.screens.base import Reducer, ScreenPart, run_pass
-from emergence.screens.classify import check_screen, class_metrics, head_table
+from emergence.screens.classify import all_thresholds, check_screen, class_metrics, computed_classes, head_table
 from emergence.screens.recipes import RECIPES, build_reducers, check_ablation, flagged, recipe_for
 
 __all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "check_screen", "build_reducers",
@@ -31,9 +37,10 @@ class ScreenResult:
 
 
 def screen(model, adapter, probe, screen_cfg, progress: bool = True, description: str = "screen") -> ScreenResult:
-    classes = list(screen_cfg.classes)
-    thresholds = {k: float(v) for k, v in screen_cfg.thresholds.items()}
-    check_screen(classes, thresholds)
+    """Screen ``model`` on ``probe`` with the ``screen`` config: the per-head table (every
+    registered class's selectivity and flag, the primary class) and the run's metrics."""
+    check_screen(list(screen_cfg.classes), screen_cfg.thresholds)
+    thresholds = all_thresholds(screen_cfg.thresholds)
     recipe = recipe_for(screen_cfg)
     recipe.check(screen_cfg)
     parts = run_pass(model, adapter, probe, recipe.reducers(screen_cfg), progress=progress,
@@ -42,11 +49,13 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
     for part in parts:
         heads.update(part.heads)
         metrics.update(part.metrics)
-    table = head_table(heads, classes, thresholds)
-    metrics.update(class_metrics(table, classes, adapter.n_layers))
-    induction = heads["selectivity.induction"] >= thresholds["induction"]
+    table = head_table(heads, thresholds)
+    metrics.update(class_metrics(table, adapter.n_layers))
+    induction = heads[selectivity_column("induction")] >= thresholds["induction"]
     if "pr" in heads and induction.any():
-        metrics["pr.induction_mean"] = float(np.nanmean(heads["pr"][induction]))
+        metrics[PR_INDUCTION_MEAN_METRIC] = float(np.nanmean(heads["pr"][induction]))
     if screen_cfg.ablation is not None:
         metrics.update(recipe.ablate(model, adapter, probe, heads, thresholds, screen_cfg.ablation, progress))
-    return ScreenResult(table, metrics, recipe.params(screen_cfg))
+    params = recipe.params(screen_cfg)
+    params[LOGGED_CLASSES_PARAM] = json.dumps(computed_classes(heads))
+    return ScreenResult(table, metrics, params)

@@ -20,11 +20,12 @@ import numpy as np
 import torch
 
 from emergence import EmergenceError
+from emergence.config import ABLATION_MODES
 from emergence.screens.base import Reducer, ScreenPart, run_pass
 from emergence.screens.continuous import InductionLossReducer
 
 Head = Tuple[int, int]
-MODES = ("zero", "mean")
+MODES = ABLATION_MODES
 
 
 class HeadMeanReducer(Reducer):
@@ -162,3 +163,19 @@ def parse_heads(names: Sequence[str]) -> List[Head]:
                                  "e.g. '3.1'") from None
         heads.append((layer, head))
     return heads
+
+
+def check_heads(cfg, limits=None) -> None:
+    """Refuse ``screen.ablation`` heads before any model is loaded: a malformed name, no heads
+    for ``group: list``, or (when ``limits``, an :class:`emergence.probes.ModelLimits`, knows
+    the model's shape) a head the model does not have."""
+    heads = parse_heads(cfg.heads)
+    if cfg.group == "list" and not heads:
+        raise EmergenceError("screen.ablation.group=list needs screen.ablation.heads=['layer.head', ...], "
+                             "e.g. \"screen.ablation.heads=['3.1','2.0']\"")
+    layers, per_layer = getattr(limits, "layers", None), getattr(limits, "heads", None)
+    if layers and per_layer:
+        for layer, head in heads:
+            if not (0 <= layer < layers and 0 <= head < per_layer):
+                raise EmergenceError(f"screen.ablation.heads has {layer}.{head}, not a head of {limits.model}; "
+                                     f"valid: layers 0-{layers - 1}, heads 0-{per_layer - 1}")

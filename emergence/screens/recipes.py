@@ -19,8 +19,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from emergence import EmergenceError
-from emergence.config import HEAD_CLASSES
+from emergence import EmergenceError, head_classes
+from emergence.contract import selectivity_column
 from emergence.screens.ablation import group_ablation, parse_heads
 from emergence.screens.base import Reducer
 from emergence.screens.continuous import InductionLossReducer
@@ -34,15 +34,16 @@ def check_ablation(cfg) -> None:
     """Refuse a bad ``screen.ablation`` before any forward pass is spent."""
     if cfg.group not in ("induction", "list"):
         raise EmergenceError(f"unknown ablation group {cfg.group!r}; valid: induction, list")
-    unknown = [c for c in cfg.control_exclude if c not in HEAD_CLASSES]
+    valid = head_classes.names()
+    unknown = [c for c in cfg.control_exclude if c not in valid]
     if unknown:
         raise EmergenceError(f"unknown head class {unknown[0]!r} in screen.ablation.control_exclude; "
-                             f"valid: {', '.join(HEAD_CLASSES)}")
+                             f"valid: {', '.join(valid)}")
 
 
 def flagged(heads, thresholds, klass: str) -> List[tuple]:
     """(layer, head) of every head whose ``klass`` selectivity reaches its threshold."""
-    return [tuple(int(i) for i in ix) for ix in np.argwhere(heads[f"selectivity.{klass}"] >= thresholds[klass])]
+    return [tuple(int(i) for i in ix) for ix in np.argwhere(heads[selectivity_column(klass)] >= thresholds[klass])]
 
 
 def ablation_group(heads, thresholds, cfg) -> List[tuple]:
@@ -115,7 +116,8 @@ class Xu2026Recipe(Recipe):
 
     def reducers(self, screen_cfg) -> List[Reducer]:
         x = screen_cfg.xu2026
-        out: List[Reducer] = [Xu2026SelectivityReducer(x.baseline_positions, x.baseline_seed, x.floor),
+        out: List[Reducer] = [Xu2026SelectivityReducer(x.baseline_positions, x.baseline_seed, x.floor,
+                                                       {"local_window": screen_cfg.local_window}),
                               LastPositionLossReducer()]
         if screen_cfg.participation_ratio:
             out.append(ExpEntropyPRReducer(x.pr_sequences))

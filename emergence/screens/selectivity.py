@@ -1,4 +1,5 @@
-r"""The six-class selectivity screen (METHODS section 5), reduced layer by layer.
+r"""The selectivity screen (METHODS section 5), reduced layer by layer, for every
+registered head class (:mod:`emergence.head_classes`).
 
 For a class c with target keys T_c(q) over queries Q_c, and A[q, k] the attention of
 query q on key k <= q,
@@ -9,154 +10,155 @@ query q on key k <= q,
                {\sum_{q \in Q_c} \frac{1}{|B_c(q)|} \sum_{k \in B_c(q)} A[q,k]}
 
 where the baseline B_c(q) holds the visible keys that are not targets. A uniform
-head scores 1. For the capability classes (all but ``bos``) key 0 is left out of
-both the targets and the baseline, so that a sink does not hide a capability head.
-Since each attention row sums to 1, the baseline mass is ``1 - target - key0``: only
-target masses are ever gathered.
+head scores 1. Key 0 follows the class's policy (``HeadClass.excludes_key0``): for
+the capability classes (all but ``bos``) it is left out of both the targets and the
+baseline, so that a sink does not hide a capability head. Since each attention row
+sums to 1, the baseline mass is ``row - target`` (``- key0`` when key 0 is left out):
+only target masses are ever gathered. Q_c holds the queries with at least one target
+and a non-empty baseline.
 
-Targets, from the tokens (so one definition serves the synthetic probe and text):
+Targets come from the tokens (so one definition serves the synthetic probe and text);
+each class's ``targets(input_ids, settings)`` gives them as a mask (the six built-in
+ones, for reference):
 
 =================  ===========================================  ==================
 class              T_c(q)                                        Q_c
 =================  ===========================================  ==================
-induction          j+1 for each earlier copy j >= 1 of token q  q with a copy
-duplicate_token    each earlier copy j >= 1 of token q          q with a copy
+induction          j+1 for each earlier copy j >= 1 of token q   q with a copy
+duplicate_token    each earlier copy j >= 1 of token q           q with a copy
 previous_token     q-1                                           q >= 2
 self               q                                             q >= 1
 local              q-w .. q-2, key 0 left out                    q >= w
 bos                0                                             q >= 1
 =================  ===========================================  ==================
 
+Computation: the masks of all classes are stacked into one tensor M [C, B, T, T] and
+every class's target mass comes from one contraction ``einsum(A, M)`` per layer.
+
 Departure, documented: METHODS averages A over the batch before the ratio. When the
 targets are the same for every sequence (the synthetic probe: query n+i copies key i)
-that is what is computed here, from the batch sum of A. When they differ between
-sequences (text), the per-query ratios' terms are summed over (sequence, query)
-pairs, which equals METHODS' definition whenever the targets depend only on position.
-Queries whose baseline is empty (e.g. ``self`` at q = 1) are left out.
+that is what is computed here, from the batch sum of A (M then has one sequence).
+When they differ between sequences (text), the per-query ratios' terms are summed over
+(sequence, query) pairs, which equals METHODS' definition whenever the targets depend
+only on position. Queries whose baseline is empty (e.g. ``self`` at q = 1) are left out.
 """
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
-from emergence.config import HEAD_CLASSES
+from emergence import head_classes
+from emergence.contract import FIRST_TOKEN_COLUMN, selectivity_column
+from emergence.head_classes import HeadClass
+from emergence.head_classes.duplicate_token import earlier_copies
+from emergence.head_classes.induction import targets as induction_targets_mask
 from emergence.screens.base import Reducer, ScreenPart
-
-CAPABILITY_CLASSES = tuple(c for c in HEAD_CLASSES if c != "bos")
 
 
 def copy_masks(input_ids: torch.Tensor):
     """Boolean [B, T, T] masks of duplicate targets (earlier copies, key 0 excluded) and
     induction targets (the key after each earlier copy)."""
-    tok = input_ids
-    T = tok.shape[1]
-    earlier = torch.ones(T, T, dtype=torch.bool).tril(-1)
-    earlier[:, 0] = False
-    duplicate = (tok[:, :, None] == tok[:, None, :]) & earlier
-    induction = torch.zeros_like(duplicate)
-    induction[:, :, 1:] = duplicate[:, :, :-1]
-    return duplicate, induction
+    return earlier_copies(input_ids), induction_targets_mask(input_ids, {})
+
+
+def class_masks(input_ids: torch.Tensor, classes: Sequence[HeadClass], settings: Mapping) -> tuple:
+    """The target masks of ``classes`` stacked, and whether they are shared by the batch.
+
+    Returns ``(M, shared)``: M boolean [C, B', T, T], the class's key-0 policy applied and
+    only visible keys (k <= q) kept; ``shared`` when every sequence of the batch has the
+    same targets, and then B' = 1, else B' = B.
+    """
+    B, T = input_ids.shape
+    visible = torch.ones(T, T, dtype=torch.bool, device=input_ids.device).tril()
+    masks = []
+    for c in classes:
+        m = c.targets(input_ids, settings).to(torch.bool) & visible
+        if c.excludes_key0:
+            m[..., 0] = False
+        if m.dim() != 3 or m.shape[1:] != (T, T) or m.shape[0] not in (1, B):
+            raise ValueError(f"head class {c.name!r}: targets gave shape {tuple(m.shape)}; expected [B or 1, T, T] "
+                             f"with B={B}, T={T}")
+        masks.append(m)
+    shared = all(m.shape[0] == 1 or bool((m == m[:1]).all()) for m in masks)
+    return torch.stack([m[:1] if shared else m.expand(B, T, T) for m in masks]), shared
 
 
 class SelectivityReducer(Reducer):
-    """Accumulates, per layer and head, the numerator and denominator of every S_c."""
+    """Accumulates, per layer and head, the numerator and denominator of every S_c.
+
+    ``classes``: the head classes to compute (default: every registered class, at
+    :meth:`begin`); ``local_window``: the window w of the ``local`` class.
+    """
 
     needs_attention = True
 
-    def __init__(self, local_window: int = 4):
+    def __init__(self, local_window: int = 4, classes: Optional[Sequence[HeadClass]] = None):
         if local_window < 2:
             raise ValueError(f"screen.local_window must be >= 2 (got {local_window})")
         self.local_window = local_window
+        self.fixed_classes = None if classes is None else tuple(classes)
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
-        shape = (adapter.n_layers, adapter.n_heads)
-        self.num = {c: np.zeros(shape) for c in HEAD_CLASSES}
-        self.den = {c: np.zeros(shape) for c in HEAD_CLASSES}
-        self.first_sum = np.zeros(shape)
+        self.classes = self.fixed_classes or head_classes.classes()
+        self.settings = {"local_window": self.local_window}
+        #: 1.0 for a class whose key 0 is left out of the baseline, else 0.0.
+        self.drop_key0 = torch.tensor([1.0 if c.excludes_key0 else 0.0 for c in self.classes])
+        C = len(self.classes)
+        shape = (adapter.n_layers, adapter.n_heads, C)
+        self.num = np.zeros(shape)
+        self.den = np.zeros(shape)
+        self.first_sum = np.zeros(shape[:2])
         self.first_count = 0
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
-        duplicate, induction = copy_masks(input_ids)
-        # The synthetic probe has the same targets in every sequence: reduce the batch sum of A.
-        self.shared = bool((duplicate == duplicate[:1]).all())
-        if self.shared:
-            duplicate, induction = duplicate[:1], induction[:1]
-        self.masks = {"duplicate_token": duplicate, "induction": induction}
+        self.masks, self.shared = class_masks(input_ids, self.classes, self.settings)
         self.batch = input_ids.shape[0]
-        self.cache = {}
+        self.on_device = None  # (M, query weights) on the attention's device, made at the first layer
 
-    def _weights(self, B: int, T: int, device) -> Dict[str, tuple]:
-        """Per class: (target count [B,T], query weight numerator [B,T], denominator [B,T])."""
-        key = (B, T, device)
-        if key in self.cache:
-            return self.cache[key]
-        q = torch.arange(T, device=device, dtype=torch.float32).expand(B, T)
-        w = self.local_window
-        local_count = torch.zeros(T, device=device)
-        for d in range(2, w + 1):
-            local_count[d + 1:] += 1  # key q-d >= 1 only (key 0 left out)
-        counts = {
-            "previous_token": (q >= 2).float(),
-            "self": (q >= 1).float(),
-            "local": torch.where(q >= w, local_count.expand(B, T), torch.zeros_like(q)),
-            "bos": (q >= 1).float(),
-        }
-        for c, mask in self.masks.items():
-            counts[c] = mask.to(device).sum(-1).float()
-        out = {}
-        for c, count in counts.items():
-            # Baseline keys: (q+1) visible, less the target key 0 (bos), or less the
-            # targets and key 0 (capability classes).
-            baseline = q if c == "bos" else q - count
-            valid = (count > 0) & (baseline > 0)
-            out[c] = (count,
-                      torch.where(valid, 1.0 / count.clamp(min=1), torch.zeros_like(q)),
-                      torch.where(valid, 1.0 / baseline.clamp(min=1), torch.zeros_like(q)))
-        self.cache[key] = out
-        return out
+    def _prepare(self, device) -> tuple:
+        """The float masks [C, B', T, T] and, per class, the query weights 1/|T_c(q)| and
+        1/|B_c(q)| on Q_c (0 elsewhere), each [C, B', T], on ``device``."""
+        if self.on_device is not None and self.on_device[0].device == device:
+            return self.on_device
+        M = self.masks.to(device=device, dtype=torch.float32)
+        T = M.shape[-1]
+        count = M.sum(-1)  # [C, B', T] targets per query
+        visible = torch.arange(1, T + 1, device=device, dtype=torch.float32)  # q+1 keys at query q
+        drop = self.drop_key0.to(device)[:, None, None]
+        baseline = visible - count - drop
+        valid = (count > 0) & (baseline > 0)
+        zero = torch.zeros_like(count)
+        w_num = torch.where(valid, 1.0 / count.clamp(min=1), zero)
+        w_den = torch.where(valid, 1.0 / baseline.clamp(min=1), zero)
+        self.on_device = (M, w_num, w_den, drop[:, 0, 0])
+        return self.on_device
 
     def attention(self, layer: int, weights: torch.Tensor) -> None:
         if self.shared:
             A = weights.sum(0, keepdim=True, dtype=torch.float32)
         else:
             A = weights if weights.dtype == torch.float32 else weights.float()
-        B, H, T, _ = A.shape
-        key0 = A[..., 0]
+        M, w_num, w_den, drop = self._prepare(A.device)
+        key0 = A[..., 0]  # [B', H, T]
         row = A.sum(-1)
-        target = {
-            "bos": key0,
-            "self": A.diagonal(0, -2, -1),
-            "previous_token": torch.nn.functional.pad(A.diagonal(-1, -2, -1), (1, 0)),
-        }
-        local = torch.zeros_like(key0)
-        for d in range(2, self.local_window + 1):
-            diag = A.diagonal(-d, -2, -1).clone()  # queries q = d .. T-1, key q-d
-            diag[..., 0] = 0.0  # key 0 is left out of the capability classes
-            local[..., d:] += diag
-        target["local"] = local
-        for c, mask in self.masks.items():
-            target[c] = (A * mask.to(A.device)[:, None]).sum(-1)
-        weights_by_class = self._weights(B, T, A.device)
-        for c in HEAD_CLASSES:
-            _, w_num, w_den = weights_by_class[c]
-            mass = target[c]
-            baseline = row - mass if c == "bos" else row - mass - key0
-            self.num[c][layer] += torch.einsum("bhq,bq->h", mass, w_num).double().cpu().numpy()
-            self.den[c][layer] += torch.einsum("bhq,bq->h", baseline.clamp(min=0), w_den).double().cpu().numpy()
+        mass = torch.einsum("bhqk,cbqk->bhcq", A, M)  # [B', H, C, T] target mass of every class
+        baseline = (row[:, :, None] - mass - drop[:, None] * key0[:, :, None]).clamp(min=0)
+        self.num[layer] += torch.einsum("bhcq,cbq->hc", mass, w_num).double().cpu().numpy()
+        self.den[layer] += torch.einsum("bhcq,cbq->hc", baseline, w_den).double().cpu().numpy()
         self.first_sum[layer] += (key0[..., 1:].sum((0, 2))).double().cpu().numpy()
         if layer == 0:
-            self.first_count += self.batch * (T - 1)
+            self.first_count += self.batch * (A.shape[-1] - 1)
 
     def finish(self) -> ScreenPart:
         heads = {}
         with np.errstate(divide="ignore", invalid="ignore"):
-            for c in HEAD_CLASSES:
+            for i, c in enumerate(self.classes):
+                num, den = self.num[..., i], self.den[..., i]
                 # No baseline mass at all: perfectly selective (inf) if the targets got any, else undefined.
-                heads[f"selectivity.{c}"] = np.where(self.den[c] > 0, self.num[c] / self.den[c],
-                                                     np.where(self.num[c] > 0, np.inf, np.nan))
-        heads["first_token_attention"] = self.first_sum / max(self.first_count, 1)
+                heads[selectivity_column(c.name)] = np.where(den > 0, num / den, np.where(num > 0, np.inf, np.nan))
+        heads[FIRST_TOKEN_COLUMN] = self.first_sum / max(self.first_count, 1)
         return ScreenPart(heads=heads)

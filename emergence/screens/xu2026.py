@@ -32,6 +32,11 @@ distinct positions drawn once (:func:`baseline_positions`, ``RandomState(0)``) f
 and it may hold p or p+1. Key 0 is a target of ``bos`` only and never in the
 baseline. A uniform head over the T keys scores 1.
 
+The table is the study's own, for its six classes (:data:`STUDY_CLASSES`). Any other
+registered head class (:mod:`emergence.head_classes`) is measured the same way from its
+own targets at the query q = T-1 (its key-0 policy applied): K_c(n) = its target keys
+in row T-1 of sequence n, S_c the sequences with at least one, over the same baseline.
+
 Participation ratio (:class:`ExpEntropyPRReducer`): Z_h [n x d_head] is the head's
 slice of the output-projection input at q = T-1 over the first n probe sequences
 (the study: 500), uncentred; with s_i its singular values (from the eigenvalues of
@@ -50,14 +55,18 @@ ablation metrics), logged as ``induction_loss``, ``induction_accuracy``,
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import torch
 
-from emergence import EmergenceError
-from emergence.config import HEAD_CLASSES
+from emergence import EmergenceError, head_classes
+from emergence.contract import FIRST_TOKEN_COLUMN, selectivity_column
 from emergence.screens.base import Reducer, ScreenPart
+from emergence.screens.selectivity import class_masks
+
+#: The classes whose targets the study defines itself (the table above).
+STUDY_CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
 
 #: Keys avoided by the baseline, as offsets from T: 0 is handled apart; T-6..T-1.
 LOCAL_OFFSETS = (3, 4, 5, 6)
@@ -107,10 +116,13 @@ class Xu2026SelectivityReducer(_Rows):
 
     needs_attention = True
 
-    def __init__(self, baseline_count: int = 50, baseline_seed: int = 0, floor: float = 1e-8):
+    def __init__(self, baseline_count: int = 50, baseline_seed: int = 0, floor: float = 1e-8,
+                 settings: Optional[dict] = None):
         self.baseline_count = baseline_count
         self.baseline_seed = baseline_seed
         self.floor = floor
+        #: Options of the other registered classes' targets (``local_window``).
+        self.settings = dict(settings or {})
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
@@ -119,10 +131,14 @@ class Xu2026SelectivityReducer(_Rows):
         self.baseline = torch.from_numpy(baseline_positions(T, self.baseline_count, self.baseline_seed))
         self.local = torch.tensor([T - d for d in LOCAL_OFFSETS])
         shape = (adapter.n_layers, adapter.n_heads)
-        self.sums = {c: np.zeros(shape) for c in HEAD_CLASSES}
+        self.sums = {c: np.zeros(shape) for c in STUDY_CLASSES}
         self.base_sum = np.zeros(shape)
         self.n_all = 0
         self.n_valid = 0
+        # The other registered classes: their own targets in the last row.
+        self.extra = [c for c in head_classes.classes() if c.name not in STUDY_CLASSES]
+        self.extra_sum = np.zeros(shape + (len(self.extra),))
+        self.extra_n = np.zeros(len(self.extra))
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
         super().start_batch(input_ids)
@@ -131,6 +147,13 @@ class Xu2026SelectivityReducer(_Rows):
         self.pair = rows.position[rows.valid]
         self.n_all += input_ids.shape[0]
         self.n_valid += int(rows.valid.sum())
+        if self.extra:
+            B = input_ids.shape[0]
+            masks, _ = class_masks(input_ids, self.extra, self.settings)
+            last = masks[:, :, -1, :].expand(-1, B, -1).float()  # [C, B, T]: targets of the last query
+            count = last.sum(-1, keepdim=True)
+            self.extra_weights = torch.where(count > 0, last / count.clamp(min=1), torch.zeros_like(last))
+            self.extra_n += (count[..., 0] > 0).sum(-1).numpy()
 
     def attention(self, layer: int, weights: torch.Tensor) -> None:
         a = weights[:, :, -1, :].double()  # [B, H, T]: the last query only
@@ -149,15 +172,20 @@ class Xu2026SelectivityReducer(_Rows):
             p = self.pair.to(a.device)[:, None, None].expand(-1, v.shape[1], 1)
             self.sums["duplicate_token"][layer] += v.gather(-1, p)[..., 0].sum(0).cpu().numpy()
             self.sums["induction"][layer] += v.gather(-1, p + 1)[..., 0].sum(0).cpu().numpy()
+        if self.extra:
+            w = self.extra_weights.to(a.device, a.dtype)
+            self.extra_sum[layer] += torch.einsum("bhk,cbk->hc", a, w).cpu().numpy()
 
     def finish(self) -> ScreenPart:
         n_all, n_valid = max(self.n_all, 1), max(self.n_valid, 1)
         baseline = np.maximum(self.base_sum / n_all, self.floor)
         heads = {}
-        for c in HEAD_CLASSES:
+        for c in STUDY_CLASSES:
             n = n_valid if c in ("induction", "duplicate_token") else n_all
-            heads[f"selectivity.{c}"] = (self.sums[c] / n) / baseline
-        heads["first_token_attention"] = self.sums["bos"] / n_all
+            heads[selectivity_column(c)] = (self.sums[c] / n) / baseline
+        for i, c in enumerate(self.extra):
+            heads[selectivity_column(c.name)] = (self.extra_sum[..., i] / max(self.extra_n[i], 1)) / baseline
+        heads[FIRST_TOKEN_COLUMN] = self.sums["bos"] / n_all
         return ScreenPart(heads=heads, metrics={"xu2026.valid_sequences": float(self.n_valid),
                                                 "xu2026.baseline_attention": float(np.mean(self.base_sum / n_all))})
 

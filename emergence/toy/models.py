@@ -1,4 +1,7 @@
-"""Toy models of the three families, built from transformers' own config classes.
+"""Toy models, built from transformers' own config classes.
+
+Each family of the registry (emergence/families/) that has a toy builder
+(``Family.toy_config``) can be trained; today:
 
 - ``gpt_neox``: ``GPTNeoXConfig`` (dense, like Pythia: parallel residual, biases,
   LayerNorm), full rotary (``rotary_pct=1.0``).
@@ -18,14 +21,18 @@ from __future__ import annotations
 import torch
 
 from emergence import EmergenceError
+from emergence import families
 
-FAMILIES = ("gpt_neox", "olmo", "olmoe")
+
+def toy_families() -> tuple:
+    """Names of the registered families with a toy builder (the ones the suite can train)."""
+    return tuple(name for name, f in families.families().items() if f.toy_config is not None)
 
 
 def check_recipe(recipe) -> None:
     """Reject recipes that cannot be built or trained; the message names the key."""
-    if recipe.family not in FAMILIES:
-        raise EmergenceError(f"recipe.family={recipe.family!r} is unknown; valid: {', '.join(FAMILIES)}")
+    if recipe.family not in toy_families():
+        raise EmergenceError(f"recipe.family={recipe.family!r} is unknown; valid: {', '.join(toy_families())}")
     for key in ("n_layers", "n_heads", "d_model", "d_ff", "seq_len", "batch_size", "steps"):
         if int(getattr(recipe, key)) < 1:
             raise EmergenceError(f"recipe.{key}={getattr(recipe, key)} must be >= 1")
@@ -45,9 +52,8 @@ def check_recipe(recipe) -> None:
 
 
 def build_config(recipe):
-    """The HF config of ``recipe``'s model."""
-    from transformers import GPTNeoXConfig, OlmoConfig, OlmoeConfig
-
+    """The HF config of ``recipe``'s model: the family's toy builder, given the keyword
+    arguments every family shares."""
     check_recipe(recipe)
     first = int(recipe.corpus.first_token)
     common = dict(
@@ -57,17 +63,7 @@ def build_config(recipe):
         initializer_range=float(recipe.init_std), bos_token_id=first, eos_token_id=first,
         pad_token_id=None, tie_word_embeddings=False, use_cache=False,
     )
-    rope = {"rope_type": "default", "rope_theta": float(recipe.rope_theta)}
-    if recipe.family == "gpt_neox":
-        return GPTNeoXConfig(rope_parameters={**rope, "partial_rotary_factor": 1.0}, use_parallel_residual=True,
-                             hidden_dropout=0.0, attention_dropout=0.0, attention_bias=True, **common)
-    if recipe.family == "olmo":
-        return OlmoConfig(rope_parameters=rope, clip_qkv=recipe.clip_qkv, attention_bias=bool(recipe.attention_bias),
-                          attention_dropout=0.0, **common)
-    return OlmoeConfig(num_experts=int(recipe.n_experts), num_experts_per_tok=int(recipe.top_k),
-                       router_aux_loss_coef=float(recipe.router_aux_loss_coef), clip_qkv=recipe.clip_qkv,
-                       rope_parameters=rope, attention_bias=bool(recipe.attention_bias), attention_dropout=0.0,
-                       **common)
+    return families.get(recipe.family).toy_config(recipe, common)
 
 
 def build_model(recipe, attn_implementation: str = "sdpa"):

@@ -57,8 +57,10 @@ class ToyRecipeConfig:
     #: Clip the global gradient norm (``null``: no clipping).
     grad_clip: Optional[float] = 1.0
     seed: int = 0
-    #: Checkpoints at log-spaced steps from ``first_checkpoint`` to ``steps`` (plus step 0).
-    n_checkpoints: int = 20
+    #: Checkpoints at log-spaced steps from ``first_checkpoint`` to ``steps`` (plus step 0). The
+    #: suite's 64 leave room to refine (``revision=refine``): the default job screens 10 of them
+    #: (every 7th: 63 = 7 x 9 intervals, so they are exactly the 10 log-spaced steps).
+    n_checkpoints: int = 64
     first_checkpoint: int = 200
     corpus: ToyCorpusConfig = field(default_factory=ToyCorpusConfig)
     #: Torch intra-op threads for training (``null``: torch's default). Part of the recipe's

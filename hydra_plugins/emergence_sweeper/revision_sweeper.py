@@ -69,12 +69,18 @@ def job_error(ret: JobReturn) -> str:
 
 
 class RevisionSweeper(BasicSweeper):
+    #: ``revision=refine`` jobs (their overrides, unpinned): run in rounds by :meth:`_refine`.
+    refine_bases: List[List[str]]
+
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
         from emergence.registry import selected_revisions
 
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         if cfg.revision.pin is not None:
             return [list(overrides)]
+        if cfg.revision.select == "refine":  # planned round by round from the store, after the others
+            self.refine_bases.append(list(overrides))
+            return []
         revisions = selected_revisions(cfg.model, cfg.revision)
         if len(revisions) < 2:
             return [list(overrides)]
@@ -95,7 +101,7 @@ class RevisionSweeper(BasicSweeper):
 
         groups: Dict[tuple, List[List[str]]] = {}
         notes: List[str] = []
-        for batch in batches:
+        for batch in batches + [self.refine_bases]:
             for overrides in batch:
                 cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
                 err = io.StringIO()
@@ -118,6 +124,7 @@ class RevisionSweeper(BasicSweeper):
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         sweepstate.reset()
+        self.refine_bases = []
         params_conf = self._parse_config()
         params_conf.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
@@ -125,7 +132,9 @@ class RevisionSweeper(BasicSweeper):
 
         batches: List[List[List[str]]] = []
         while not self.is_done():
-            batches.append([list(job) for job in self.get_job_batch()])
+            batch = [list(job) for job in self.get_job_batch()]
+            if batch:  # (a batch of refine jobs only expands to nothing here)
+                batches.append(batch)
         groups = self._check(batches)
         n_jobs = sum(len(b) for b in batches)
         if self.config.get("dry_run"):  # list the jobs and stop: no store, no parent run, no job
@@ -152,6 +161,8 @@ class RevisionSweeper(BasicSweeper):
         failed: Dict[str, List[str]] = {p: [] for p in parents.values()}
         try:
             returns = self._launch(batches, failed)
+            returns += self._refine(parent_of, failed)
+            n_jobs = len(sweepstate.RETURNS)
         except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
             for key, parent in parents.items():
                 end_parent(key[0], parent, failed[parent] + [f"sweep interrupted: {type(exc).__name__}"],
@@ -162,12 +173,59 @@ class RevisionSweeper(BasicSweeper):
             end_parent(key[0], parent, failed[parent], len(groups[key]))
         return returns
 
+    def _refine(self, parent_of: Dict[tuple, str], failed: Dict[str, List[str]]) -> List[Sequence[JobReturn]]:
+        """Run the ``revision=refine`` jobs in rounds, as Hydra's optimisation sweepers do: plan
+        every refine job's next revisions from the store (emergence.job.refine_plan), launch
+        them as one batch of pinned jobs, wait, plan again; a job stops when its brackets are
+        resolved or after ``revision.refine.rounds`` rounds. A job whose store holds fewer than
+        2 revisions of its identity first screens its start selection (round 0)."""
+        from emergence.job import format_refinement, refine_plan, screened_runs
+        from emergence.registry import model_revisions, selected_revisions
+
+        returns: List[Sequence[JobReturn]] = []
+        state = []
+        for base in self.refine_bases:
+            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(base))
+            key = (cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifacts)
+            parent = parent_of[tuple(base)]  # every refine job's store has a parent run (sweep())
+            state.append(dict(base=base, cfg=cfg, known=model_revisions(cfg.model), key=key, parent=parent,
+                              rounds=0, added=[], before=None, plan=None))
+        start = [s["base"] + [f"revision.pin={r.name}"] + self._parent(s)
+                 for s in state if len(screened_runs(s["cfg"], s["known"])) < 2
+                 for r in selected_revisions(s["cfg"].model, s["cfg"].revision)]
+        if start:
+            print(f"refine: screening the start selection first ({len(start)} job(s))")
+            returns += self._launch([start], failed)
+        while True:
+            batch = []
+            for s in state:
+                plan = refine_plan(s["cfg"], s["known"], screened_runs(s["cfg"], s["known"]))
+                s["before"] = s["before"] or plan
+                s["plan"] = plan
+                if plan.done or s["rounds"] >= int(s["cfg"].revision.refine.rounds):
+                    continue
+                s["rounds"] += 1
+                s["added"] += plan.revisions
+                print(f"refine round {s['rounds']} ({s['cfg'].model.name}):\n{plan.describe()}")
+                batch += [s["base"] + [f"revision.pin={r.name}"] + self._parent(s) for r in plan.revisions]
+            if not batch:
+                break
+            returns += self._launch([batch], failed)
+        for s in state:
+            print(format_refinement(s["cfg"].model.name, s["before"], s["plan"], s["added"], s["rounds"]))
+        return returns
+
+    @staticmethod
+    def _parent(state: dict) -> List[str]:
+        return [f"tracking.parent_run={state['parent']}"]  # last: _launch reads the parent from it
+
     def _dry_run(self, batches: List[List[List[str]]]) -> List[Sequence[JobReturn]]:
-        """``dry_run=true``: print every planned job (model, revision, tokens, download size)."""
+        """``dry_run=true``: print every planned job (model, revision, tokens, download size);
+        for a ``revision=refine`` job, its first round (emergence.job.refine_first_round)."""
         from emergence.job import format_plan, plan_jobs
 
         planned = []
-        for batch in batches:
+        for batch in batches + [self.refine_bases]:
             for overrides in batch:
                 cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
                 err = io.StringIO()

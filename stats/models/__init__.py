@@ -9,8 +9,6 @@ one shared dispersion, estimated on the logistic (the most flexible).
 
 from __future__ import annotations
 
-import numpy as np
-
 from stats.models.base import (
     CurveModel,
     Dispersion,

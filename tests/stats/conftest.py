@@ -1,6 +1,6 @@
-"""Fixtures of the stats tests: a real temporary MLflow store written to the data
-contract of the emergence tracking code, and a curve CSV constructed around the
-reference study's reported points."""
+"""Fixtures of the stats tests: a real temporary MLflow store written to the run
+contract (emergence/contract.py: the names the screen writes), and a curve CSV
+constructed around the reference study's reported points."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
+from emergence import contract as C
+from emergence import head_classes
+
+CLASSES = head_classes.names()
 
 
 # ---------------------------------------------------------------------------------
@@ -52,14 +55,14 @@ def simulate_heads(n_layers, n_heads, tokens, rng, t_bos=1e11, t_ind=1e10, with_
                     flag["induction"], sel["induction"] = 1, float(rng.uniform(60, 300))
                 if layer == 1 and h < 3:
                     flag["previous_token"], sel["previous_token"] = 1, float(rng.uniform(40, 80))
-                thr = {"induction": 50.0, "bos": 30.0}
+                thr = head_classes.default_thresholds()
                 prim = [c for c in CLASSES if flag[c]]
-                primary = max(prim, key=lambda c: sel[c] / thr.get(c, 30.0)) if prim else ""
-                row = {"layer": layer, "head": h}
-                row.update({f"selectivity.{c}": sel[c] for c in CLASSES})
-                row.update({f"flag.{c}": flag[c] for c in CLASSES})
-                row["primary"] = primary
-                row["first_token_attention"] = float(min(0.95, 0.1 + 0.8 * flag["bos"] + rng.uniform(0, 0.05)))
+                primary = max(prim, key=lambda c: sel[c] / thr[c]) if prim else ""
+                row = dict(zip(C.HEAD_KEY_COLUMNS, (layer, h)))
+                row.update({C.selectivity_column(c): sel[c] for c in CLASSES})
+                row.update({C.flag_column(c): flag[c] for c in CLASSES})
+                row[C.PRIMARY_COLUMN] = primary
+                row[C.FIRST_TOKEN_COLUMN] = float(min(0.95, 0.1 + 0.8 * flag["bos"] + rng.uniform(0, 0.05)))
                 if with_pr:
                     pr = rng.normal(20, 1.0)
                     if (layer, h) in cross and r >= cross[(layer, h)] - 1:
@@ -85,30 +88,33 @@ def write_sweep(uri, artifacts, experiment, model, family, corpus, n_layers, n_h
     tmp = Path(artifacts).parent / "staging"
     tmp.mkdir(parents=True, exist_ok=True)
     for rev, tok, heads in zip(revisions, tokens, tables):
-        run = client.create_run(exp_id, tags={"emergence.sweep": sweep, "emergence.config_hash": "abc123"})
+        run = client.create_run(exp_id, tags={C.SWEEP_TAG: sweep, C.CONFIG_HASH_TAG: "abc123"})
         rid = run.info.run_id
-        params = {"model": model, "revision": rev, "step": rev.replace("step", ""), "tokens": str(int(tok)),
-                  "family": family, "pretraining_corpus": corpus, "n_layers": str(n_layers), "n_heads": str(n_heads),
-                  "screen.name": "all", "corpus.kind": "synthetic_induction", "screen.thresholds.bos": "30"}
+        params = {C.MODEL_PARAM: model, C.REVISION_PARAM: rev, C.STEP_PARAM: rev.replace("step", ""),
+                  C.TOKENS_PARAM: str(int(tok)), C.FAMILY_PARAM: family, C.PRETRAINING_CORPUS_PARAM: corpus,
+                  C.N_LAYERS_PARAM: str(n_layers), C.N_HEADS_PARAM: str(n_heads), C.SCREEN_NAME_PARAM: "all",
+                  C.CORPUS_KIND_PARAM: "synthetic_induction", C.THRESHOLD_PARAM_PREFIX + "bos": "30"}
         total = n_layers * n_heads
-        metrics = {"n_heads_total": total}
+        metrics = {C.N_HEADS_TOTAL_METRIC: total}
         for c in CLASSES:
-            cnt = int(heads[f"flag.{c}"].sum())
-            metrics[f"count.{c}"] = cnt
-            metrics[f"fraction.{c}"] = cnt / total
-            metrics[f"mean_selectivity.{c}"] = float(heads[f"selectivity.{c}"].mean())
+            cnt = int(heads[C.flag_column(c)].sum())
+            metrics[C.count_metric(c)] = cnt
+            metrics[C.fraction_metric(c)] = cnt / total
+            metrics[C.mean_selectivity_metric(c)] = float(heads[C.selectivity_column(c)].mean())
             for layer in range(n_layers):
-                metrics[f"layer{layer}.count.{c}"] = int(heads.loc[heads["layer"] == layer, f"flag.{c}"].sum())
-        metrics["mean_first_token_attention"] = float(heads["first_token_attention"].mean())
-        metrics["induction_loss"] = float(5.0 - 0.5 * metrics["count.induction"])
-        metrics["induction_accuracy"] = float(min(1.0, 0.1 * metrics["count.induction"]))
+                metrics[C.layer_count_metric(layer, c)] = int(heads.loc[heads["layer"] == layer, C.flag_column(c)].sum())
+        n_induction = metrics[C.count_metric("induction")]
+        metrics[C.MEAN_FIRST_TOKEN_METRIC] = float(heads[C.FIRST_TOKEN_COLUMN].mean())
+        metrics[C.INDUCTION_LOSS_METRIC] = float(5.0 - 0.5 * n_induction)
+        metrics[C.INDUCTION_ACCURACY_METRIC] = float(min(1.0, 0.1 * n_induction))
         if "pr" in heads.columns:
-            metrics["pr.mean"] = float(heads["pr"].mean())
-            metrics["pr.induction_mean"] = float(heads.loc[heads["flag.induction"] > 0, "pr"].mean()) if metrics["count.induction"] else 0.0
+            metrics[C.PR_MEAN_METRIC] = float(heads["pr"].mean())
+            metrics[C.PR_INDUCTION_MEAN_METRIC] = (
+                float(heads.loc[heads[C.flag_column("induction")] > 0, "pr"].mean()) if n_induction else 0.0)
         client.log_batch(rid, metrics=[Metric(k, float(v), ts, 0) for k, v in metrics.items()],
                          params=[Param(k, v) for k, v in params.items()],
-                         tags=[RunTag("emergence.status", status)])
-        path = tmp / "heads.csv"
+                         tags=[RunTag(C.STATUS_TAG, status)])
+        path = tmp / C.HEADS_ARTIFACT
         heads.to_csv(path, index=False)
         client.log_artifact(rid, str(path))
         client.set_terminated(rid, "FINISHED")

@@ -1,6 +1,5 @@
 """Reading curves from a real MLflow store and from CSV; clear errors on bad input."""
 
-import numpy as np
 import pandas as pd
 import pytest
 

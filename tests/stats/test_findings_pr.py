@@ -67,7 +67,9 @@ def test_circuit_convergence_known_recall():
                 rows.append({"model": "m", "revision": f"r{r}", "tokens": t, "layer": layer, "head": h,
                              "flag.induction": int(on is not None and r >= on)})
     c = circuit_convergence(pd.DataFrame(rows), "m")
-    assert c.n_final == 3
+    assert c.n_final == len(final)
+    assert set(found_from) == set(final)  # the circuit at the last revision is exactly these heads
+    assert c.table["n_found"].tolist()[-1] == len(final)
     assert c.revision_at_level == "r4" and c.tokens_at_level == TOK[4]
     assert c.pct_training == pytest.approx(100 * TOK[4] / TOK[-1])
     assert c.table["recall"].tolist()[:5] == pytest.approx([0, 0, 1 / 3, 1 / 3, 2 / 3])

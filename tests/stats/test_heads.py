@@ -92,8 +92,10 @@ def test_thresholds_at_analysis_time_change_counts_flags_and_layers(tmp_path):
         (lambda d: d.drop(columns=list(CLASSES)), "has no selectivity column"),
         (lambda d: d.assign(bos=d["bos"].astype(object).where(d.index != 5, "high")), "column 'bos' row 5: 'high' is not a number"),
         (lambda d: d.assign(tokens=d["tokens"].astype(object).where(d.index != 3, "lots")), "column 'tokens' row 3: 'lots'"),
-        (lambda d: d.assign(head=d["head"].astype(float).where(d.index != 2, 1.5)), "column 'head' row 2: 1.5 is not a non-negative integer"),
-        (lambda d: pd.concat([d, d.iloc[[7]].assign(bos=999.0)]), "conflicting duplicate rows for (model, revision, layer, head) = ('m', 'step0', 1, 3)"),
+        (lambda d: d.assign(head=d["head"].astype(float).where(d.index != 2, 1.5)),
+         "column 'head' row 2: 1.5 is not a non-negative integer"),
+        (lambda d: pd.concat([d, d.iloc[[7]].assign(bos=999.0)]),
+         "conflicting duplicate rows for (model, revision, layer, head) = ('m', 'step0', 1, 3)"),
         (lambda d: d.assign(tokens=d["tokens"].where(d.index != 0, 5.0)), "revision 'step0' of model 'm' has several token counts"),
     ],
 )

@@ -89,3 +89,18 @@ def test_gap_names_must_be_rule_names(tmp_path):
     cfg = AnalysisConfig(n_boot=20, progress=False, milestones=MilestonesConfig(gap_late="BOS-55%"))
     with pytest.raises(StatsError, match=r"analysis.milestones.gap_late='BOS-55%': not a milestone rule name; valid: \['induction formed'"):
         analyse(read_csv(path), cfg)
+
+
+def test_rule_accepts_a_class_registered_after_import():
+    """The class list is read from the registry when a rule is checked, not at import."""
+    from emergence import head_classes
+    from emergence.head_classes import HeadClass
+
+    late = HeadClass(name="late_class", threshold=30.0, excludes_key0=True, targets=lambda ids, settings: None)
+    with pytest.raises(StatsError, match="head_class='late_class'"):
+        MilestoneRule("late", "late_class", min_heads=1).validate()
+    head_classes.register(late)
+    try:
+        MilestoneRule("late", "late_class", min_heads=1).validate()
+    finally:
+        head_classes.unregister("late_class")

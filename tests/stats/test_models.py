@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from stats.models import ConstantModel, LogisticModel, RampModel, StepModel, estimate_dispersion, fit_all, information_criterion
+from stats.models import ConstantModel, LogisticModel, RampModel, StepModel, fit_all, information_criterion
 from stats.models.base import binomial_loglik
 from stats.models.logistic import logistic_bounds
 from stats.simulate import logistic_probability, logspaced_tokens, simulate_counts_once, step_probability

@@ -1,0 +1,166 @@
+"""Family registry: what the screen needs to know about an architecture family.
+
+A *family* is a group of Hugging Face architectures the screen handles the same way
+(METHODS section 3). Each one is a :class:`Family` in its own file of this package
+(``gpt_neox.py``, ``olmo.py``, ``olmoe.py``, ``llama.py``), named ``FAMILY``; the
+registry finds those files itself, so adding a family is one file plus its test
+(docs/families_and_sources.md). :func:`register` adds one at run time (tests, user code).
+
+A model's YAML names its family (``model.family``); the loaded model's HF
+``config.model_type`` picks the family whose :attr:`Family.model_types` holds it
+(:func:`family_for_model_type`), which gives the hook points of the screen.
+
+Importing this package does not import torch or transformers (the config and help
+code import it); the functions that need them import them when called.
+"""
+
+from __future__ import annotations
+
+import importlib
+import operator
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from emergence import EmergenceError
+
+#: dtype names a model config may ask for besides ``auto``.
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Family:
+    """One architecture family.
+
+    Hook paths are dotted attribute paths. :attr:`layers` leads from the loaded causal
+    LM to the list of decoder layers; :attr:`attention` and :attr:`projection` lead from
+    one decoder layer to its attention module and to its output projection.
+
+    - The attention module's forward returns ``(attn_output, attn_weights, ...)`` under
+      ``attn_implementation="eager"``: a forward hook on it reads that layer's attention
+      weights ``[batch, heads, query, key]`` from ``output[1]``.
+    - The output projection's INPUT is the concatenation of the per-head outputs,
+      ``[batch, T, heads x head_dim]``: a forward pre-hook reads (or ablates) the heads there.
+    """
+
+    #: The name a model config gives as ``model.family``.
+    name: str
+    #: The HF ``config.model_type`` values this family covers.
+    model_types: Tuple[str, ...]
+    #: From the causal LM to the list of decoder layers (``gpt_neox.layers``).
+    layers: str
+    #: From one decoder layer to its attention module (``attention``, ``self_attn``).
+    attention: str
+    #: From one decoder layer to its output projection (``attention.dense``, ``self_attn.o_proj``).
+    projection: str
+    #: dtype of ``dtype: auto`` on an accelerator (on the CPU ``auto`` is always float32).
+    accelerator_dtype: str = "bfloat16"
+    #: Why float16 is refused for this family, or None when it is allowed.
+    float16_refused: Optional[str] = None
+    #: ``toy_config(recipe, common)``: the HF config of a toy-suite model of this family,
+    #: from the recipe and ``common`` (the keyword arguments every family shares, see
+    #: emergence/toy/models.py); None for a family the toy suite does not train.
+    toy_config: Optional[Callable[[Any, Dict[str, Any]], Any]] = None
+    #: One line for help texts: which models the family stands for.
+    description: str = ""
+
+    def dtype_name(self, requested: str, device_type: str) -> str:
+        """The dtype (a name from :data:`DTYPE_NAMES`) to load a model of this family in.
+
+        ``auto``: float32 on the CPU, :attr:`accelerator_dtype` on an accelerator. An
+        explicit dtype is used as given, except float16 where :attr:`float16_refused`."""
+        if requested == "auto":
+            return "float32" if device_type == "cpu" else self.accelerator_dtype
+        if requested not in DTYPE_NAMES:
+            raise EmergenceError(f"unknown dtype {requested!r}; valid: auto, {', '.join(DTYPE_NAMES)}")
+        if requested == "float16" and self.float16_refused:
+            allowed = ", ".join(["auto"] + [d for d in DTYPE_NAMES if d != "float16"])
+            raise EmergenceError(f"dtype float16 is refused for {self.name} ({self.float16_refused}); "
+                                 f"valid: {allowed}")
+        return requested
+
+    def decoder_layers(self, model) -> List[Any]:
+        """The decoder layers of a loaded causal LM of this family, in order."""
+        return list(operator.attrgetter(self.layers)(model))
+
+    def attention_modules(self, model) -> List[Any]:
+        """Per layer, the module whose forward output holds the attention weights."""
+        get = operator.attrgetter(self.attention)
+        return [get(layer) for layer in self.decoder_layers(model)]
+
+    def output_projections(self, model) -> List[Any]:
+        """Per layer, the module whose input is the concatenation of the per-head outputs."""
+        get = operator.attrgetter(self.projection)
+        return [get(layer) for layer in self.decoder_layers(model)]
+
+
+_REGISTRY: Dict[str, Family] = {}
+_DISCOVERED = False
+
+
+def _discover() -> None:
+    """Import every module of this package once and register its ``FAMILY``."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        family = getattr(module, "FAMILY", None)
+        if isinstance(family, Family) and family.name not in _REGISTRY:
+            register(family)
+
+
+def register(family: Family, replace: bool = False) -> Family:
+    """Add ``family`` to the registry (``replace``: over one of the same name).
+
+    A model type may belong to one family only: a clash with another family is an error."""
+    _discover()
+    if not replace and family.name in _REGISTRY:
+        raise EmergenceError(f"family {family.name!r} is already registered")
+    for other in _REGISTRY.values():
+        clash = set(other.model_types) & set(family.model_types)
+        if other.name != family.name and clash:
+            raise EmergenceError(f"model type(s) {', '.join(sorted(clash))} of family {family.name!r} "
+                                 f"already belong to family {other.name!r}")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def unregister(name: str) -> None:
+    """Remove a family added with :func:`register` (tests clean up with it)."""
+    _REGISTRY.pop(name, None)
+
+
+def families() -> Dict[str, Family]:
+    """Every registered family, by name (sorted)."""
+    _discover()
+    return {name: _REGISTRY[name] for name in sorted(_REGISTRY)}
+
+
+def family_names() -> Tuple[str, ...]:
+    return tuple(families())
+
+
+def get(name: str) -> Family:
+    """The family called ``name`` (a model config's ``model.family``)."""
+    known = families()
+    try:
+        return known[name]
+    except KeyError:
+        raise EmergenceError(f"unsupported family {name!r}; supported: {', '.join(known)}") from None
+
+
+def supported_model_types() -> Tuple[str, ...]:
+    """Every HF ``model_type`` some family covers, sorted."""
+    return tuple(sorted(t for f in families().values() for t in f.model_types))
+
+
+def family_for_model_type(model_type: str) -> Optional[Family]:
+    """The family covering the HF ``model_type``, or None."""
+    for family in families().values():
+        if model_type in family.model_types:
+            return family
+    return None

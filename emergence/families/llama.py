@@ -1,0 +1,20 @@
+"""Llama-style decoders: HF model types ``llama``, ``mistral`` and ``qwen2``.
+
+Hooks: ``model.layers[i].self_attn`` (eager forward returns the weights) and
+``model.layers[i].self_attn.o_proj`` (input: the per-head outputs). Grouped-query
+attention is fine: the weights come per query head and ``o_proj`` takes
+``num_attention_heads x head_dim`` inputs. ``auto`` is bfloat16 on a GPU. The toy
+suite does not train this family (no toy builder); a model of it is one YAML file
+(conf/model/_llama_style.yaml, docs/families_and_sources.md).
+"""
+
+from emergence.families import Family
+
+FAMILY = Family(
+    name="llama",
+    model_types=("llama", "mistral", "qwen2"),
+    layers="model.layers",
+    attention="self_attn",
+    projection="self_attn.o_proj",
+    description="Llama, Mistral, Qwen2 (Llama-style decoders)",
+)

@@ -1,0 +1,121 @@
+"""The head classes of the selectivity screen: one file per class, and their registry.
+
+A head class is one attention pattern the screen looks for (METHODS section 5). Each
+module of this package defines one, as ``HEAD_CLASS = HeadClass(...)``; importing the
+package discovers them (every module here, in ``order``), and :func:`register` adds
+one from elsewhere (a test, a user's own module). Everything that knows the classes
+derives from this registry: the reducer (``emergence.screens.selectivity``), the
+flags and metrics (``emergence.screens.classify``), the config defaults
+(``emergence.config``), the reference recipe for classes it does not define itself
+(``emergence.screens.xu2026``) and ``stats``. How to add a class:
+``docs/head_classes.md``.
+
+Importing this package never imports torch: a class's ``targets`` function imports
+it when it is called, so ``stats`` reads names and thresholds without model code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Tuple
+
+#: A class name becomes part of metric and column names (``count.<name>``,
+#: ``selectivity.<name>``): lower case letters, digits and underscores, no dots.
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class HeadClass:
+    """One head class.
+
+    name: the class's name in configs, metrics and tables.
+    threshold: the default selectivity threshold (x over a uniform head) at which a head
+        is flagged for the class; ``screen.thresholds.<name>`` and
+        ``analysis.thresholds.<name>`` override it.
+    excludes_key0: the key-0 policy. True (capability classes): key 0 is left out of both
+        the targets and the baseline, so an attention sink on key 0 does not hide the
+        pattern. False (``bos``): key 0 may be a target and is otherwise in the baseline.
+    targets: ``targets(input_ids, settings) -> mask``. ``input_ids`` [B, T] (int64),
+        ``settings`` the screen's options the targets may use (``local_window``); returns
+        a boolean mask [B, T, T] (or [1, T, T] when the targets depend only on positions),
+        ``mask[b, q, k]`` true when key k is a target of query q in sequence b. Only keys
+        k <= q count; a query with no target is left out of the class. Import torch
+        inside the function.
+    description: T_c(q) in words, for tables and docs.
+    order: position of the class in tables and reports (ties: registration order).
+    """
+
+    name: str
+    threshold: float
+    excludes_key0: bool
+    targets: Callable[[Any, Mapping[str, Any]], Any]
+    description: str = ""
+    order: int = 1000
+
+
+_REGISTRY: Dict[str, HeadClass] = {}
+_SEQUENCE: Dict[str, int] = {}
+
+
+def register(head_class: HeadClass, replace: bool = False) -> HeadClass:
+    """Add a class to the registry (or, with ``replace``, swap the one of that name).
+
+    Refuses a malformed name, a non-positive threshold or a name already registered.
+    Returns the class, so a module can write ``HEAD_CLASS = register(HeadClass(...))``.
+    """
+    name = head_class.name
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise ValueError(f"head class name {name!r} must match {NAME_PATTERN.pattern} (it is part of metric names)")
+    if not float(head_class.threshold) > 0:
+        raise ValueError(f"head class {name!r}: default threshold {head_class.threshold!r} must be > 0")
+    if not callable(head_class.targets):
+        raise ValueError(f"head class {name!r}: targets must be a function (input_ids, settings) -> mask")
+    if name in _REGISTRY and not replace and _REGISTRY[name] is not head_class:
+        raise ValueError(f"head class {name!r} is registered already; pass replace=True to swap it")
+    _REGISTRY[name] = head_class
+    _SEQUENCE.setdefault(name, len(_SEQUENCE))
+    return head_class
+
+
+def unregister(name: str) -> None:
+    """Remove a class (a test's own class, after the test)."""
+    _REGISTRY.pop(name, None)
+    _SEQUENCE.pop(name, None)
+
+
+def classes() -> Tuple[HeadClass, ...]:
+    """Every registered class, in report order."""
+    return tuple(sorted(_REGISTRY.values(), key=lambda c: (c.order, _SEQUENCE[c.name])))
+
+
+def names() -> Tuple[str, ...]:
+    """The registered class names, in report order."""
+    return tuple(c.name for c in classes())
+
+
+def get(name: str) -> HeadClass:
+    """The class of that name; a ``KeyError`` naming the valid ones otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown head class {name!r}; valid: {', '.join(names())}") from None
+
+
+def default_thresholds() -> Dict[str, float]:
+    """``{name: default threshold}`` of every registered class."""
+    return {c.name: float(c.threshold) for c in classes()}
+
+
+def _discover() -> None:
+    """Import every module of this package and register its ``HEAD_CLASS``."""
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        head_class = getattr(module, "HEAD_CLASS", None)
+        if isinstance(head_class, HeadClass):
+            register(head_class)
+
+
+_discover()

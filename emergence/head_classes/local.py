@@ -1,0 +1,26 @@
+"""``local``: a head that spreads its attention over the few tokens before the previous one.
+
+T(q) = q-w .. q-2 for the queries q >= w, key 0 left out; w is ``screen.local_window``
+(default 4; it must be >= 2). The previous token q-1 is the ``previous_token`` class's.
+"""
+
+from emergence.head_classes import HeadClass
+
+#: The window w when the screen does not set ``local_window``.
+DEFAULT_WINDOW = 4
+
+
+def targets(input_ids, settings):
+    import torch
+
+    w = int(settings.get("local_window", DEFAULT_WINDOW))
+    if w < 2:
+        raise ValueError(f"screen.local_window must be >= 2 (got {w})")
+    T = input_ids.shape[1]
+    q = torch.arange(T, device=input_ids.device)[:, None]
+    k = torch.arange(T, device=input_ids.device)[None, :]
+    return ((k >= q - w) & (k <= q - 2) & (q >= w))[None]
+
+
+HEAD_CLASS = HeadClass(name="local", threshold=10.0, excludes_key0=True, targets=targets,
+                       description="q-w .. q-2, key 0 left out (q >= w)", order=60)

@@ -1,0 +1,118 @@
+"""The text of ``python -m emergence --help``: config groups and the registries.
+
+Hydra prints it: ``conf/config.yaml`` sets ``hydra.help.template`` to the
+``${emergence_help:}`` resolver (registered in ``emergence/__init__.py``), which calls
+:func:`registries_text`. Everything listed is read from where it is defined: the
+groups' options from the YAML files under ``CONF_DIR``, the head classes, families
+and model sources from :mod:`emergence.config`. ``python -m emergence.help`` prints
+the same text without composing a config.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Dict, Iterable, List
+
+from omegaconf import OmegaConf
+
+from emergence import CONF_DIR, emergence_home
+
+#: What each group sets, for the listing.
+GROUP_DOC = {
+    "model": "which model (hub repo or local folder, family, token counting, revision source)",
+    "corpus": "the probe batch",
+    "revision": "which checkpoints",
+    "screen": "which head classes, thresholds, participation ratio, ablation",
+    "tracking": "the MLflow store or server",
+    "recipe": "a toy model's training recipe; pick it as recipe@model.recipe=NAME",
+}
+
+
+def _wrap(items: Iterable[str], indent: str = "    ") -> str:
+    return textwrap.fill(", ".join(items), width=100, initial_indent=indent, subsequent_indent=indent)
+
+
+def default_options() -> Dict[str, str]:
+    """The option each group takes by default (the defaults list of ``conf/config.yaml``)."""
+    defaults = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml")).get("defaults", [])
+    out = {}
+    for entry in defaults:
+        if isinstance(entry, dict):
+            for key, value in entry.items():
+                if "/" not in key and " " not in key:
+                    out[key] = str(value)
+    return out
+
+
+def model_rows() -> List[List[str]]:
+    """One row per registered model: name, family, revision source, where it comes from."""
+    from emergence.registry import group_options
+
+    rows = []
+    for name in group_options("model"):
+        node = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
+        if "name" not in node:  # a short name: its defaults list points at the full entry
+            target = next((d for d in node.get("defaults", []) if isinstance(d, str) and d != "_self_"), "?")
+            rows.append([name, "", "", f"= {target}"])
+            continue
+        where = node.get("repo") or node.get("path") or ("trained here (toy)" if node.get("revisions") == "toy" else "")
+        rows.append([name, str(node.get("family", "")), str(node.get("revisions", "")), str(where)])
+    return rows
+
+
+def _table(rows: List[List[str]], header: List[str], indent: str = "  ") -> str:
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    lines = [indent + "  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip()]
+    lines += [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _names(registry) -> List[str]:
+    if isinstance(registry, dict):
+        return [f"{k} ({v})" if isinstance(v, str) else str(k) for k, v in registry.items()]
+    return [str(x) for x in registry]
+
+
+def registries_text() -> str:
+    """The whole help text (plain; Hydra's template needs ``$`` doubled, done by the resolver)."""
+    import emergence.config as config
+    from emergence.registry import GROUPS, group_options
+
+    defaults = default_options()
+    parts = [
+        "emergence: screen the attention heads of language-model checkpoints, one MLflow run per",
+        "(model, revision, corpus, screen); then `python -m stats` on the curves.",
+        "",
+        "Usage:",
+        "  python -m emergence [group=option ...] [key=value ...]   one job (every revision it selects)",
+        "  python -m emergence -m group=a,b ... [key=a,b ...]        a sweep: one job per revision",
+        "  python -m emergence ... dry_run=true                      list the planned jobs, offline, and exit",
+        "  python -m emergence ... --cfg job                         print the composed config",
+        "",
+        "== Config groups (group=option; * = default) ==",
+    ]
+    for group in GROUPS:
+        options = [o + ("*" if defaults.get(group) == o else "") for o in group_options(group)]
+        parts.append(f"  {group}: {GROUP_DOC.get(group, '')}")
+        parts.append(_wrap(options))
+    parts += ["", "== Registered models (conf/model/*.yaml; add one with a YAML file) ==",
+              _table(model_rows(), ["name", "family", "revisions", "repo / folder"])]
+    parts += ["", "== Head classes (screen.classes; thresholds screen.thresholds.<class>) ==",
+              _wrap(_names(config.HEAD_CLASSES))]
+    parts += ["", "== Families (architectures with an adapter; model.family) ==", _wrap(_names(config.FAMILIES))]
+    sources = getattr(config, "MODEL_SOURCES", None)
+    if sources is None:  # older registry: the revision sources the model files use
+        rows = [r[2] for r in model_rows() if r[2]]
+        sources = sorted(set(rows))
+    parts += ["", "== Model sources (model.revisions: where a model's revisions come from) ==", _wrap(_names(sources))]
+    parts += ["",
+              "== Files ==",
+              f"  config tree: {CONF_DIR}",
+              f"  outputs:     {emergence_home() / 'outputs'}  ($EMERGENCE_HOME/outputs when set, else ./outputs)",
+              "",
+              "Hydra's own flags (-m, --cfg, --multirun, ...): python -m emergence --hydra-help"]
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(registries_text())

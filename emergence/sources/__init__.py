@@ -1,0 +1,193 @@
+"""Model sources: where a model's revisions come from and where each one lies on disk.
+
+A model config picks its source with ``model.revisions`` (the key's values are the
+source names). Each source is a :class:`ModelSource` in its own file of this package,
+named ``SOURCE``; the registry finds those files itself, so adding a source is one
+file plus its test (docs/families_and_sources.md). :func:`register` adds one at run
+time.
+
+- ``pythia``: a hub repo with Pythia's computed schedule (emergence/sources/pythia.py).
+- ``snapshot``: a hub repo with a committed snapshot of its branch list (snapshot.py).
+- ``folder``: local folders, one HF model folder per revision (folder.py).
+- ``toy``: the toy suite the project trains itself (toy.py).
+
+A source answers, for a model config: its revisions (ordered by tokens), a check of
+the config before any work, the location of one revision (what ``from_pretrained``
+gets) and the fetch that puts it on disk, the vocabulary and context the model
+declares before loading, what a dry run would download, and eviction after a screen.
+
+Importing this package does not import torch or transformers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from emergence import EmergenceError
+from emergence.revisions import Revision
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where ``from_pretrained`` finds one revision."""
+
+    #: A hub repo id or a local folder.
+    where: str
+    #: The hub revision (branch) to pass as ``revision=``; None for a local folder.
+    revision: Optional[str] = None
+
+
+def size_text(n: float) -> str:
+    """Bytes as ``1.23 GB`` (decimal units)."""
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("KB", 10**3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def folder_bytes(folder) -> int:
+    return sum(p.stat().st_size for p in Path(folder).rglob("*") if p.is_file())
+
+
+class ModelSource:
+    """One way of getting a model's revisions. Subclasses set :attr:`name` and override
+    what differs; the defaults here suit sources whose revisions are local folders."""
+
+    #: The ``model.revisions`` value that picks this source.
+    name: str = ""
+    #: One line for help texts.
+    description: str = ""
+    #: True when ``cache.evict=true`` deletes a screened revision (a hub download).
+    evictable: bool = False
+
+    def check(self, model) -> None:
+        """Raise :class:`EmergenceError` (one line naming the key) when ``model`` cannot be
+        used with this source; runs before any revision is listed or loaded."""
+
+    def revisions(self, model) -> List[Revision]:
+        """Every revision of ``model``, ordered by tokens."""
+        raise NotImplementedError
+
+    def prepare(self, model, revisions: Sequence[Revision], toy_dir: Optional[str] = None,
+                progress: bool = True) -> None:
+        """Work done once in the main thread before ``revisions`` are fetched (the toy
+        suite trains here); nothing by default."""
+
+    def locate(self, model, revision: Revision, toy_dir: Optional[str] = None,
+               progress: bool = True) -> Location:
+        """What ``from_pretrained`` is given for ``revision``."""
+        raise NotImplementedError
+
+    def fetch(self, model, revision: Revision, known: Sequence[Revision] = (), toy_dir: Optional[str] = None,
+              progress: bool = True) -> str:
+        """Put ``revision`` on local disk and return its folder (run in the download thread).
+        Default: the located folder, which must hold a ``config.json``."""
+        where = self.locate(model, revision, toy_dir, progress).where
+        if not (Path(where) / "config.json").exists():
+            raise EmergenceError(f"checkpoint folder {where!r} of model {model.name!r} is missing (no config.json)")
+        return where
+
+    def label(self, model, revision: Revision, folder: str) -> str:
+        """The run's ``source`` param for ``revision`` read from ``folder``."""
+        return folder
+
+    def config_location(self, model, revision: Revision) -> Optional[Tuple[str, dict]]:
+        """(path, ``AutoConfig.from_pretrained`` keywords) of the revision's ``config.json``
+        without the network, or None when it cannot be known before loading."""
+        return None
+
+    def declared_limits(self, model, revisions: Sequence[Revision]):
+        """The model's vocabulary, context, layers and heads as declared before any weights
+        are loaded (an :class:`emergence.probes.ModelLimits`), from the first revision's
+        ``config.json``; None when unknown (the probe is then checked after loading)."""
+        if not revisions:
+            return None
+        found = self.config_location(model, revisions[0])
+        if found is None:
+            return None
+        from transformers import AutoConfig
+
+        from emergence.probes import ModelLimits
+
+        try:
+            config = AutoConfig.from_pretrained(found[0], **found[1])
+        except Exception:  # noqa: BLE001  (not cached, or no config yet: checked after loading instead)
+            return None
+        context = getattr(config, "max_position_embeddings", None)
+        return ModelLimits(int(config.vocab_size), int(context) if context else None, model.name,
+                           getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None))
+
+    def download_sizes(self, model, revisions: Sequence[Revision]) -> Dict[str, str]:
+        """Per revision name, for a dry run: what a screen of it would download, as far as
+        the disk knows (never the network); ``unknown`` by default."""
+        return {r.name: "unknown" for r in revisions}
+
+    def evict(self, model, revision: Revision) -> int:
+        """Delete a screened revision's download; returns the bytes freed (0: nothing to do)."""
+        return 0
+
+
+def model_get(model, key: str, default=None):
+    """``model.<key>``, or ``default`` when the config has no such key (hand-made configs)."""
+    value = model.get(key, default) if hasattr(model, "get") else getattr(model, key, default)
+    return default if value is None else value
+
+
+_REGISTRY: Dict[str, ModelSource] = {}
+_DISCOVERED = False
+
+
+def _discover() -> None:
+    """Import every module of this package once and register its ``SOURCE``."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        source = getattr(module, "SOURCE", None)
+        if isinstance(source, ModelSource) and source.name not in _REGISTRY:
+            register(source)
+
+
+def register(source: ModelSource, replace: bool = False) -> ModelSource:
+    """Add ``source`` under its name (``replace``: over one of the same name)."""
+    _discover()
+    if not source.name:
+        raise EmergenceError(f"model source {type(source).__name__} has no name")
+    if not replace and source.name in _REGISTRY:
+        raise EmergenceError(f"model source {source.name!r} is already registered")
+    _REGISTRY[source.name] = source
+    return source
+
+
+def unregister(name: str) -> None:
+    """Remove a source added with :func:`register` (tests clean up with it)."""
+    _REGISTRY.pop(name, None)
+
+
+def sources() -> Dict[str, ModelSource]:
+    """Every registered source, by name (sorted)."""
+    _discover()
+    return {name: _REGISTRY[name] for name in sorted(_REGISTRY)}
+
+
+def source_names() -> Tuple[str, ...]:
+    return tuple(sources())
+
+
+def source_for(model) -> ModelSource:
+    """The source ``model.revisions`` names."""
+    known = sources()
+    name = model_get(model, "revisions")
+    try:
+        return known[name]
+    except KeyError:
+        raise EmergenceError(f"unknown revision source {name!r} for model {model_get(model, 'name')!r}; "
+                             f"valid: {', '.join(known)}") from None

@@ -1,0 +1,53 @@
+"""``python -m emergence.sources ACTION MODEL``: a model's revisions and its snapshot.
+
+- ``show MODEL``: every revision of the model (its source's list), with step and tokens.
+- ``refresh MODEL``: store the hub's branch list as the model's snapshot
+  (``HfApi().list_repo_refs``; needs the hub).
+- ``derive MODEL``: write the snapshot from the documented checkpoint schedule (offline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from emergence import EmergenceError
+from emergence import revisions as rv
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m emergence.sources",
+        description="Revisions of a registered model: 'show MODEL' lists them; 'refresh MODEL' stores the "
+                    "hub's branch list as its snapshot; 'derive MODEL' writes one from the documented schedule.")
+    parser.add_argument("action", choices=["show", "refresh", "derive"])
+    parser.add_argument("model", help="registry name, e.g. olmo_1b_0724 (see conf/model/)")
+    args = parser.parse_args(argv)
+    from emergence.registry import load_model_config, model_revisions
+    from emergence.sources import source_for
+    from emergence.sources.snapshot import SnapshotSource
+
+    try:
+        spec = load_model_config(args.model)
+        if args.action in ("refresh", "derive") and not isinstance(source_for(spec), SnapshotSource):
+            raise EmergenceError(f"model {spec.name!r} has revisions: {spec.revisions}; {args.action} writes the "
+                                 "snapshot of a revisions: snapshot model")
+        if args.action == "refresh":
+            print(rv.refresh(spec.name, spec.repo))
+        elif args.action == "derive":
+            print(rv.write_snapshot(spec.name, spec.repo, rv.derived_revisions(spec.name), source="derived",
+                                    note="derived from the documented checkpoint schedule (METHODS section "
+                                         "2); replace with `python -m emergence.sources refresh "
+                                         f"{spec.name}` where the hub is reachable"))
+        else:
+            for r in model_revisions(spec):
+                print(f"{r.name}\t{r.step}\t{r.tokens}")
+    except EmergenceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

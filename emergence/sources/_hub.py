@@ -1,0 +1,141 @@
+"""Hub sources: revisions are branches of a Hugging Face hub repo (``model.repo``).
+
+Shared by ``pythia`` and ``snapshot`` (they differ in how the revision list is known).
+A revision is fetched with ``huggingface_hub.snapshot_download`` (only config, weights
+and tokenizer; resumes an interrupted download, shows progress) into the HF cache, and
+evicted from it with ``scan_cache_dir().delete_revisions`` when ``cache.evict=true``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, Optional, Sequence
+
+from emergence import EmergenceError
+from emergence.revisions import Revision, nearest
+from emergence.sources import Location, ModelSource, model_get, size_text
+
+#: Files a screen needs from a hub revision besides the weights.
+CONFIG_PATTERNS = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                   "special_tokens_map.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json"]
+SAFETENSORS_PATTERNS = ["*.safetensors", "*.safetensors.index.json"]
+BIN_PATTERNS = ["pytorch_model*.bin", "pytorch_model.bin.index.json"]
+
+
+def screen_patterns(filenames: Optional[Sequence[str]] = None) -> list[str]:
+    """``allow_patterns`` for ``snapshot_download``: config and tokenizer files plus one weight
+    format (safetensors when the revision has them, else ``pytorch_model*.bin``; both when the
+    file list is unknown, e.g. offline, where only what is cached is read anyway)."""
+    if filenames is None:
+        return CONFIG_PATTERNS + SAFETENSORS_PATTERNS + BIN_PATTERNS
+    has_safetensors = any(f.endswith(".safetensors") for f in filenames)
+    return CONFIG_PATTERNS + (SAFETENSORS_PATTERNS if has_safetensors else BIN_PATTERNS)
+
+
+def offline_message(repo: str, revision: str, exc: Exception) -> str:
+    """One line for a hub revision that is neither cached nor downloadable now."""
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
+    why = "HF_HUB_OFFLINE is set" if offline else "the hub could not be reached"
+    return (f"{repo} at revision {revision!r} is not in the local HF cache and {why} "
+            f"({type(exc).__name__}). Download it where the hub is reachable with "
+            f"`hf download {repo} --revision {revision}` (then copy the HF cache here), or set "
+            f"model.revisions=folder and model.path to a local folder holding <revision>/ model folders")
+
+
+def missing_revision_message(repo: str, revision: str, known: Sequence[Revision]) -> str:
+    near = ", ".join(nearest(known, revision)) if known else "see `python -m emergence.sources show MODEL`"
+    return f"revision {revision!r} of {repo} does not exist on the hub; nearest valid: {near}"
+
+
+def evict(repo: str, revision: str) -> int:
+    """Delete ``repo`` at ``revision`` from the HF cache; returns the bytes freed (0 if absent)."""
+    from huggingface_hub import scan_cache_dir
+
+    try:
+        cache = scan_cache_dir()
+    except Exception:  # noqa: BLE001  (no cache folder yet)
+        return 0
+    hashes = [r.commit_hash for info in cache.repos if info.repo_id == repo
+              for r in info.revisions if revision in r.refs or r.commit_hash == revision]
+    if not hashes:
+        return 0
+    strategy = cache.delete_revisions(*hashes)
+    strategy.execute()
+    return int(strategy.expected_freed_size)
+
+
+class HubSource(ModelSource):
+    """Revisions are branches of ``model.repo`` on the hub (``model.path`` is not read)."""
+
+    evictable = True
+
+    def check(self, model) -> None:
+        if not model_get(model, "repo"):
+            raise EmergenceError(f"model {model.name!r} has revisions: {self.name} but no model.repo "
+                                 "(the hub repo id)")
+        if model_get(model, "path"):
+            raise EmergenceError(f"model {model.name!r} has revisions: {self.name}, which reads the hub, and "
+                                 f"model.path={model.path!r}; for local checkpoint folders set "
+                                 "model.revisions=folder")
+
+    def locate(self, model, revision: Revision, toy_dir: Optional[str] = None,
+               progress: bool = True) -> Location:
+        if not model_get(model, "repo"):
+            raise EmergenceError(f"model {model.name!r} names no model.repo")
+        return Location(model.repo, revision.name)
+
+    def fetch(self, model, revision: Revision, known: Sequence[Revision] = (), toy_dir: Optional[str] = None,
+              progress: bool = True) -> str:
+        """``snapshot_download(repo, revision=..., allow_patterns=screen_patterns(...))`` into
+        the HF cache; errors become one-line :class:`EmergenceError` s (revision missing: the
+        nearest valid ones; offline or unreachable: what to do)."""
+        repo, rev = self.locate(model, revision).where, revision.name
+        from huggingface_hub import HfApi, snapshot_download
+        from huggingface_hub.utils import (RepositoryNotFoundError, RevisionNotFoundError, disable_progress_bars,
+                                           enable_progress_bars)
+
+        (enable_progress_bars if progress else disable_progress_bars)()
+        try:
+            try:
+                files = HfApi().list_repo_files(repo, revision=rev)
+            except (RevisionNotFoundError, RepositoryNotFoundError):
+                raise
+            except Exception:  # noqa: BLE001  (offline or unreachable: the cache decides below)
+                files = None
+            return snapshot_download(repo, revision=rev, allow_patterns=screen_patterns(files))
+        except RevisionNotFoundError:
+            raise EmergenceError(missing_revision_message(repo, rev, known)) from None
+        except RepositoryNotFoundError:
+            raise EmergenceError(f"model repo {repo!r} does not exist on the hub (or needs a token); "
+                                 f"check model.repo of {model.name!r}") from None
+        except Exception as exc:  # noqa: BLE001  (LocalEntryNotFound, offline mode, connection errors)
+            raise EmergenceError(offline_message(repo, rev, exc)) from None
+
+    def label(self, model, revision: Revision, folder: str) -> str:
+        return f"{model.repo}@{revision.name}"
+
+    def config_location(self, model, revision: Revision):
+        return model.repo, {"revision": revision.name, "local_files_only": True}
+
+    def download_sizes(self, model, revisions: Sequence[Revision]) -> Dict[str, str]:
+        """``cached, <size>`` for a revision the local HF cache holds (its size on disk, i.e.
+        what a screen would otherwise download), else ``unknown``. Reads the disk only
+        (``huggingface_hub.scan_cache_dir``), never the hub."""
+        out = {r.name: "unknown" for r in revisions}
+        from huggingface_hub import scan_cache_dir
+
+        try:
+            cache = scan_cache_dir()
+        except Exception:  # noqa: BLE001  (no cache folder yet)
+            return out
+        for info in cache.repos:
+            if info.repo_id != model.repo:
+                continue
+            for cached in info.revisions:
+                for r in revisions:
+                    if r.name in cached.refs or cached.commit_hash == r.name:
+                        out[r.name] = f"cached, {size_text(cached.size_on_disk)}"
+        return out
+
+    def evict(self, model, revision: Revision) -> int:
+        return evict(model.repo, revision.name)

@@ -1,0 +1,58 @@
+"""``revisions: folder``: local checkpoints, one HF model folder per revision.
+
+``model.path`` holds ``<revision>/`` folders (each with its ``config.json``, weights and
+optionally tokenizer files). The revisions are ``<model.path>/revisions.json`` when it
+exists (``{"revisions": [{"name", "step", "tokens"}, ...]}``), else the ``step<N>``
+sub-folders with tokens = N x ``model.tokens.tokens_per_step`` (0 when unset).
+Nothing is downloaded or evicted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from emergence import EmergenceError
+from emergence import revisions as rv
+from emergence.sources import Location, ModelSource, folder_bytes, model_get, size_text
+
+
+class FolderSource(ModelSource):
+    name = "folder"
+    description = "local folders <model.path>/<revision>/ (revisions.json, else step<N>/ folders)"
+
+    def check(self, model) -> None:
+        path = model_get(model, "path")
+        if not path:
+            raise EmergenceError(f"model {model.name!r} has revisions: folder but no model.path")
+        if not Path(path).is_dir():
+            raise EmergenceError(f"model.path={path!r} does not exist; give a folder holding one "
+                                 "HF model folder per revision")
+
+    def revisions(self, model) -> List[rv.Revision]:
+        self.check(model)
+        tokens = model_get(model, "tokens", {})
+        return rv.folder_revisions(Path(model.path), model_get(tokens, "tokens_per_step"))
+
+    def locate(self, model, revision: rv.Revision, toy_dir: Optional[str] = None,
+               progress: bool = True) -> Location:
+        folder = Path(model.path) / revision.name
+        if not (folder / "config.json").exists():
+            raise EmergenceError(f"local checkpoint folder {str(folder)!r} is missing (no config.json); "
+                                 f"model.path={model.path!r} must hold one HF folder per revision")
+        return Location(str(folder))
+
+    def config_location(self, model, revision: rv.Revision):
+        return str(Path(model.path) / revision.name), {}
+
+    def download_sizes(self, model, revisions: Sequence[rv.Revision]) -> Dict[str, str]:
+        """``local, <size>`` for each revision folder present (nothing is downloaded)."""
+        out = {r.name: "unknown" for r in revisions}
+        for r in revisions:
+            folder = Path(model.path) / r.name
+            if folder.is_dir():
+                out[r.name] = f"local, {size_text(folder_bytes(folder))}"
+        return out
+
+
+SOURCE = FolderSource()

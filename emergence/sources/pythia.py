@@ -1,0 +1,27 @@
+"""``revisions: pythia``: a hub repo with Pythia's computed checkpoint schedule.
+
+Branches ``step0, step1, step2, step4 .. step512`` then ``step1000 .. step143000`` every
+1000 (154 in all); tokens = step x ``model.tokens.tokens_per_step`` (2,097,152 for every
+Pythia model: 1024 sequences x 2048 tokens). No hub call is needed to list them.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from emergence import revisions as rv
+from emergence.sources import model_get
+from emergence.sources._hub import HubSource
+
+
+class PythiaSource(HubSource):
+    name = "pythia"
+    description = "hub repo, Pythia's computed schedule (154 branches, tokens = step x tokens_per_step)"
+
+    def revisions(self, model) -> List[rv.Revision]:
+        tokens = model_get(model, "tokens", {})
+        per_step = model_get(tokens, "tokens_per_step", rv.PYTHIA_TOKENS_PER_STEP)
+        return rv.pythia_revisions(int(per_step))
+
+
+SOURCE = PythiaSource()

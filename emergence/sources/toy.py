@@ -1,0 +1,79 @@
+"""``revisions: toy``: the toy suite the project trains itself (emergence/toy/).
+
+The revisions are the recipe's checkpoint schedule (``model.recipe``), known before
+training. The suite is trained on first use (in the job's main thread, by
+:meth:`ToySource.prepare`, or by :meth:`ToySource.locate` when a revision is loaded
+directly) into ``<cache.toy_dir>/<name>-<recipe hash>/``, one HF folder per revision;
+its vocabulary, context, layers and heads come from the recipe. Nothing is downloaded or evicted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from emergence import EmergenceError
+from emergence import revisions as rv
+from emergence.sources import Location, ModelSource, model_get
+
+
+class ToySource(ModelSource):
+    name = "toy"
+    description = "the project's toy suite, trained on first use from model.recipe"
+
+    def check(self, model) -> None:
+        if model_get(model, "recipe") is None:
+            raise EmergenceError(f"model {model.name!r} has revisions: toy but no model.recipe")
+
+    def revisions(self, model) -> List[rv.Revision]:
+        from emergence.toy import checkpoint_schedule
+
+        self.check(model)
+        return sorted(rv.Revision(int(r["tokens"]), int(r["step"]), r["name"])
+                      for r in checkpoint_schedule(model.recipe))
+
+    @staticmethod
+    def _toy_dir(toy_dir: Optional[str]) -> Path:
+        if not toy_dir:
+            raise EmergenceError("the toy suite needs cache.toy_dir (where its checkpoints are trained to)")
+        return Path(toy_dir)
+
+    def prepare(self, model, revisions: Sequence[rv.Revision], toy_dir: Optional[str] = None,
+                progress: bool = True) -> None:
+        """Train the suite (once; resumes an interrupted training) before anything is fetched."""
+        if revisions:
+            from emergence.toy import ensure_trained
+
+            ensure_trained(model.recipe, self._toy_dir(toy_dir), model.name, progress=progress)
+
+    def locate(self, model, revision: rv.Revision, toy_dir: Optional[str] = None,
+               progress: bool = True) -> Location:
+        from emergence.toy import ensure_trained
+
+        folder = ensure_trained(model.recipe, self._toy_dir(toy_dir), model.name, progress=progress)
+        return Location(str(folder / revision.name))
+
+    def fetch(self, model, revision: rv.Revision, known: Sequence[rv.Revision] = (),
+              toy_dir: Optional[str] = None, progress: bool = True) -> str:
+        """The trained revision's folder (trained by :meth:`prepare`; never trains here, in
+        the download thread)."""
+        from emergence.toy import suite_folder
+
+        folder = suite_folder(model.recipe, self._toy_dir(toy_dir), model.name) / revision.name
+        if not (folder / "config.json").exists():
+            raise EmergenceError(f"toy checkpoint {str(folder)!r} is missing (no config.json); "
+                                 "the suite is trained before its revisions are fetched")
+        return str(folder)
+
+    def declared_limits(self, model, revisions: Sequence[rv.Revision]):
+        from emergence.probes import ModelLimits
+
+        recipe = model.recipe
+        return ModelLimits(int(recipe.corpus.vocab_size), int(recipe.seq_len), model.name,
+                           int(recipe.n_layers), int(recipe.n_heads))
+
+    def download_sizes(self, model, revisions: Sequence[rv.Revision]) -> Dict[str, str]:
+        return {r.name: "toy (trained here)" for r in revisions}
+
+
+SOURCE = ToySource()

@@ -1,0 +1,59 @@
+"""The text of ``python -m stats --help``: the source group, the source kinds and the classes.
+
+``conf/stats.yaml`` sets ``hydra.help.template`` to the ``${stats_help:}`` resolver
+(registered in ``stats/__init__.py``). Everything listed is read from where it is
+defined: the ``source`` options from ``<conf>/source/*.yaml``, the source kinds and
+the classes (the threshold fields) from :mod:`stats.config`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+from omegaconf import OmegaConf
+
+from stats import CONF_DIR, emergence_home
+
+
+def source_rows():
+    rows = []
+    for path in sorted((CONF_DIR / "source").glob("*.yaml")):
+        node = OmegaConf.load(path)
+        rows.append((path.stem, str(node.get("kind", ""))))
+    return rows
+
+
+def help_text() -> str:
+    from stats.config import SOURCE_KINDS, ThresholdsConfig
+
+    classes = [f"{f.name} ({f.default:g}x)" if isinstance(f.default, (int, float)) else f.name
+               for f in dataclasses.fields(ThresholdsConfig)]
+    width = max(len(name) for name, _ in source_rows())
+    parts = [
+        "stats: the statistics suite over tracked screen runs (or a CSV / per-head table): is a",
+        "transition sharp or gradual, when does it happen, how far apart are the induction and",
+        "attention-sink transitions, and is the separation real.",
+        "",
+        "Usage:",
+        "  python -m stats [source=option] [key=value ...]     e.g. source=xu2026 analysis.n_boot=200",
+        "  python -m stats ... --cfg job                        print the composed config",
+        "",
+        "== Config group source (source=option; * = default) ==",
+    ]
+    parts += [f"  {(name + ('*' if name == 'mlflow' else '')).ljust(width + 1)}  kind {kind}" for name, kind in source_rows()]
+    parts += ["", "== Source kinds (source.kind) ==", "  " + ", ".join(SOURCE_KINDS)]
+    parts += ["", "== Classes and their default thresholds (analysis.thresholds.<class>) ==",
+              textwrap.fill(", ".join(classes), width=100, initial_indent="  ", subsequent_indent="  ")]
+    parts += ["",
+              "== Files ==",
+              f"  config tree: {CONF_DIR} (stats.yaml, source/)",
+              f"  outputs:     {emergence_home() / 'outputs' / 'stats'}  ($EMERGENCE_HOME/outputs when set, "
+              "else ./outputs)",
+              "",
+              "Hydra's own flags: python -m stats --hydra-help"]
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(help_text())
