@@ -242,7 +242,8 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     if heads is None or not selectivity_columns(heads.columns):
         note = "no per-head selectivities: counts as given by the source; analysis.thresholds not applied"
         return TrackedResults(results.curves, results.layers, heads, results.continuous, results.source,
-                              results.notes + ([note] if results.source.get("kind") != "csv" else []))
+                              results.notes + ([note] if results.source.get("kind") != "csv" else []),
+                              results.registry_index)
     heads = flag_heads(heads, thr)
     curves, layers = counts_from_heads(heads, thr, _corpus_map(heads, results.curves))
     notes = list(results.notes)
@@ -263,7 +264,8 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     curves = _dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
     src = dict(results.source)
     src["thresholds"] = thr
-    return TrackedResults(curves, layers.reset_index(drop=True), heads, results.continuous, src, notes)
+    return TrackedResults(curves, layers.reset_index(drop=True), heads, results.continuous, src, notes,
+                          results.registry_index)
 
 
 def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:

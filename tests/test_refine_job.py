@@ -95,3 +95,25 @@ def test_multirun_with_joblib_gives_the_same_result(registry, tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "refine round 1" in proc.stdout and "| induction |" in proc.stdout
     assert screened(multi) == screened(single)
+
+
+def test_the_report_says_whether_the_largest_jump_is_resolved(registry, tmp_path):
+    from emergence.job import run_job
+    from emergence.registry import compose
+    from stats.analysis import analyse
+    from stats.config import AnalysisConfig
+    from stats.curves import read_mlflow
+
+    switching_registry.install()
+    store = tmp_path / "store"
+    run_job(compose(overrides(registry, store, "revision=logspaced", "revision.k=6")), progress=False)
+
+    def between():
+        tracked = read_mlflow(f"sqlite:///{store}/mlflow.db", "refine")
+        cfg = AnalysisConfig(n_boot=20, progress=False)
+        study = analyse(tracked, cfg)  # through the per-head re-thresholding, as the report goes
+        return next(a for a in study.curves if a.klass == "induction").to_dict()["max_jump_between"]
+
+    assert between() == 20                           # step19 -> step40: 20 checkpoints inside
+    run_job(compose(overrides(registry, store, "revision.k=6")), progress=False)
+    assert between() == 0
