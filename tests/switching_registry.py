@@ -44,7 +44,9 @@ def build(folder: Path, n: int, switch_step: int, tokens_per_step: int = 1000) -
     return folder
 
 
-def install() -> None:
+def install():
+    """Swap in the switched attention; returns a function that restores transformers' own
+    (tests must call it: the swap is process-wide)."""
     from transformers.modeling_utils import AttentionInterface
 
     def forced(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -56,7 +58,17 @@ def install() -> None:
         out = torch.matmul(W, value).transpose(1, 2).contiguous()
         return out, W
 
-    AttentionInterface._global_mapping["eager"] = forced
+    mapping = AttentionInterface._global_mapping
+    saved = mapping.get("eager")
+
+    def restore() -> None:
+        if saved is None:
+            mapping.pop("eager", None)
+        else:
+            mapping["eager"] = saved
+
+    mapping["eager"] = forced
+    return restore
 
 
 def sitecustomize_dir(folder: Path) -> Path:

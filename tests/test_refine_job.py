@@ -18,6 +18,14 @@ def registry(tmp_path_factory):
     return switching_registry.build(tmp_path_factory.mktemp("switch") / "reg", n=40, switch_step=SWITCH)
 
 
+@pytest.fixture
+def switched():
+    """The switched attention in this process, restored afterwards (it is process-wide)."""
+    restore = switching_registry.install()
+    yield
+    restore()
+
+
 def overrides(folder, store, *extra):
     return ["model=pythia_70m", "model.name=switchy", f"model.path={folder}", "model.repo=null",
             "model.revisions=folder", "corpus.n_sequences=8", "corpus.batch_size=8", "corpus.segment_length=12",
@@ -35,11 +43,10 @@ def screened(store):
                   if r.data.tags.get("emergence.kind") != "sweep")
 
 
-def test_refine_finds_the_switch_revision_and_a_second_call_adds_none(registry, tmp_path, capsys):
+def test_refine_finds_the_switch_revision_and_a_second_call_adds_none(registry, tmp_path, capsys, switched):
     from emergence.job import run_job
     from emergence.registry import compose
 
-    switching_registry.install()
     store = tmp_path / "store"
     results = run_job(compose(overrides(registry, store)), progress=False)
     out = capsys.readouterr().out
@@ -65,11 +72,10 @@ def test_refine_finds_the_switch_revision_and_a_second_call_adds_none(registry, 
     assert "0 revision(s) added in 0 round(s)" in capsys.readouterr().out
 
 
-def test_dry_run_prints_the_first_rounds_plan(registry, tmp_path):
+def test_dry_run_prints_the_first_rounds_plan(registry, tmp_path, switched):
     from emergence.job import plan_jobs, run_job
     from emergence.registry import compose
 
-    switching_registry.install()
     store = tmp_path / "store"
     start = plan_jobs(compose(overrides(registry, store, "dry_run=true")))
     assert [j.revision.step for j in start] == [1, 3, 12, 40]  # no store yet: the 4 log-spaced start revisions
@@ -79,12 +85,11 @@ def test_dry_run_prints_the_first_rounds_plan(registry, tmp_path):
     assert len(first) == 1 and first[0].revision.step in range(11, 40)   # one inside the bracket
 
 
-def test_multirun_with_joblib_gives_the_same_result(registry, tmp_path):
+def test_multirun_with_joblib_gives_the_same_result(registry, tmp_path, switched):
     single, multi = tmp_path / "single", tmp_path / "multi"
     from emergence.job import run_job
     from emergence.registry import compose
 
-    switching_registry.install()
     run_job(compose(overrides(registry, single)), progress=False)
     env = dict(os.environ, HF_HUB_OFFLINE="1",
                PYTHONPATH=os.pathsep.join([str(switching_registry.sitecustomize_dir(tmp_path / "site")),
@@ -97,14 +102,13 @@ def test_multirun_with_joblib_gives_the_same_result(registry, tmp_path):
     assert screened(multi) == screened(single)
 
 
-def test_the_report_says_whether_the_largest_jump_is_resolved(registry, tmp_path):
+def test_the_report_says_whether_the_largest_jump_is_resolved(registry, tmp_path, switched):
     from emergence.job import run_job
     from emergence.registry import compose
     from stats.analysis import analyse
     from stats.config import AnalysisConfig
     from stats.curves import read_mlflow
 
-    switching_registry.install()
     store = tmp_path / "store"
     run_job(compose(overrides(registry, store, "revision=logspaced", "revision.k=6")), progress=False)
 
