@@ -26,7 +26,8 @@ from emergence.screens.ablation import check_heads
 from emergence.contract import (CONFIG_HASH_TAG, FAMILY_PARAM, HEAD_DIM_PARAM, INDUCTION_LOSS_METRIC, MODEL_PARAM,
                                 MODEL_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, PROBE_PARAM,
                                 REGISTRY_INDEX_PARAM, REGISTRY_SIZE_PARAM, REVISION_PARAM, REVISION_TAG, SCREEN_TAG,
-                                STEP_PARAM, SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG, count_metric, fraction_metric, parse_metric)
+                                STEP_PARAM, SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG, count_metric, fraction_metric,
+                                parse_metric, sqlite_file)
 from emergence.tracking import Tracker, config_hash, flatten
 
 SUMMARY_METRICS = (fraction_metric("bos"), count_metric("induction"), INDUCTION_LOSS_METRIC)
@@ -264,8 +265,6 @@ def screened_runs(cfg: DictConfig, known: List[Revision], tracker: Optional[Trac
 
     Matched by the identity hash, so runs of another corpus or screen never count. With no
     ``tracker`` the store is only read when it exists (a dry run creates nothing)."""
-    from emergence.contract import sqlite_file
-
     if tracker is None:
         db = sqlite_file(cfg.tracking.uri)
         if db is not None and not db.exists():
@@ -281,8 +280,6 @@ def screened_runs(cfg: DictConfig, known: List[Revision], tracker: Optional[Trac
 
 
 def _counts(runs: Dict[Revision, object], classes) -> Dict[str, Dict[Revision, float]]:
-    from emergence.contract import count_metric
-
     return {c: {r: run.data.metrics[count_metric(c)] for r, run in runs.items()
                 if count_metric(c) in run.data.metrics} for c in classes}
 

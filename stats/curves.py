@@ -171,6 +171,17 @@ class TrackedResults:
 # ---------------------------------------------------------------------------------
 
 
+def read_table(path: Path, missing: str, unreadable: str) -> pd.DataFrame:
+    """A CSV file (``.gz`` too) as a DataFrame; a missing or unreadable file is one
+    :class:`StatsError` line naming it (``missing`` / ``unreadable``: what each message calls it)."""
+    if not path.is_file():
+        raise StatsError(f"no such {missing}: {str(path)!r} (source.path must name an existing file)")
+    try:
+        return pd.read_csv(path)
+    except Exception as exc:  # pandas raises several types for unreadable files
+        raise StatsError(f"cannot read {unreadable} {str(path)!r}: {exc}") from None
+
+
 def read_csv(path) -> TrackedResults:
     """Read curves measured elsewhere: columns ``model,class,tokens,k,n`` (optional
     ``layer``, ``revision``, ``pretraining_corpus``).
@@ -180,12 +191,7 @@ def read_csv(path) -> TrackedResults:
     curve by summing the layers at each token count.
     """
     path = Path(path)
-    if not path.is_file():
-        raise StatsError(f"no such CSV file: {str(path)!r} (source.path must name an existing file)")
-    try:
-        df = pd.read_csv(path)
-    except Exception as exc:  # pandas raises several types for unreadable files
-        raise StatsError(f"cannot read CSV {str(path)!r}: {exc}") from None
+    df = read_table(path, "CSV file", "CSV")
     missing = [c for c in CSV_REQUIRED if c not in df.columns]
     if missing:
         raise StatsError(

@@ -34,7 +34,7 @@ import pandas as pd
 from emergence import head_classes
 from emergence.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS, PR_MEAN_METRIC, PRIMARY_COLUMN, column_class,
                                 flag_column, mean_selectivity_metric, selectivity_column)
-from stats.curves import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens, class_names
+from stats.curves import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens, class_names, read_table
 from stats.errors import StatsError
 
 
@@ -290,12 +290,7 @@ def read_heads_csv(path, thresholds=None) -> TrackedResults:
     at ``thresholds`` (defaults; :func:`stats.analysis.analyse` re-applies its own).
     ``.gz`` files are read directly."""
     path = Path(path)
-    if not path.is_file():
-        raise StatsError(f"no such per-head file: {str(path)!r} (source.path must name an existing file)")
-    try:
-        df = pd.read_csv(path)
-    except Exception as exc:  # pandas raises several types for unreadable files
-        raise StatsError(f"cannot read per-head CSV {str(path)!r}: {exc}") from None
+    df = read_table(path, "per-head file", "per-head CSV")
     heads, notes = normalise_heads(df, f"per-head CSV {str(path)!r}")
     known = set(HEADS_REQUIRED + HEADS_OPTIONAL + PR_COLUMNS + (FIRST_TOKEN_COLUMN, PRIMARY_COLUMN))
     extra = [c for c in heads.columns if c not in known and column_class(c) is None]

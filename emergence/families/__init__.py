@@ -16,13 +16,12 @@ code import it); the functions that need them import them when called.
 
 from __future__ import annotations
 
-import importlib
 import operator
-import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from emergence import EmergenceError
+from emergence.plugins import package_entries
 
 #: dtype names a model config may ask for besides ``auto``.
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
@@ -104,12 +103,8 @@ def _discover() -> None:
     if _DISCOVERED:
         return
     _DISCOVERED = True
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        family = getattr(module, "FAMILY", None)
-        if isinstance(family, Family) and family.name not in _REGISTRY:
+    for family in package_entries(__name__, __path__, "FAMILY", Family):
+        if family.name not in _REGISTRY:
             register(family)
 
 

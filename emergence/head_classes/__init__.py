@@ -16,11 +16,11 @@ it when it is called, so ``stats`` reads names and thresholds without model code
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Tuple
+
+from emergence.plugins import package_entries
 
 #: A class name becomes part of metric and column names (``count.<name>``,
 #: ``selectivity.<name>``): lower case letters, digits and underscores, no dots.
@@ -111,11 +111,8 @@ def default_thresholds() -> Dict[str, float]:
 
 def _discover() -> None:
     """Import every module of this package and register its ``HEAD_CLASS``."""
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        head_class = getattr(module, "HEAD_CLASS", None)
-        if isinstance(head_class, HeadClass):
-            register(head_class)
+    for head_class in package_entries(__name__, __path__, "HEAD_CLASS", HeadClass):
+        register(head_class)
 
 
 _discover()

@@ -21,13 +21,12 @@ Importing this package does not import torch or transformers.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from emergence import EmergenceError
+from emergence.plugins import package_entries
 from emergence.revisions import Revision
 
 
@@ -147,12 +146,8 @@ def _discover() -> None:
     if _DISCOVERED:
         return
     _DISCOVERED = True
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        source = getattr(module, "SOURCE", None)
-        if isinstance(source, ModelSource) and source.name not in _REGISTRY:
+    for source in package_entries(__name__, __path__, "SOURCE", ModelSource):
+        if source.name not in _REGISTRY:
             register(source)
 
 
