@@ -166,13 +166,20 @@ def run_preset(model, cfg):
     return probe, adapter, screen(model, adapter, probe, cfg.screen, progress=False)
 
 
-def assert_matches_naive(model, cfg):
+#: The naive route runs eager attention (``output_attentions=True``); the screen's forward runs
+#: SDPA (emergence/screens/attention.py). Their float32 layer outputs differ in the last bits,
+#: which sharpened Q/K weights (x25 each: logits x625) amplify to at most about 2e-5 relative by
+#: the last layer; with eager outputs the two agree to 1e-15 (the recomputed rows are eager's).
+SHARPENED_RTOL = 5e-5
+
+
+def assert_matches_naive(model, cfg, rtol=1e-5):
     probe, adapter, result = run_preset(model, cfg)
     sel, pr = naive_study(model, adapter, probe.input_ids, probe.layout.target, cfg.screen.xu2026.pr_sequences)
     table = result.heads
     for c in HEAD_CLASSES:
-        np.testing.assert_allclose(table[f"selectivity.{c}"].to_numpy(), sel[c].ravel(), rtol=1e-6, err_msg=c)
-    np.testing.assert_allclose(table["pr"].to_numpy(), pr.ravel(), rtol=1e-6)
+        np.testing.assert_allclose(table[f"selectivity.{c}"].to_numpy(), sel[c].ravel(), rtol=rtol, err_msg=c)
+    np.testing.assert_allclose(table["pr"].to_numpy(), pr.ravel(), rtol=rtol)
     assert (table["pr_samples"] == min(cfg.screen.xu2026.pr_sequences, probe.n_sequences)).all()
     assert result.params["screen.pr_definition"] == "exp_entropy_last_position"
     return sel, result
@@ -183,7 +190,7 @@ def test_preset_matches_the_naive_formulas_at_the_studys_shape():
     model = sharpen(tiny_model("gpt_neox", vocab_size=10000, max_positions=256))
     cfg = preset("corpus.n_sequences=24", "corpus.batch_size=10", "screen.xu2026.pr_sequences=15",
                  "screen.ablation=null")
-    sel, result = assert_matches_naive(model, cfg)
+    sel, result = assert_matches_naive(model, cfg, rtol=SHARPENED_RTOL)
     spread = np.concatenate([s.ravel() for s in sel.values()])
     assert spread.max() > 3 and spread.min() < 0.5  # far from a uniform head's 1: the check has teeth
 
@@ -192,7 +199,7 @@ def test_override_screens_a_128_token_model_and_matches_the_naive_formulas(famil
     model = sharpen(tiny_model(family, vocab_size=128, max_positions=64))
     cfg = preset("corpus.vocab_lo=1", "corpus.vocab_hi=128", "corpus.seq_len=64", "corpus.n_sequences=120",
                  "corpus.batch_size=32", "screen.xu2026.pr_sequences=50", "screen.ablation=null")
-    sel, result = assert_matches_naive(model, cfg)
+    sel, result = assert_matches_naive(model, cfg, rtol=SHARPENED_RTOL)
     assert result.metrics["xu2026.valid_sequences"] == 119  # sequence 111 has B twice: left out of induction
     assert math.isfinite(result.metrics["induction_loss"]) and result.metrics["induction_targets"] == 120
 

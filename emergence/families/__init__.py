@@ -78,9 +78,14 @@ class Family:
                                  f"valid: {allowed}")
         return requested
 
+    def layer_list(self, model) -> Any:
+        """The ``nn.ModuleList`` of decoder layers itself (ablation passes swap entries of it
+        for one call: emergence/screens/prefix.py)."""
+        return operator.attrgetter(self.layers)(model)
+
     def decoder_layers(self, model) -> List[Any]:
         """The decoder layers of a loaded causal LM of this family, in order."""
-        return list(operator.attrgetter(self.layers)(model))
+        return list(self.layer_list(model))
 
     def attention_modules(self, model) -> List[Any]:
         """Per layer, the module whose forward output holds the attention weights."""

@@ -43,8 +43,8 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
     thresholds = all_thresholds(screen_cfg.thresholds)
     recipe = recipe_for(screen_cfg)
     recipe.check(screen_cfg)
-    parts = run_pass(model, adapter, probe, recipe.reducers(screen_cfg), progress=progress,
-                     description=description)
+    reducers = recipe.reducers(screen_cfg)
+    parts = run_pass(model, adapter, probe, reducers, progress=progress, description=description)
     heads, metrics = {}, {}
     for part in parts:
         heads.update(part.heads)
@@ -55,7 +55,8 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
     if "pr" in heads and induction.any():
         metrics[PR_INDUCTION_MEAN_METRIC] = float(np.nanmean(heads["pr"][induction]))
     if screen_cfg.ablation is not None:
-        metrics.update(recipe.ablate(model, adapter, probe, heads, thresholds, screen_cfg.ablation, progress))
+        metrics.update(recipe.ablate(model, adapter, probe, heads, thresholds, screen_cfg.ablation, progress,
+                                     screened=reducers))
     params = recipe.params(screen_cfg)
     params[LOGGED_CLASSES_PARAM] = json.dumps(computed_classes(heads))
     return ScreenResult(table, metrics, params)

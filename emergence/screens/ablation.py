@@ -29,20 +29,29 @@ MODES = ABLATION_MODES
 
 
 class HeadMeanReducer(Reducer):
-    """Mean of each head's output-projection input over the probe's sequences, per position."""
+    """Mean of each head's output-projection input over the probe's sequences (its first
+    ``limit`` ones when set), per position."""
 
     needs_head_outputs = True
+
+    def __init__(self, limit: Optional[int] = None):
+        self.limit = limit
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
         self.sums: Dict[int, torch.Tensor] = {}
         self.count = 0
+        self.take = 0
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
-        self.count += input_ids.shape[0]
+        left = input_ids.shape[0] if self.limit is None else max(0, min(input_ids.shape[0], self.limit - self.count))
+        self.take = left
+        self.count += left
 
     def head_outputs(self, layer: int, z: torch.Tensor) -> None:
-        s = z.sum(0, dtype=torch.float64)  # [T, H, d]
+        if self.take == 0:
+            return
+        s = z[:self.take].sum(0, dtype=torch.float64)  # [T, H, d]
         self.sums[layer] = s if layer not in self.sums else self.sums[layer] + s
 
     def finish(self) -> ScreenPart:
@@ -126,30 +135,38 @@ def _loss(model, adapter, probe) -> Tuple[float, float]:
 
 
 def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "mean", controls: int = 20,
-                   seed: int = 0, progress: bool = True, exclude: Sequence[Head] = ()) -> AblationResult:
+                   seed: int = 0, progress: bool = True, exclude: Sequence[Head] = (),
+                   clean: Optional[Tuple[float, float]] = None,
+                   means: Optional[Dict[int, torch.Tensor]] = None) -> AblationResult:
     """Ablate ``group`` and ``controls`` random groups of the same size drawn from the
-    heads outside ``group`` and ``exclude`` (METHODS section 7: ``exclude`` empty)."""
-    from tqdm.auto import tqdm
+    heads outside ``group`` and ``exclude`` (METHODS section 7: ``exclude`` empty).
 
-    means = None
-    if mode == "mean":
-        reducer = HeadMeanReducer()
-        run_pass(model, adapter, probe, [reducer], progress=False)
-        means = reducer.means
-    clean = _loss(model, adapter, probe)
+    ``clean`` (induction loss, accuracy over ``probe``) and ``means`` (per-position head
+    means over ``probe``, for ``mode="mean"``) when the screen's own pass measured them;
+    else they are measured here (one pass for both). The ablated passes share each batch's
+    clean prefix (:func:`emergence.screens.prefix.run_ablations`)."""
+    from emergence.screens.prefix import run_ablations
+
+    if (mode == "mean" and means is None) or clean is None:
+        reducers = [InductionLossReducer()] + ([HeadMeanReducer()] if mode == "mean" and means is None else [])
+        run_pass(model, adapter, probe, reducers, progress=False)
+        clean = reducers[0].first() if clean is None else clean
+        means = reducers[1].means if len(reducers) > 1 else means
     group = [tuple(h) for h in group]
-    with ablated(adapter, group, mode, means):
-        ablated_loss = _loss(model, adapter, probe)
     left_out = set(group) | {tuple(h) for h in exclude}
     others = [(l, h) for l in range(adapter.n_layers) for h in range(adapter.n_heads) if (l, h) not in left_out]
     rng = np.random.default_rng(seed)
-    effects = []
+    control_sets = []
     if group and len(others) >= len(group):
-        for _ in tqdm(range(controls), desc="ablation controls", leave=False, disable=not progress):
-            pick = rng.choice(len(others), size=len(group), replace=False)
-            with ablated(adapter, [others[i] for i in pick], mode, means):
-                effects.append(_loss(model, adapter, probe)[0] - clean[0])
-    return AblationResult(list(group), clean[0], clean[1], ablated_loss[0], ablated_loss[1], np.array(effects),
+        control_sets = [[others[i] for i in rng.choice(len(others), size=len(group), replace=False)]
+                        for _ in range(controls)]
+    if not group:  # nothing ablated: the clean model
+        return AblationResult([], clean[0], clean[1], clean[0], clean[1], np.array([]), pool_size=len(others))
+    parts = run_ablations(model, adapter, probe, [group] + control_sets, InductionLossReducer, mode, means,
+                          progress, "ablation controls")
+    losses = [(p.metrics["induction_loss"], p.metrics["induction_accuracy"]) for p in parts]
+    effects = np.array([loss - clean[0] for loss, _ in losses[1:]])
+    return AblationResult(list(group), clean[0], clean[1], losses[0][0], losses[0][1], effects,
                           pool_size=len(others))
 
 

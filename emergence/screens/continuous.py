@@ -10,6 +10,9 @@ computed only at those positions, in chunks, so a 50k vocabulary stays cheap.
 
 from __future__ import annotations
 
+from typing import Optional
+
+import numpy as np
 import torch
 
 from emergence.screens.base import Reducer, ScreenPart
@@ -30,6 +33,10 @@ def induction_targets(input_ids: torch.Tensor) -> torch.Tensor:
 
 
 class InductionLossReducer(Reducer):
+    """Induction loss and top-1 accuracy. Per-sequence sums (loss, correct, targets) are kept
+    on the logits' device until ``finish``, so the metrics of any first n sequences are
+    known afterwards (:meth:`first`): the screen's pass serves as the ablation's clean pass."""
+
     needs_hidden = True
 
     def __init__(self, chunk: int = 1024):
@@ -37,9 +44,8 @@ class InductionLossReducer(Reducer):
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
-        self.loss_sum = 0.0
-        self.correct = 0
-        self.count = 0
+        self.parts = []  # per batch [3, B]: loss sum, correct, targets
+        self.values = np.zeros((3, 0))
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
         self.input_ids = input_ids
@@ -52,17 +58,29 @@ class InductionLossReducer(Reducer):
         mask = self.mask.to(last_hidden.device)
         h = last_hidden[mask]
         y = targets.to(last_hidden.device)[mask]
+        seq = mask.nonzero()[:, 0]  # the sequence of each target row
+        sums = torch.zeros(3, mask.shape[0], dtype=torch.float64, device=last_hidden.device)
         for start in range(0, h.shape[0], self.chunk):
             logits = head(h[start:start + self.chunk]).float()
             yy = y[start:start + self.chunk]
-            self.loss_sum += float(torch.nn.functional.cross_entropy(logits, yy, reduction="sum"))
-            self.correct += int((logits.argmax(-1) == yy).sum())
-        self.count += int(h.shape[0])
+            rows = seq[start:start + self.chunk]
+            sums[0].index_add_(0, rows, torch.nn.functional.cross_entropy(logits, yy, reduction="none").double())
+            sums[1].index_add_(0, rows, (logits.argmax(-1) == yy).double())
+        sums[2] = mask.sum(-1).double()
+        self.parts.append(sums)
+
+    def first(self, n: Optional[int] = None) -> tuple:
+        """(induction loss, top-1 accuracy) over the first ``n`` sequences (all: None); NaN
+        without targets."""
+        v = self.values[:, :n]
+        count = v[2].sum()
+        if count == 0:
+            return float("nan"), float("nan")
+        return float(v[0].sum() / count), float(v[1].sum() / count)
 
     def finish(self) -> ScreenPart:
-        if self.count == 0:
-            return ScreenPart(metrics={"induction_loss": float("nan"), "induction_accuracy": float("nan"),
-                                       "induction_targets": 0.0})
-        return ScreenPart(metrics={"induction_loss": self.loss_sum / self.count,
-                                   "induction_accuracy": self.correct / self.count,
-                                   "induction_targets": float(self.count)})
+        self.values = torch.cat([p.cpu() for p in self.parts], 1).numpy() if self.parts else np.zeros((3, 0))
+        count = float(self.values[2].sum())
+        loss, accuracy = self.first()
+        return ScreenPart(metrics={"induction_loss": loss, "induction_accuracy": accuracy,
+                                   "induction_targets": count})

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from emergence.screens.base import Reducer, ScreenPart
+from emergence.screens.base import Reducer, ScreenPart, accumulator
 from emergence.screens.selectivity import copy_masks
 
 
@@ -71,9 +71,8 @@ class ParticipationRatioReducer(Reducer):
         chosen[take] = True
         self.chosen = torch.from_numpy(chosen.reshape(eligible.shape))
         self.n_samples = int(chosen.sum())
-        L, H, d = adapter.n_layers, adapter.n_heads, adapter.head_dim
-        self.sum = np.zeros((L, H, d))
-        self.outer = np.zeros((L, H, d, d))
+        self.shape = (adapter.n_layers, adapter.n_heads, adapter.head_dim)
+        self.sums = None  # (sum z, sum z z^T) float64 on the head outputs' device, made at the first layer
         self.offset = 0
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
@@ -82,16 +81,24 @@ class ParticipationRatioReducer(Reducer):
         self.offset += B
 
     def head_outputs(self, layer: int, z: torch.Tensor) -> None:
-        rows = z[self.mask.to(z.device)].double()  # [M, H, d]
-        if rows.shape[0] == 0:
+        if not self.mask.any():
             return
-        self.sum[layer] += rows.sum(0).cpu().numpy()
-        self.outer[layer] += torch.einsum("mhd,mhe->hde", rows, rows).cpu().numpy()
+        where = accumulator(z.device)
+        rows = z[self.mask.to(z.device)].to(where, torch.float64)  # [M, H, d]
+        if self.sums is None:
+            self.sums = (torch.zeros(self.shape, dtype=torch.float64, device=where),
+                         torch.zeros(self.shape + self.shape[-1:], dtype=torch.float64, device=where))
+        self.sums[0][layer] += rows.sum(0)
+        self.sums[1][layer] += torch.einsum("mhd,mhe->hde", rows, rows)
 
     def finish(self) -> ScreenPart:
         P = self.n_samples
-        mean = self.sum / max(P, 1)
-        W = self.outer - P * np.einsum("lhd,lhe->lhde", mean, mean)
+        if self.sums is None:
+            total, outer = np.zeros(self.shape), np.zeros(self.shape + self.shape[-1:])
+        else:
+            total, outer = (t.cpu().numpy() for t in self.sums)
+        mean = total / max(P, 1)
+        W = outer - P * np.einsum("lhd,lhe->lhde", mean, mean)
         pr = participation_ratio(W, P)
         corrected = participation_ratio(W, P, corrected=True)
         heads = {"pr": pr, "pr_corrected": corrected,

@@ -21,7 +21,7 @@ import numpy as np
 
 from emergence import EmergenceError, head_classes
 from emergence.contract import selectivity_column
-from emergence.screens.ablation import group_ablation, parse_heads
+from emergence.screens.ablation import HeadMeanReducer, group_ablation, parse_heads
 from emergence.screens.base import Reducer
 from emergence.screens.continuous import InductionLossReducer
 from emergence.screens.participation import ParticipationRatioReducer
@@ -72,9 +72,13 @@ class Recipe:
                                  f"positions); got corpus kind {corpus_cfg.kind!r}")
 
     def reducers(self, screen_cfg) -> List[Reducer]:
+        """The reducers of the screen's one pass (the ablation's clean metrics and, for mean
+        ablation, its head means are measured there too: :func:`ablation_reducers`)."""
         raise NotImplementedError
 
-    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool) -> Dict[str, float]:
+    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool,
+               screened: Sequence[Reducer] = ()) -> Dict[str, float]:
+        """The group ablation's metrics; ``screened``: the finished reducers of the screen's pass."""
         raise NotImplementedError
 
     def params(self, screen_cfg) -> Dict[str, str]:
@@ -86,12 +90,16 @@ class ProjectRecipe(Recipe):
     pr_definition = "covariance_trace_ratio"
 
     def reducers(self, screen_cfg) -> List[Reducer]:
-        return build_reducers(screen_cfg)
+        return build_reducers(screen_cfg) + ablation_reducers(screen_cfg)
 
-    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool) -> Dict[str, float]:
+    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool,
+               screened: Sequence[Reducer] = ()) -> Dict[str, float]:
         subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
+        loss = found(screened, InductionLossReducer)
         result = group_ablation(model, adapter, subset, ablation_group(heads, thresholds, cfg), cfg.mode,
-                                cfg.controls, cfg.seed, progress, exclude=control_exclusions(heads, thresholds, cfg))
+                                cfg.controls, cfg.seed, progress, exclude=control_exclusions(heads, thresholds, cfg),
+                                clean=loss.first(subset.n_sequences) if loss else None,
+                                means=screened_means(screened, cfg))
         return result.metrics()
 
 
@@ -121,14 +129,35 @@ class Xu2026Recipe(Recipe):
                               LastPositionLossReducer()]
         if screen_cfg.participation_ratio:
             out.append(ExpEntropyPRReducer(x.pr_sequences))
-        return out
+        return out + ablation_reducers(screen_cfg)
 
-    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool) -> Dict[str, float]:
+    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool,
+               screened: Sequence[Reducer] = ()) -> Dict[str, float]:
         subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
+        loss = found(screened, LastPositionLossReducer)
         result = matched_ablation(model, adapter, subset, ablation_group(heads, thresholds, cfg), cfg.mode,
                                   cfg.controls, cfg.seed, exclude=control_exclusions(heads, thresholds, cfg),
-                                  progress=progress)
+                                  progress=progress, clean=loss.first(subset.n_sequences) if loss else None,
+                                  means=screened_means(screened, cfg))
         return result.metrics()
+
+
+def ablation_reducers(screen_cfg) -> List[Reducer]:
+    """What the screen's pass adds for a mean ablation: the head means over the ablation's
+    sequences (so no separate pass computes them)."""
+    cfg = screen_cfg.ablation
+    return [HeadMeanReducer(limit=int(cfg.n_sequences))] if cfg is not None and cfg.mode == "mean" else []
+
+
+def found(reducers: Sequence[Reducer], kind: type) -> Optional[Reducer]:
+    """The first of ``reducers`` that is a ``kind``, else None."""
+    return next((r for r in reducers if isinstance(r, kind)), None)
+
+
+def screened_means(screened: Sequence[Reducer], cfg) -> Optional[dict]:
+    """The head means the screen's pass measured over the ablation's sequences, if it did."""
+    means = found(screened, HeadMeanReducer)
+    return means.means if means is not None and cfg.mode == "mean" and means.limit == cfg.n_sequences else None
 
 
 def build_reducers(screen_cfg) -> List[Reducer]:

@@ -55,7 +55,7 @@ from emergence.contract import FIRST_TOKEN_COLUMN, selectivity_column
 from emergence.head_classes import HeadClass
 from emergence.head_classes.duplicate_token import earlier_copies
 from emergence.head_classes.induction import targets as induction_targets_mask
-from emergence.screens.base import Reducer, ScreenPart
+from emergence.screens.base import Reducer, ScreenPart, accumulator
 
 
 def copy_masks(input_ids: torch.Tensor):
@@ -108,10 +108,8 @@ class SelectivityReducer(Reducer):
         #: 1.0 for a class whose key 0 is left out of the baseline, else 0.0.
         self.drop_key0 = torch.tensor([1.0 if c.excludes_key0 else 0.0 for c in self.classes])
         C = len(self.classes)
-        shape = (adapter.n_layers, adapter.n_heads, C)
-        self.num = np.zeros(shape)
-        self.den = np.zeros(shape)
-        self.first_sum = np.zeros(shape[:2])
+        self.shape = (adapter.n_layers, adapter.n_heads, C)
+        self.sums = None  # (num, den, first) float64 on the attention's device, made at the first layer
         self.first_count = 0
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
@@ -147,13 +145,24 @@ class SelectivityReducer(Reducer):
         row = A.sum(-1)
         mass = torch.einsum("bhqk,cbqk->bhcq", A, M)  # [B', H, C, T] target mass of every class
         baseline = (row[:, :, None] - mass - drop[:, None] * key0[:, :, None]).clamp(min=0)
-        self.num[layer] += torch.einsum("bhcq,cbq->hc", mass, w_num).double().cpu().numpy()
-        self.den[layer] += torch.einsum("bhcq,cbq->hc", baseline, w_den).double().cpu().numpy()
-        self.first_sum[layer] += (key0[..., 1:].sum((0, 2))).double().cpu().numpy()
+        if self.sums is None:
+            where = accumulator(A.device)
+            self.sums = (torch.zeros(self.shape, dtype=torch.float64, device=where),
+                         torch.zeros(self.shape, dtype=torch.float64, device=where),
+                         torch.zeros(self.shape[:2], dtype=torch.float64, device=where))
+        num, den, first = self.sums
+        num[layer] += torch.einsum("bhcq,cbq->hc", mass, w_num).to(num.device, torch.float64)
+        den[layer] += torch.einsum("bhcq,cbq->hc", baseline, w_den).to(num.device, torch.float64)
+        first[layer] += key0[..., 1:].sum((0, 2)).to(num.device, torch.float64)
         if layer == 0:
             self.first_count += self.batch * (A.shape[-1] - 1)
 
     def finish(self) -> ScreenPart:
+        if self.sums is None:
+            self.num = self.den = np.zeros(self.shape)
+            self.first_sum = np.zeros(self.shape[:2])
+        else:
+            self.num, self.den, self.first_sum = (t.cpu().numpy() for t in self.sums)
         heads = {}
         with np.errstate(divide="ignore", invalid="ignore"):
             for i, c in enumerate(self.classes):

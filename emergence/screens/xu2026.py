@@ -2,7 +2,8 @@ r"""The reference study's screen (Xu 2026, from its scripts), as streaming reduc
 
 Probe: ``corpus=xu2026`` (emergence/probes.py), ``[filler] A B [filler] A`` with the
 pair at p, B at p+1 and the query at the last position q = T-1 (the second A).
-Only row q of each layer's eager attention is read. With a[n, k] the attention of
+Only row q of each layer's attention is read (and only that row is computed:
+:mod:`emergence.screens.attention`). With a[n, k] the attention of
 sequence n's last query on key k (per layer and head), N sequences and V the valid
 ones (B occurs exactly once in ``seq[:T-1]``):
 
@@ -55,14 +56,14 @@ ablation metrics), logged as ``induction_loss``, ``induction_accuracy``,
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import torch
 
 from emergence import EmergenceError, head_classes
 from emergence.contract import FIRST_TOKEN_COLUMN, selectivity_column
-from emergence.screens.base import Reducer, ScreenPart
+from emergence.screens.base import Reducer, ScreenPart, accumulator
 from emergence.screens.selectivity import class_masks
 
 #: The classes whose targets the study defines itself (the table above).
@@ -112,9 +113,11 @@ class _Rows(Reducer):
 
 class Xu2026SelectivityReducer(_Rows):
     """Sums, per layer and head, the last query's attention on each class's targets and
-    on the baseline keys (float64); ``finish`` forms S_c."""
+    on the baseline keys (float64, on the attention's device); ``finish`` forms S_c. Only
+    the last query's row is computed in the pass (``attention_rows = (-1,)``)."""
 
     needs_attention = True
+    attention_rows = (-1,)
 
     def __init__(self, baseline_count: int = 50, baseline_seed: int = 0, floor: float = 1e-8,
                  settings: Optional[dict] = None):
@@ -130,15 +133,14 @@ class Xu2026SelectivityReducer(_Rows):
         T = probe.seq_len
         self.baseline = torch.from_numpy(baseline_positions(T, self.baseline_count, self.baseline_seed))
         self.local = torch.tensor([T - d for d in LOCAL_OFFSETS])
-        shape = (adapter.n_layers, adapter.n_heads)
-        self.sums = {c: np.zeros(shape) for c in STUDY_CLASSES}
-        self.base_sum = np.zeros(shape)
+        self.shape = (adapter.n_layers, adapter.n_heads)
         self.n_all = 0
         self.n_valid = 0
         # The other registered classes: their own targets in the last row.
         self.extra = [c for c in head_classes.classes() if c.name not in STUDY_CLASSES]
-        self.extra_sum = np.zeros(shape + (len(self.extra),))
         self.extra_n = np.zeros(len(self.extra))
+        #: [L, H, classes + baseline] and [L, H, extra classes] float64 sums, made at the first layer.
+        self.acc = self.extra_acc = None
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
         super().start_batch(input_ids)
@@ -147,6 +149,7 @@ class Xu2026SelectivityReducer(_Rows):
         self.pair = rows.position[rows.valid]
         self.n_all += input_ids.shape[0]
         self.n_valid += int(rows.valid.sum())
+        self.on_device = None  # (valid, pair, baseline, local, extra weights) on the attention's device
         if self.extra:
             B = input_ids.shape[0]
             masks, _ = class_masks(input_ids, self.extra, self.settings)
@@ -155,39 +158,53 @@ class Xu2026SelectivityReducer(_Rows):
             self.extra_weights = torch.where(count > 0, last / count.clamp(min=1), torch.zeros_like(last))
             self.extra_n += (count[..., 0] > 0).sum(-1).numpy()
 
+    def _prepare(self, device) -> tuple:
+        if self.on_device is None:
+            if self.acc is None:
+                self.acc = torch.zeros(self.shape + (len(STUDY_CLASSES) + 1,), dtype=torch.float64, device=device)
+                self.extra_acc = torch.zeros(self.shape + (len(self.extra),), dtype=torch.float64, device=device)
+            extra = self.extra_weights.to(device, torch.float64) if self.extra else None
+            self.on_device = (self.valid.to(device), self.pair.to(device), self.baseline.to(device),
+                              self.local.to(device), extra)
+        return self.on_device
+
     def attention(self, layer: int, weights: torch.Tensor) -> None:
-        a = weights[:, :, -1, :].double()  # [B, H, T]: the last query only
+        a = weights[:, :, -1, :].to(accumulator(weights.device), torch.float64)  # [B, H, T]: the last query
+        valid, pair, baseline, local, extra = self._prepare(a.device)
         T = a.shape[-1]
         add = {
-            "previous_token": a[..., T - 2],
-            "self": a[..., T - 1],
-            "bos": a[..., 0],
-            "local": a[..., self.local.to(a.device)].mean(-1),
+            "previous_token": a[..., T - 2].sum(0),
+            "self": a[..., T - 1].sum(0),
+            "bos": a[..., 0].sum(0),
+            "local": a[..., local].mean(-1).sum(0),
         }
-        for c, v in add.items():
-            self.sums[c][layer] += v.sum(0).cpu().numpy()
-        self.base_sum[layer] += a[..., self.baseline.to(a.device)].mean(-1).sum(0).cpu().numpy()
-        if len(self.pair):
-            v = a[self.valid.to(a.device)]  # [V, H, T]
-            p = self.pair.to(a.device)[:, None, None].expand(-1, v.shape[1], 1)
-            self.sums["duplicate_token"][layer] += v.gather(-1, p)[..., 0].sum(0).cpu().numpy()
-            self.sums["induction"][layer] += v.gather(-1, p + 1)[..., 0].sum(0).cpu().numpy()
+        if len(pair):
+            v = a[valid]  # [V, H, T]
+            p = pair[:, None, None].expand(-1, v.shape[1], 1)
+            add["duplicate_token"] = v.gather(-1, p)[..., 0].sum(0)
+            add["induction"] = v.gather(-1, p + 1)[..., 0].sum(0)
+        zero = torch.zeros(a.shape[1], dtype=a.dtype, device=a.device)
+        columns = [add.get(c, zero) for c in STUDY_CLASSES] + [a[..., baseline].mean(-1).sum(0)]
+        self.acc[layer] += torch.stack(columns, -1)
         if self.extra:
-            w = self.extra_weights.to(a.device, a.dtype)
-            self.extra_sum[layer] += torch.einsum("bhk,cbk->hc", a, w).cpu().numpy()
+            self.extra_acc[layer] += torch.einsum("bhk,cbk->hc", a, extra)
 
     def finish(self) -> ScreenPart:
+        acc = np.zeros(self.shape + (len(STUDY_CLASSES) + 1,)) if self.acc is None else self.acc.cpu().numpy()
+        extra_sum = np.zeros(self.shape + (len(self.extra),)) if self.acc is None else self.extra_acc.cpu().numpy()
+        sums = {c: acc[..., i] for i, c in enumerate(STUDY_CLASSES)}
+        base_sum = acc[..., -1]
         n_all, n_valid = max(self.n_all, 1), max(self.n_valid, 1)
-        baseline = np.maximum(self.base_sum / n_all, self.floor)
+        baseline = np.maximum(base_sum / n_all, self.floor)
         heads = {}
         for c in STUDY_CLASSES:
             n = n_valid if c in ("induction", "duplicate_token") else n_all
-            heads[selectivity_column(c)] = (self.sums[c] / n) / baseline
+            heads[selectivity_column(c)] = (sums[c] / n) / baseline
         for i, c in enumerate(self.extra):
-            heads[selectivity_column(c.name)] = (self.extra_sum[..., i] / max(self.extra_n[i], 1)) / baseline
-        heads[FIRST_TOKEN_COLUMN] = self.sums["bos"] / n_all
+            heads[selectivity_column(c.name)] = (extra_sum[..., i] / max(self.extra_n[i], 1)) / baseline
+        heads[FIRST_TOKEN_COLUMN] = sums["bos"] / n_all
         return ScreenPart(heads=heads, metrics={"xu2026.valid_sequences": float(self.n_valid),
-                                                "xu2026.baseline_attention": float(np.mean(self.base_sum / n_all))})
+                                                "xu2026.baseline_attention": float(np.mean(base_sum / n_all))})
 
 
 def exp_entropy_pr(gram: np.ndarray) -> np.ndarray:
@@ -211,45 +228,62 @@ class ExpEntropyPRReducer(_Rows):
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
         self.used = min(self.n_sequences, probe.n_sequences)
-        d = adapter.head_dim
-        self.gram = np.zeros((adapter.n_layers, adapter.n_heads, d, d))
+        self.shape = (adapter.n_layers, adapter.n_heads, adapter.head_dim, adapter.head_dim)
+        self.gram = None  # float64 on the head outputs' device, made at the first layer
 
     def head_outputs(self, layer: int, z: torch.Tensor) -> None:
         start, stop = self.rows
         take = max(0, min(stop, self.used) - start)
         if take == 0:
             return
-        x = z[:take, -1].double()  # [take, H, d]
-        self.gram[layer] += torch.einsum("nhd,nhe->hde", x, x).cpu().numpy()
+        x = z[:take, -1].to(accumulator(z.device), torch.float64)  # [take, H, d]
+        if self.gram is None:
+            self.gram = torch.zeros(self.shape, dtype=torch.float64, device=x.device)
+        self.gram[layer] += torch.einsum("nhd,nhe->hde", x, x)
 
     def finish(self) -> ScreenPart:
-        pr = exp_entropy_pr(self.gram)
+        pr = exp_entropy_pr(np.zeros(self.shape) if self.gram is None else self.gram.cpu().numpy())
         return ScreenPart(heads={"pr": pr, "pr_samples": np.full(pr.shape, float(self.used))},
                           metrics={"pr.mean": float(np.mean(pr)), "pr.samples": float(self.used)})
 
 
+#: The last-position metrics of the study's ablation, and their run-metric names.
+LAST_POSITION_METRICS = {"loss": "induction_loss", "top1": "induction_accuracy", "top5": "induction_top5",
+                         "logit_b": "induction_logit_b"}
+
+
 class LastPositionLossReducer(_Rows):
-    """Cross-entropy, top-1/top-5 accuracy and the logit of B at the last position."""
+    """Cross-entropy, top-1/top-5 accuracy and the logit of B at the last position.
+
+    Per-sequence values are kept (on the logits' device until ``finish``), so the metrics of
+    any first n sequences are known afterwards (:meth:`first`): the screen's pass serves as
+    the ablation's clean pass."""
 
     needs_hidden = True
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
         self.layout = probe_layout(probe)
-        self.loss = self.top1 = self.top5 = self.logit = 0.0
-        self.count = 0
+        self.parts: List[torch.Tensor] = []  # per batch [4, B]: loss, top1, top5, logit of B
+        self.values = np.zeros((4, 0))
 
     def hidden(self, last_hidden: torch.Tensor, model: torch.nn.Module) -> None:
         logits = model.get_output_embeddings()(last_hidden[:, -1]).float()
         b = self.layout.target[self.rows[0]:self.rows[1]].to(logits.device)
-        self.loss += float(torch.nn.functional.cross_entropy(logits, b, reduction="sum"))
-        self.top1 += int((logits.argmax(-1) == b).sum())
-        self.top5 += int((logits.topk(min(5, logits.shape[-1]), -1).indices == b[:, None]).any(-1).sum())
-        self.logit += float(logits.gather(-1, b[:, None]).sum())
-        self.count += int(b.shape[0])
+        loss = torch.nn.functional.cross_entropy(logits, b, reduction="none")
+        top1 = logits.argmax(-1) == b
+        top5 = (logits.topk(min(5, logits.shape[-1]), -1).indices == b[:, None]).any(-1)
+        logit = logits.gather(-1, b[:, None])[:, 0]
+        self.parts.append(torch.stack([loss, top1.float(), top5.float(), logit]).double())
+
+    def first(self, n: Optional[int] = None) -> Dict[str, float]:
+        """``loss``, ``top1``, ``top5``, ``logit_b`` over the first ``n`` sequences (all: None)."""
+        v = self.values[:, :n]
+        count = max(v.shape[1], 1)
+        return {k: float(v[i].sum() / count) for i, k in enumerate(LAST_POSITION_METRICS)}
 
     def finish(self) -> ScreenPart:
-        n = max(self.count, 1)
-        return ScreenPart(metrics={"induction_loss": self.loss / n, "induction_accuracy": self.top1 / n,
-                                   "induction_top5": self.top5 / n, "induction_logit_b": self.logit / n,
-                                   "induction_targets": float(self.count)})
+        self.values = torch.cat([p.cpu() for p in self.parts], 1).numpy() if self.parts else np.zeros((4, 0))
+        metrics = {LAST_POSITION_METRICS[k]: v for k, v in self.first().items()}
+        metrics["induction_targets"] = float(self.values.shape[1])
+        return ScreenPart(metrics=metrics)

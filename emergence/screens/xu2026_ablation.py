@@ -2,7 +2,10 @@
 
 The group (by default the heads at >= 50x induction: the study's "induction screen")
 is ablated by zeroing its slices of the output-projection input (a forward pre-hook,
-:func:`emergence.screens.ablation.ablated`). Metrics at the last position q = T-1
+:func:`emergence.screens.ablation.ablated`). The clean metrics are the screen's own pass's
+(its :class:`~emergence.screens.xu2026.LastPositionLossReducer`, over the same sequences),
+and the ablated passes share each batch's clean prefix below the group's first layer
+(:mod:`emergence.screens.prefix`): 12 suffixes a batch instead of 13 full passes. Metrics at the last position q = T-1
 against B, over the probe's first ``n`` sequences (the study: all 2,000): loss
 (cross-entropy), top-1 and top-5 accuracy, mean logit of B.
 
@@ -22,9 +25,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from emergence.screens.ablation import HeadMeanReducer, ablated
+from emergence.screens.ablation import HeadMeanReducer
 from emergence.screens.base import run_pass
-from emergence.screens.xu2026 import LastPositionLossReducer
+from emergence.screens.xu2026 import LAST_POSITION_METRICS, LastPositionLossReducer
 
 Head = Tuple[int, int]
 METRICS = ("loss", "top1", "top5", "logit_b")
@@ -107,34 +110,36 @@ class MatchedAblationResult:
 
 
 def last_position_metrics(model, adapter, probe) -> Dict[str, float]:
-    (part,) = run_pass(model, adapter, probe, [LastPositionLossReducer()], progress=False)
-    m = part.metrics
-    return {"loss": m["induction_loss"], "top1": m["induction_accuracy"], "top5": m["induction_top5"],
-            "logit_b": m["induction_logit_b"]}
+    """The clean model's last-position metrics over ``probe`` (one pass)."""
+    reducer = LastPositionLossReducer()
+    run_pass(model, adapter, probe, [reducer], progress=False)
+    return reducer.first()
 
 
 def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "zero", controls: int = 10,
-                     seed: int = 0, exclude: Sequence[Head] = (), progress: bool = True) -> MatchedAblationResult:
-    """Clean, group, matched controls and whole-layer upper bound, at the last position."""
-    from tqdm.auto import tqdm
+                     seed: int = 0, exclude: Sequence[Head] = (), progress: bool = True,
+                     clean: Optional[Dict[str, float]] = None,
+                     means: Optional[dict] = None) -> MatchedAblationResult:
+    """Clean, group, matched controls and whole-layer upper bound, at the last position.
+
+    ``clean`` (the metrics of :data:`METRICS` over ``probe``) and ``means`` (per-position
+    head means, for ``mode="mean"``) when the screen's own pass measured them; else they
+    are measured here (one pass for both). The group, the controls and the bound share
+    each batch's clean prefix below the group's first layer
+    (:func:`emergence.screens.prefix.run_ablations`)."""
+    from emergence.screens.prefix import run_ablations
 
     group = sorted({tuple(int(i) for i in h) for h in group})
-    means = None
-    if mode == "mean" and group:
-        reducer = HeadMeanReducer()
-        run_pass(model, adapter, probe, [reducer], progress=False)
-        means = reducer.means
-    clean = last_position_metrics(model, adapter, probe)
+    if clean is None or (mode == "mean" and group and means is None):
+        reducers = [LastPositionLossReducer()] + ([HeadMeanReducer()] if mode == "mean" and means is None else [])
+        run_pass(model, adapter, probe, reducers, progress=False)
+        clean = reducers[0].first() if clean is None else clean
+        means = reducers[1].means if len(reducers) > 1 else means
     if not group:
         return MatchedAblationResult([], clean, dict(clean))
-    with ablated(adapter, group, mode, means):
-        hit = last_position_metrics(model, adapter, probe)
     sets = matched_controls(group, adapter.n_heads, controls, seed, exclude)
-    results = []
-    for heads in tqdm(sets, desc="matched controls", leave=False, disable=not progress):
-        with ablated(adapter, heads, mode, means):
-            results.append(last_position_metrics(model, adapter, probe))
     bound = upper_bound(group, adapter.n_heads)
-    with ablated(adapter, bound, mode, means):
-        upper = last_position_metrics(model, adapter, probe)
-    return MatchedAblationResult(group, clean, hit, results, sets, upper, len(bound))
+    parts = run_ablations(model, adapter, probe, [group, *sets, bound], LastPositionLossReducer, mode, means,
+                          progress, "matched ablation")
+    got = [{k: part.metrics[name] for k, name in LAST_POSITION_METRICS.items()} for part in parts]
+    return MatchedAblationResult(group, clean, got[0], got[1:-1], sets, got[-1], len(bound))
