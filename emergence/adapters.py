@@ -5,8 +5,8 @@ the family whose HF model types hold the model's ``config.model_type`` gives the
 paths. Per-head outputs live at the INPUT of the output projection (METHODS section 3):
 GPT-NeoX ``gpt_neox.layers[i].attention.dense``, OLMo / OLMoE / Llama-style
 ``model.layers[i].self_attn.o_proj``. The attention module's forward returns
-``(attn_output, attn_weights)`` under eager attention, so a forward hook on it sees one
-layer's weights at a time.
+``(attn_output, attn_weights)`` under the screen's attention (emergence/screens/attention.py),
+so a forward hook on it sees one layer's weights at a time.
 """
 
 from __future__ import annotations

@@ -264,6 +264,11 @@ class EmergenceConfig:
     #: ``auto`` = cuda if available, else mps, else cpu.
     device: str = field(default="auto", metadata={"pattern": r"auto|cpu|mps|cuda(:\d+)?",
                                                   "hint": "auto, cpu, cuda, cuda:<i>, mps"})
+    #: How a float32 model's matrix products run on CUDA (emergence/loading.py): ``auto`` = TF32
+    #: where the family allows it (Pythia's float32 passes), ``tf32``, or ``float32`` (IEEE, as the
+    #: reference study). No effect on the CPU, MPS or a bfloat16 model; not part of a run's identity
+    #: (like ``device``); each run logs the precision it used.
+    matmul_precision: str = field(default="auto", metadata={"choices": ("auto", "float32", "tf32")})
     #: Re-run a job even when a finished run with the same config exists.
     force: bool = False
     #: Print the per-family summary table at the end.

@@ -1,12 +1,23 @@
-"""Load a model at a revision: ``from_pretrained(repo or folder, revision=...)``, eager attention.
+"""Load a model at a revision: ``from_pretrained(repo or folder, revision=...)``, SDPA attention,
+straight onto the device.
 
 - Where a revision lies is the model source's answer (emergence/sources/, chosen by
   ``model.revisions``): a hub repo and branch (``pythia``, ``snapshot``), a local
   folder ``<model.path>/<revision>/`` (``folder``) or the trained toy suite (``toy``).
+- Attention: the model is loaded with ``attn_implementation="sdpa"``; a screen's pass
+  switches it to the screen's own attention for the pass (SDPA outputs, and the attention
+  rows its reducers read recomputed from Q and K: emergence/screens/attention.py), so no
+  pass is forced through eager attention.
+- Device: the weights are read from the files straight onto the device
+  (``device_map=<device>``, with accelerate), not into host memory first.
 - dtype: the family's policy (emergence/families/, ``Family.dtype_name``). ``auto`` is
   float32 on the CPU; on an accelerator bfloat16, but float32 for GPT-NeoX. float16 is
   refused for GPT-NeoX (Pythia was trained in fp16 with large Q/K biases; its attention
   overflows there).
+- Matmul precision (``matmul_precision``, :func:`choose_matmul_precision`): ``auto`` runs a
+  float32 model's matrix products in TF32 on CUDA (10-bit mantissa inputs, float32
+  accumulation; Pythia's passes) where the family allows it (``Family.tf32``); ``float32``
+  keeps IEEE float32 products. Elsewhere (CPU, MPS, a bfloat16 model) it changes nothing.
 - The source's ``fetch`` brings a revision's files onto the disk (the hub: only config,
   weights and tokenizer, by ``huggingface_hub.snapshot_download``, which resumes an
   interrupted download and shows progress; folders: a check); ``emergence.prefetch`` runs
@@ -16,6 +27,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -32,6 +45,10 @@ from emergence.sources._hub import (BIN_PATTERNS, CONFIG_PATTERNS, SAFETENSORS_P
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: ``matmul_precision`` choices (:func:`choose_matmul_precision`).
+MATMUL_PRECISIONS = ("auto", "float32", "tf32")
+#: The attention implementation a model is loaded with.
+LOAD_ATTENTION = "sdpa"
 
 
 @dataclass
@@ -42,6 +59,8 @@ class LoadedModel:
     source: str  # repo@revision or folder
     device: torch.device
     dtype: torch.dtype
+    #: The matmul precision of its passes: ``tf32`` or ``float32`` (:func:`choose_matmul_precision`).
+    matmul_precision: str = "float32"
 
 
 def choose_device(name: str = "auto") -> torch.device:
@@ -70,9 +89,55 @@ def choose_dtype(family: str, requested: str, device: torch.device) -> torch.dty
     return DTYPES[families.get(family).dtype_name(requested, device.type)]
 
 
+def choose_matmul_precision(family: str, requested: str, device: torch.device, dtype: torch.dtype) -> str:
+    """``tf32`` or ``float32``: how the passes' float32 matrix products run.
+
+    TF32 exists for float32 products on CUDA only, so everywhere else (CPU, MPS, a bfloat16
+    or float16 model) the answer is ``float32`` (nothing changes). On CUDA with a float32
+    model: ``auto`` is ``tf32`` where the family allows it (``Family.tf32``), else
+    ``float32``; ``tf32`` and ``float32`` are used as given."""
+    if requested not in MATMUL_PRECISIONS:
+        raise EmergenceError(f"unknown matmul_precision {requested!r}; valid: {', '.join(MATMUL_PRECISIONS)}")
+    if device.type != "cuda" or dtype != torch.float32:
+        return "float32"
+    if requested == "auto":
+        return "tf32" if families.get(family).tf32 else "float32"
+    return requested
+
+
+@contextlib.contextmanager
+def matmul_precision(name: str):
+    """Within the block, CUDA float32 matrix products run in TF32 (``tf32``) or IEEE float32
+    (``float32``), through torch's ``torch.backends.cuda.matmul.fp32_precision``, restored
+    afterwards. ``float32`` changes the setting only inside a ``tf32`` block (the screen's
+    reducers run their sums so within a TF32 pass: emergence/screens/base.py); elsewhere it
+    leaves torch's default (IEEE float32) as it is."""
+    settings = torch.backends.cuda.matmul
+    saved = settings.fp32_precision
+    wanted = "tf32" if name == "tf32" else ("ieee" if saved == "tf32" else saved)
+    if wanted == saved:
+        yield
+        return
+    settings.fp32_precision = wanted
+    try:
+        yield
+    finally:
+        settings.fp32_precision = saved
+
+
+def placement(device: torch.device) -> dict:
+    """``from_pretrained`` keywords that read the weights straight onto ``device`` (accelerate's
+    ``device_map``); without accelerate, none (the model is loaded to the host, then moved)."""
+    if importlib.util.find_spec("accelerate") is None:
+        return {}
+    return {"device_map": str(device) if device.index is not None or device.type != "cuda" else "cuda:0"}
+
+
 def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: str = "auto",
-         toy_dir: Optional[str] = None, progress: bool = True, folder: Optional[str] = None) -> LoadedModel:
-    """Load ``model_cfg`` at ``revision`` with eager attention on the chosen device and dtype.
+         toy_dir: Optional[str] = None, progress: bool = True, folder: Optional[str] = None,
+         precision: str = "auto") -> LoadedModel:
+    """Load ``model_cfg`` at ``revision`` with SDPA attention, straight onto the chosen device, in
+    the family's dtype; ``precision``: the ``matmul_precision`` setting (:func:`choose_matmul_precision`).
 
     ``folder``: what the source's ``fetch`` returned for it (read from there, no hub call);
     without it, the source's ``locate`` says where the revision is (the toy suite is trained
@@ -95,7 +160,7 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         located = source.locate(model_cfg, revision, toy_dir, progress)
         where, rev = located.where, located.revision
     named = source.label(model_cfg, revision, where)
-    kwargs = dict(attn_implementation="eager", dtype=dtype)
+    kwargs = dict(attn_implementation=LOAD_ATTENTION, dtype=dtype, **placement(dev))
     if rev is not None:
         kwargs["revision"] = rev
     try:
@@ -125,7 +190,8 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
             raise EmergenceError(f"cannot load the tokenizer of {named} ({type(exc).__name__}: "
                                  f"{str(exc).splitlines()[0] if str(exc) else ''}); its files are incomplete or "
                                  "corrupt: delete them and download them again") from None
-    return LoadedModel(model, tokenizer, adapter_for(model), named, dev, dtype)
+    return LoadedModel(model, tokenizer, adapter_for(model), named, dev, dtype,
+                       choose_matmul_precision(model_cfg.family, precision, dev, dtype))
 
 
 def unreadable_weights(folder) -> list:
@@ -156,21 +222,25 @@ def _dtype_bytes(dtype: torch.dtype) -> int:
     return torch.empty((), dtype=dtype).element_size()
 
 
-def sequence_bytes(config, seq_len: int, dtype: torch.dtype) -> int:
+def sequence_bytes(config, seq_len: int, dtype: torch.dtype, rows: Optional[int] = None) -> int:
     """Peak bytes one probe sequence adds to the streaming pass (one layer alive at a time):
 
-    ``16 H T^2 + w T (8 d + 3 f)``: one layer's attention ``[H, T, T]`` held as about four
-    float32 copies (the scores, the float32 softmax, the reducer's float32 view and one
+    ``16 H T R + w T (9 d + 3 f)``: the attention rows the reducers read, ``[H, R, T]`` (R = T
+    for the full map, ``rows`` otherwise: 1 for the xu2026 recipe's last query, 0 for a pass
+    that reads none; SDPA computes each layer's output without a ``[T, T]`` map), held as
+    about four float32 copies (the scores, the float32 softmax, the reducer's view and one
     masked product), plus that layer's activations in the model dtype (``w`` bytes a
-    number): the residual stream, Q, K, V and the attention output (about 8 d), and the
-    MLP's hidden width f (``intermediate_size``, times the experts a token is routed to
-    for a mixture of experts) for its input, activation and product (3 f)."""
+    number): the residual stream, Q, K, V and the attention output (about 8 d), the clean
+    residual state an ablation pass keeps (d: emergence/screens/prefix.py), and the MLP's
+    hidden width f (``intermediate_size``, times the experts a token is routed to for a
+    mixture of experts) for its input, activation and product (3 f)."""
     H = int(config.num_attention_heads)
     d = int(config.hidden_size)
     f = int(getattr(config, "intermediate_size", None) or 4 * d)
     f *= int(getattr(config, "num_experts_per_tok", None) or 1)
     T = int(seq_len)
-    return 16 * H * T * T + _dtype_bytes(dtype) * T * (8 * d + 3 * f)
+    R = T if rows is None else int(rows)
+    return 16 * H * T * R + _dtype_bytes(dtype) * T * (9 * d + 3 * f)
 
 
 @dataclass
@@ -202,12 +272,13 @@ def memory_budget(memory_gb: Optional[float], device: torch.device) -> tuple[int
 
 
 def plan_batch_size(config, seq_len: int, dtype: torch.dtype, device: torch.device,
-                    memory_gb: Optional[float], cap: int) -> BatchPlan:
+                    memory_gb: Optional[float], cap: int, rows: Optional[int] = None) -> BatchPlan:
     """Sequences per forward pass: as many as the budget holds, after the induction-loss
     logits (``LOGIT_CHUNK x vocab`` float32, twice) are set aside, at least 1 and at most
-    ``cap`` (``corpus.batch_size`` is an upper bound)."""
+    ``cap`` (``corpus.batch_size`` is an upper bound); ``rows``: the attention rows a query
+    of the screen reads (None: the full map; :meth:`emergence.screens.recipes.Recipe.attention_rows`)."""
     budget, source = memory_budget(memory_gb, device)
-    per_seq = sequence_bytes(config, seq_len, dtype)
+    per_seq = sequence_bytes(config, seq_len, dtype, rows)
     fixed = 8 * LOGIT_CHUNK * int(getattr(config, "vocab_size", 0) or 0)
     fits = max(1, (budget - fixed) // per_seq)
     return BatchPlan(int(min(fits, cap)), budget, source, per_seq, int(fits), int(cap))

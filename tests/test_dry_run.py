@@ -83,10 +83,15 @@ def test_batch_size_from_a_memory_budget_and_dtype_per_family():
 
     pythia_1b = GPTNeoXConfig(hidden_size=2048, num_attention_heads=8, num_hidden_layers=16,
                               intermediate_size=8192, vocab_size=50304)
-    # 16 H T^2 + w T (8 d + 3 f), T = 63 (the default probe), float32
-    assert sequence_bytes(pythia_1b, 63, torch.float32) == 16 * 8 * 63**2 + 4 * 63 * (8 * 2048 + 3 * 8192)
+    # 16 H T R + w T (9 d + 3 f), T = 63 (the default probe), float32; R = T (the full map) by default
+    assert sequence_bytes(pythia_1b, 63, torch.float32) == 16 * 8 * 63**2 + 4 * 63 * (9 * 2048 + 3 * 8192)
     olmoe = OlmoeConfig(hidden_size=2048, num_attention_heads=16, intermediate_size=1024, num_experts_per_tok=8)
-    assert sequence_bytes(olmoe, 256, torch.bfloat16) == 16 * 16 * 256**2 + 2 * 256 * (8 * 2048 + 3 * 8192)
+    assert sequence_bytes(olmoe, 256, torch.bfloat16) == 16 * 16 * 256**2 + 2 * 256 * (9 * 2048 + 3 * 8192)
+    # The xu2026 recipe reads one row a query (R = 1): no full map is reserved, more sequences fit.
+    assert sequence_bytes(olmoe, 256, torch.bfloat16, rows=1) == 16 * 16 * 256 + 2 * 256 * (9 * 2048 + 3 * 8192)
+    cpu = torch.device("cpu")
+    assert plan_batch_size(olmoe, 256, torch.bfloat16, cpu, 4.0, cap=10**6, rows=1).fits > \
+        plan_batch_size(olmoe, 256, torch.bfloat16, cpu, 4.0, cap=10**6).fits
     cpu = torch.device("cpu")
     plan = plan_batch_size(pythia_1b, 63, torch.float32, cpu, None, cap=100)
     assert plan.budget_source == "CPU default" and plan.budget_bytes == CPU_DEFAULT_MEMORY_GB * 2**30

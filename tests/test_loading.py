@@ -76,7 +76,9 @@ SCRIPT = textwrap.dedent("""
     out = {}
     loaded = load(cfg, known[0], known=known, progress=False)
     out["loaded"] = loaded.source
-    out["eager"] = loaded.model.config._attn_implementation
+    out["attention"] = loaded.model.config._attn_implementation
+    out["device"] = str(next(loaded.model.parameters()).device)
+    out["precision"] = loaded.matmul_precision
     try:
         load(cfg, known[1], known=known, progress=False)
     except EmergenceError as exc:
@@ -98,7 +100,8 @@ def test_hub_loading_from_cache_offline_errors_and_eviction(tmp_path):
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["loaded"] == "org/hubby@step10" and out["eager"] == "eager"
+    assert out["loaded"] == "org/hubby@step10" and out["attention"] == "sdpa"  # the screen switches it per pass
+    assert out["device"] == "cpu" and out["precision"] == "float32"
     assert "org/hubby at revision 'step20' is not in the local HF cache and HF_HUB_OFFLINE is set" in out["missing"]
     assert "hf download org/hubby --revision step20" in out["missing"]
     assert out["freed"] > 0

@@ -35,9 +35,10 @@ class Family:
     LM to the list of decoder layers; :attr:`attention` and :attr:`projection` lead from
     one decoder layer to its attention module and to its output projection.
 
-    - The attention module's forward returns ``(attn_output, attn_weights, ...)`` under
-      ``attn_implementation="eager"``: a forward hook on it reads that layer's attention
-      weights ``[batch, heads, query, key]`` from ``output[1]``.
+    - The attention module calls transformers' attention interface and returns
+      ``(attn_output, attn_weights, ...)``: under the screen's attention
+      (emergence/screens/attention.py) a forward hook on it reads that layer's attention
+      rows ``[batch, heads, rows, key]`` from ``output[1]``.
     - The output projection's INPUT is the concatenation of the per-head outputs,
       ``[batch, T, heads x head_dim]``: a forward pre-hook reads (or ablates) the heads there.
     """
@@ -56,6 +57,9 @@ class Family:
     accelerator_dtype: str = "bfloat16"
     #: Why float16 is refused for this family, or None when it is allowed.
     float16_refused: Optional[str] = None
+    #: ``matmul_precision: auto`` runs a float32 model's matrix products in TF32 on CUDA
+    #: (emergence/loading.py, ``choose_matmul_precision``); False keeps IEEE float32.
+    tf32: bool = True
     #: ``toy_config(recipe, common)``: the HF config of a toy-suite model of this family,
     #: from the recipe and ``common`` (the keyword arguments every family shares, see
     #: emergence/toy/models.py); None for a family the toy suite does not train.

@@ -36,9 +36,19 @@ class ScreenResult:
     params: Dict[str, str] = field(default_factory=dict)
 
 
-def screen(model, adapter, probe, screen_cfg, progress: bool = True, description: str = "screen") -> ScreenResult:
+def screen(model, adapter, probe, screen_cfg, progress: bool = True, description: str = "screen",
+           precision: str = "float32") -> ScreenResult:
     """Screen ``model`` on ``probe`` with the ``screen`` config: the per-head table (every
-    registered class's selectivity and flag, the primary class) and the run's metrics."""
+    registered class's selectivity and flag, the primary class) and the run's metrics.
+    ``precision``: ``tf32`` or ``float32``, the matmul precision of every pass
+    (:func:`emergence.loading.matmul_precision`; a loaded model's ``matmul_precision``)."""
+    from emergence.loading import matmul_precision
+
+    with matmul_precision(precision):
+        return _screen(model, adapter, probe, screen_cfg, progress, description)
+
+
+def _screen(model, adapter, probe, screen_cfg, progress: bool, description: str) -> ScreenResult:
     check_screen(list(screen_cfg.classes), screen_cfg.thresholds)
     thresholds = all_thresholds(screen_cfg.thresholds)
     recipe = recipe_for(screen_cfg)

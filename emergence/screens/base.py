@@ -69,6 +69,14 @@ class Reducer:
         raise NotImplementedError
 
 
+def exact_matmuls():
+    """Reducers sum in IEEE float32/float64 even inside a TF32 pass: only the model's own
+    products run in the pass's matmul precision (emergence/loading.py, ``matmul_precision``)."""
+    from emergence.loading import matmul_precision
+
+    return matmul_precision("float32")
+
+
 def accumulator(device: torch.device) -> torch.device:
     """Where a reducer keeps its float64 running sums: the tensors' own device, but the CPU
     for MPS (which has no float64)."""
@@ -115,9 +123,10 @@ def run_pass(model: torch.nn.Module, adapter: ArchitectureAdapter, probe: Probe,
                     if weights is None:
                         raise RuntimeError(f"layer {layer}'s attention returned no weights: its module does not "
                                            "use transformers' attention interface")
-                    for r, index in delivery:
-                        r.attention(layer, weights if index is None else
-                                    weights.index_select(2, index.to(weights.device)))
+                    with exact_matmuls():
+                        for r, index in delivery:
+                            r.attention(layer, weights if index is None else
+                                        weights.index_select(2, index.to(weights.device)))
 
                 handles.append(module.register_forward_hook(on_attention))
         for layer, module in enumerate(adapter.output_projections):
@@ -125,8 +134,9 @@ def run_pass(model: torch.nn.Module, adapter: ArchitectureAdapter, probe: Probe,
                 def on_heads(_mod, args, layer=layer):
                     x = args[0]
                     z = x.view(*x.shape[:-1], adapter.n_heads, adapter.head_dim)
-                    for r in want_heads:
-                        r.head_outputs(layer, z)
+                    with exact_matmuls():
+                        for r in want_heads:
+                            r.head_outputs(layer, z)
 
                 handles.append(module.register_forward_pre_hook(on_heads))
         decoder = base_model(model)

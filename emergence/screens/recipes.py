@@ -81,6 +81,14 @@ class Recipe:
         """The group ablation's metrics; ``screened``: the finished reducers of the screen's pass."""
         raise NotImplementedError
 
+    def attention_rows(self, screen_cfg, seq_len: int) -> Optional[int]:
+        """How many attention rows a sequence's pass computes (None: the full map, every query;
+        emergence/loading.py sizes the batch with it)."""
+        from emergence.screens.base import rows_for
+
+        rows = rows_for(self.reducers(screen_cfg), seq_len)
+        return None if rows is None else len(rows)
+
     def params(self, screen_cfg) -> Dict[str, str]:
         return {"screen.pr_definition": self.pr_definition if screen_cfg.participation_ratio else "none"}
 
