@@ -19,6 +19,7 @@ from omegaconf import MISSING
 
 from emergence import families, head_classes, sources
 from emergence.revisions import SELECTIONS
+from emergence.live.config import LiveConfig
 from emergence.toy.recipe import ToyRecipeConfig
 from emergence.validation import SEED, check
 
@@ -261,6 +262,8 @@ class EmergenceConfig:
     screen: ScreenConfig = MISSING
     tracking: TrackingConfig = MISSING
     cache: CacheConfig = field(default_factory=CacheConfig)
+    #: Live screening while a toy trains (``live=adaptive``; emergence/live/).
+    live: LiveConfig = field(default_factory=LiveConfig)
     #: ``auto`` = cuda if available, else mps, else cpu.
     device: str = field(default="auto", metadata={"pattern": r"auto|cpu|mps|cuda(:\d+)?",
                                                   "hint": "auto, cpu, cuda, cuda:<i>, mps"})

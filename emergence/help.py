@@ -25,6 +25,7 @@ GROUP_DOC = {
     "screen": "which head classes, thresholds, participation ratio, ablation",
     "tracking": "the MLflow store or server",
     "recipe": "a toy model's training recipe; pick it as recipe@model.recipe=NAME",
+    "live": "live screening while a toy trains, checkpoints saved where the counts move (live=adaptive)",
 }
 
 

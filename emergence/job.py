@@ -160,7 +160,12 @@ def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Re
 
 def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
     """Screen the selected revisions (:func:`screen_revisions`), or refine a screened model's
-    transitions round by round (``revision=refine`` without a pinned revision: :func:`refine_job`)."""
+    transitions round by round (``revision=refine`` without a pinned revision: :func:`refine_job`);
+    with ``live=adaptive``, train the toy with live screening first (emergence/live/job.py)."""
+    if cfg.get("live") is not None and cfg.live.mode != "off":
+        from emergence.live import job as live_job
+
+        return live_job.run(cfg, progress)
     revisions = validate(cfg)
     if cfg.revision.select == "refine" and cfg.revision.pin is None:
         return refine_job(cfg, progress)
@@ -446,6 +451,10 @@ def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
 def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:
     """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
     model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
+    if cfg.get("live") is not None and cfg.live.mode != "off":
+        from emergence.live import job as live_job
+
+        return live_job.plan(cfg)
     revisions = validate(cfg)
     if cfg.revision.select == "refine" and cfg.revision.pin is None:
         revisions = refine_first_round(cfg, revisions)

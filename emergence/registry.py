@@ -19,7 +19,7 @@ from emergence import revisions as rv
 from emergence.sources import ModelSource, source_for
 
 #: Config groups a user picks options of on the command line.
-GROUPS = ("model", "corpus", "revision", "screen", "tracking", "recipe")
+GROUPS = ("model", "corpus", "revision", "screen", "tracking", "recipe", "live")
 
 
 def group_options(group: str) -> List[str]:

@@ -222,9 +222,12 @@ def _save_checkpoint(model, folder: Path, name: str) -> None:
     os.replace(tmp, final)
 
 
-def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: List[float]) -> None:
+def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: List[float],
+                live: Optional[dict] = None) -> None:
     state = {"step": step, "recipe_hash": digest, "model": model.state_dict(),
              "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(), "losses": losses}
+    if live is not None:  # the live monitor's state at this checkpoint (emergence/live/)
+        state["live"] = live
     _write_atomic(folder / STATE_FILE, lambda p: torch.save(state, p))
 
 
@@ -252,21 +255,28 @@ def _clear(folder: Path) -> None:
 
 
 def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
-                on_step: Optional[Callable[[int], None]] = None) -> Path:
+                on_step: Optional[Callable[[int], None]] = None, monitor=None, identity: str = "") -> Path:
     """Train ``recipe`` into ``folder`` (resuming from ``train_state.pt`` if usable).
 
     ``on_step(step)`` is called after each update with the number of updates done
     (tests use it to interrupt a training). Call through ``ensure_trained``, which
     holds the folder's lock.
+
+    ``monitor``: a live monitor (:class:`emergence.live.LiveMonitor`) writing into ``folder``:
+    it is called after every update (``monitor.step(model, step, tokens)``) and decides the
+    checkpoints instead of the fixed schedule; its state is part of ``train_state.pt``.
+    ``identity`` is added to the recipe hash that a resume state must match (the monitor's
+    settings). The weights are those of a training without a monitor.
     """
     from tqdm.auto import tqdm
 
     rec = as_recipe(recipe)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    digest = recipe_hash(rec)
+    digest = recipe_hash(rec) + identity
     schedule = checkpoint_schedule(rec)
-    save_at = {r["step"]: r["name"] for r in schedule}
+    save_at = {} if monitor is not None else {r["step"]: r["name"] for r in schedule}
+    per_step = int(rec.batch_size) * int(rec.seq_len)
 
     # Whatever happens next, this folder is not a finished suite until we say so.
     (folder / REVISIONS_FILE).unlink(missing_ok=True)
@@ -290,6 +300,8 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
             for step, rev_name in save_at.items():  # checkpoints past the state are redone
                 if step > start and (folder / rev_name).exists():
                     shutil.rmtree(folder / rev_name)
+            if monitor is not None:  # the monitor's state there; its later checkpoints are redone
+                monitor.load_state_dict(state["live"], start)
         else:
             start = 0
             _clear(folder)
@@ -297,6 +309,8 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
         bar = tqdm(total=rec.steps, initial=start, desc=f"training {name}", unit="step",
                    disable=not progress, dynamic_ncols=True)
         try:
+            if start == 0 and monitor is not None and monitor.step(model, 0, 0):
+                _save_state(folder, 0, model, optimizer, digest, losses, live=monitor.state_dict())
             if start == 0 and 0 in save_at:
                 _save_checkpoint(model, folder, save_at[0])
                 _save_state(folder, 0, model, optimizer, digest, losses)
@@ -315,15 +329,21 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                 losses.append(loss)
                 bar.update(1)
                 if done % 25 == 0 or done == rec.steps:
-                    bar.set_postfix(loss=f"{np.mean(losses[-25:]):.3f}")
+                    bar.set_postfix_str(f"loss={np.mean(losses[-25:]):.3f}"
+                                        + (f" {monitor.status()}" if monitor is not None else ""))
                 if done in save_at:
                     _save_checkpoint(model, folder, save_at[done])
                     _save_state(folder, done, model, optimizer, digest, losses)
+                if monitor is not None and monitor.step(model, done, done * per_step, final=done == rec.steps):
+                    _save_state(folder, done, model, optimizer, digest, losses, live=monitor.state_dict())
                 if on_step is not None:
                     on_step(done)
         finally:
             bar.close()
     seconds = time.perf_counter() - t0
+    if monitor is not None:
+        monitor.finish()
+        schedule = list(monitor.checkpoints.revisions)
     listing = {"revisions": schedule, "recipe": dataclasses.asdict(rec), "recipe_hash": digest,
                "trainer_version": TRAINER_VERSION, "name": name,
                "train": {"seconds_last_session": round(seconds, 2), "resumed_from_step": start,
@@ -332,6 +352,11 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                          "loss_every_25": [round(float(np.mean(losses[i:i + 25])), 4)
                                            for i in range(0, len(losses), 25)]},
                "complete": True}
+    if monitor is not None:
+        listing.update(monitor.checkpoints.listing_extra)
+        listing["live"] = {"screens_last_session": monitor.screens,
+                           "screen_seconds_last_session": round(monitor.screen_seconds, 2),
+                           "failed_screens_last_session": monitor.failures}
     _write_atomic(folder / REVISIONS_FILE, lambda p: p.write_text(json.dumps(listing, indent=1)))
     (folder / STATE_FILE).unlink(missing_ok=True)
     return folder

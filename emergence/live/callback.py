@@ -1,0 +1,99 @@
+"""Live screening in the HF ``Trainer``: :class:`LiveCallback`.
+
+``on_step_end`` calls the monitor (emergence/live/monitor.py) with ``state.global_step``
+and the tokens seen; when the monitor decides a checkpoint it sets
+``control.should_save``, and the ``Trainer`` writes ``<output_dir>/checkpoint-<N>/`` as
+usual (an HF model folder, with its optimizer state). ``on_save`` lists every checkpoint
+the ``Trainer`` writes (the monitor's, and any of its own ``save_strategy``) in
+``<output_dir>/revisions.json``, screened once, and stores the monitor's state in the
+checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=...)`` resumes
+with it. The lookback copy (the screen before a jump) is written by the monitor itself
+as ``checkpoint-<M>/`` (weights and config only). The last step is always saved.
+
+An HF ``Trainer`` (10 lines)::
+
+    from transformers import Trainer, TrainingArguments
+    from emergence.live import LiveCallback, folder_config
+
+    args = TrainingArguments("runs/my_model", max_steps=3000, save_strategy="no", report_to="none",
+                             include_num_input_tokens_seen=True)
+    cfg = folder_config("my_model", args.output_dir, family="gpt_neox",
+                        overrides=["live=adaptive", "tracking.uri=sqlite:////abs/mlflow.db"])
+    trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[LiveCallback(cfg)])
+    trainer.train()   # runs appear in the store as it trains; checkpoints where the counts move
+    # then: python -m stats ..., or python -m emergence model.revisions=folder model.path=runs/my_model ...
+
+Tokens: ``state.num_input_tokens_seen`` when the arguments count them
+(``include_num_input_tokens_seen``), else ``global_step x model.tokens.tokens_per_step``;
+without either the callback refuses to start. Keep ``save_total_limit`` unset: rotated
+checkpoints would leave the listing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from emergence import EmergenceError
+from emergence.live.checkpoints import CheckpointFolder, write_json_atomic
+
+STATE_FILE = "live_state.json"
+
+
+class LiveCallback(TrainerCallback):
+    """Screens the model as the ``Trainer`` trains it and asks for the checkpoints the monitor wants."""
+
+    def __init__(self, cfg, background: bool = True):
+        self.cfg = cfg
+        self.background = background
+        self.monitor = None
+
+    def _tokens(self, args, state) -> int:
+        counted = getattr(args, "include_num_input_tokens_seen", "no")
+        if counted not in (False, None, "no"):
+            return int(state.num_input_tokens_seen)
+        per_step = self.cfg.model.tokens.tokens_per_step
+        return int(state.global_step) * int(per_step)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        from emergence.live.monitor import LiveMonitor
+
+        counted = getattr(args, "include_num_input_tokens_seen", "no") not in (False, None, "no")
+        if not counted and not self.cfg.model.tokens.tokens_per_step:
+            raise EmergenceError("LiveCallback needs the tokens seen: set TrainingArguments("
+                                 "include_num_input_tokens_seen=True) or model.tokens.tokens_per_step")
+        if args.save_total_limit:
+            raise EmergenceError(f"LiveCallback: save_total_limit={args.save_total_limit} would delete listed "
+                                 "checkpoints; leave it unset")
+        folder = Path(args.output_dir).resolve()
+        self.cfg.model.path = str(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        checkpoints = CheckpointFolder(folder, name_format="checkpoint-{step}", writes_current=False)
+        self.monitor = LiveMonitor(self.cfg, checkpoints, background=self.background,
+                                   tokenizer=kwargs.get("processing_class"))
+        resumed = folder / f"checkpoint-{state.global_step}" / STATE_FILE
+        if state.global_step > 0 and resumed.is_file():
+            self.monitor.load_state_dict(json.loads(resumed.read_text()), state.global_step, delete_later=False)
+        elif state.global_step == 0 and self.monitor.step(kwargs["model"], 0, 0):  # the initial weights
+            self.monitor.saved(kwargs["model"], 0, 0, write=True)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        final = state.max_steps > 0 and state.global_step >= state.max_steps
+        if self.monitor.step(kwargs["model"], state.global_step, self._tokens(args, state), final=final):
+            control.should_save = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        step, tokens = state.global_step, self._tokens(args, state)
+        self.monitor.saved(kwargs["model"], step, tokens)
+        folder = Path(args.output_dir) / f"checkpoint-{step}"
+        if folder.is_dir():
+            write_json_atomic(folder / STATE_FILE, self.monitor.state_dict())
+        return control
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.monitor is not None:
+            self.monitor.finish()
+        return control

@@ -1,0 +1,70 @@
+"""The job of ``live=adaptive``: train a toy with the live monitor, then report its checkpoints.
+
+``python -m emergence model=toy_neox live=adaptive`` (dispatched by ``emergence.job.run_job``):
+
+1. every input is checked as for any job (emergence/job.py ``validate``), before training;
+2. the toy is trained with the monitor (emergence/live/toy.py), or found trained: live
+   screens are logged as training goes and checkpoints saved where the counts move;
+3. the ordinary job runs on the trained suite, as the checkpoint folder it is, with the live
+   probe and screen (the identity its live runs were logged under): the revisions that
+   ``revision`` selects among the saved checkpoints (``all`` by default with ``live=adaptive``)
+   are found screened already and reported; one that is not (a store that failed during
+   training, another store) is screened from its folder now.
+
+It runs one job (no ``-m``: the revisions are known only once the model is trained).
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from emergence import EmergenceError
+
+
+def check(cfg) -> None:
+    """Refuse what ``live=adaptive`` cannot do, in one line, before any training."""
+    from emergence.registry import model_source
+
+    if cfg.revision.pin is not None:
+        raise EmergenceError("live=adaptive trains one model with its monitor and cannot be swept with -m (its "
+                             "checkpoints are known only after training); run it without -m, one model at a time")
+    if model_source(cfg.model).name != "toy":
+        raise EmergenceError(f"live=adaptive trains a toy model (model=toy_neox, toy_olmo, toy_olmoe); "
+                             f"{cfg.model.name!r} has revisions: {cfg.model.revisions}. To screen a model you "
+                             "train yourself, use emergence.live.LiveCallback (HF Trainer) or LiveMonitor")
+
+
+def run(cfg, progress: bool = True) -> List:
+    """Train (or find trained) and report; the results of the ordinary job on the live suite."""
+    from emergence.job import screen_revisions, validate
+    from emergence.live import live_view
+    from emergence.live.toy import ensure_trained_live, suite_config
+
+    validate(cfg)
+    check(cfg)
+    folder, logged = ensure_trained_live(cfg, progress)
+    view = live_view(suite_config(cfg, folder))
+    results = screen_revisions(view, validate(view), progress)
+    for r in results:
+        if r.revision.name in logged:  # screened by the monitor during this training, not before it
+            r.skipped = False
+    return results
+
+
+def plan(cfg) -> List:
+    """The dry run: the trained live suite's selected revisions, or none (with a note) before training."""
+    from emergence.job import PlannedJob, download_sizes, validate
+    from emergence.live import live_view
+    from emergence.live.toy import live_suite_folder, suite_config
+
+    validate(cfg)
+    check(cfg)
+    folder = live_suite_folder(cfg)
+    if not (folder / "revisions.json").is_file():
+        print(f"live=adaptive: {cfg.model.name} is trained first, with live screening; its checkpoints are chosen "
+              f"during training, into {folder}")
+        return []
+    view = live_view(suite_config(cfg, folder))
+    revisions = validate(view)
+    sizes = download_sizes(view.model, revisions)
+    return [PlannedJob(view.model.name, r, sizes[r.name]) for r in revisions]

@@ -1,0 +1,188 @@
+"""Live screens as runs of the run contract, written by a background thread.
+
+A live screen is logged exactly like a checkpoint screen of ``python -m emergence``
+(emergence/job.py): claimed by its identity hash (model, revision ``step<N>``, corpus,
+screen; :func:`emergence.tracking.config_hash`), with the job's params
+(:func:`emergence.job.run_params`: the flattened config, model, revision, step, tokens,
+family, layers, heads, ``registry_index``), every class's metrics, ``heads.csv`` and the
+resolved config. A screen whose checkpoint was saved carries its index in the growing
+registry (``registry_index``: saves come in step order, so the index never changes; its
+``registry_size`` is the registry's size when it was logged); a screen that was not saved
+has an empty ``registry_index`` and the tag ``emergence.live.checkpoint = not saved``.
+
+:class:`RunWriter` writes from a daemon thread, so a slow or unreachable store never
+holds training up. A write that fails is reported once (one stderr line), kept, and
+retried when the monitor next saves a checkpoint (:meth:`RunWriter.retry`); later screens
+wait behind it, in order. A run already complete in the store (a resumed training
+screening a step again) is not written twice.
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional
+
+from omegaconf import OmegaConf
+
+from emergence.revisions import Revision
+
+#: Tag of a live run: whether its checkpoint was saved.
+CHECKPOINT_TAG = "emergence.live.checkpoint"
+
+
+@dataclass
+class LiveRecord:
+    """One live screen, ready to be logged."""
+
+    revision: Revision
+    #: The registry when it is logged (the saved checkpoints up to it; it is in it when saved).
+    known: List[Revision]
+    result: object  # emergence.screens.ScreenResult
+    shape: object  # n_layers, n_heads, head_dim (an ArchitectureAdapter or a namespace)
+    extra_params: Dict[str, str]
+    seconds: float
+
+    @property
+    def saved(self) -> bool:
+        return self.revision in self.known
+
+
+def report(message: str) -> None:
+    print(f"live: {message}", file=sys.stderr, flush=True)
+
+
+class RunWriter:
+    """Logs :class:`LiveRecord` s into the store of ``cfg.tracking`` (in order, in a thread)."""
+
+    def __init__(self, cfg, background: bool = True, say: Callable[[str], None] = report):
+        from emergence.job import sweep_id
+
+        self.cfg = cfg
+        self.say = say
+        self.sweep = sweep_id(cfg)
+        self.config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+        self.backlog: List[LiveRecord] = []
+        #: revision name -> run id of the runs this writer logged
+        self.logged: Dict[str, str] = {}
+        self.failing = False
+        self._reported = False
+        self._tracker = None
+        self._orphans: List[str] = []
+        self._queue: "queue.Queue" = queue.Queue()
+        self._thread = threading.Thread(target=self._work, name="emergence-live-writer", daemon=True) \
+            if background else None
+        if self._thread is not None:
+            self._thread.start()
+
+    # -- the training thread's side
+    def submit(self, record: LiveRecord) -> None:
+        self._put("log", record)
+
+    def retry(self) -> None:
+        """Retry what could not be written (called at each save)."""
+        if self.backlog or self.failing:
+            self._put("retry", None)
+
+    def flush(self, timeout: Optional[float] = None) -> bool:
+        """Wait until everything submitted so far was tried; False on timeout."""
+        done = threading.Event()
+        self._put("flush", done)
+        return done.wait(timeout) if self._thread is not None else True
+
+    def close(self, timeout: float = 120.0) -> int:
+        """Write what is left (one more try), stop the thread; returns the runs not written."""
+        done = threading.Event()
+        self._put("stop", done)
+        if self._thread is not None and not done.wait(timeout):
+            self.say(f"the store {self.cfg.tracking.uri} did not answer within {timeout:.0f} s; "
+                     f"{len(self.backlog)} live screen(s) not logged")
+            return len(self.backlog)
+        if self.backlog:
+            self.say(f"{len(self.backlog)} live screen(s) could not be logged to {self.cfg.tracking.uri}: "
+                     f"{', '.join(r.revision.name for r in self.backlog[:5])}{' ...' if len(self.backlog) > 5 else ''}")
+        return len(self.backlog)
+
+    def _put(self, kind: str, payload) -> None:
+        if self._thread is None:
+            self._handle(kind, payload)
+        else:
+            self._queue.put((kind, payload))
+
+    # -- the writer thread's side
+    def _work(self) -> None:
+        while True:
+            kind, payload = self._queue.get()
+            self._handle(kind, payload)
+            if kind == "stop":
+                return
+
+    def _handle(self, kind: str, payload) -> None:
+        if kind == "log":
+            self.backlog.append(payload)
+            if not self.failing:
+                self._drain()
+        elif kind in ("retry", "stop"):
+            self._drain()
+        if kind in ("flush", "stop") and payload is not None:
+            payload.set()
+
+    def _drain(self) -> None:
+        while self.backlog:
+            record = self.backlog[0]
+            try:
+                self._write(record)
+            except Exception as exc:  # noqa: BLE001  (the store failed: reported once, kept, retried)
+                self.failing = True
+                if not self._reported:
+                    self._reported = True
+                    self.say(f"could not log the screen of {record.revision.name} to {self.cfg.tracking.uri} "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); training "
+                             "goes on, and logging is retried at the next save")
+                return
+            self.backlog.pop(0)
+            self.failing = False
+
+    def tracker(self):
+        if self._tracker is None:
+            from emergence.tracking import Tracker
+
+            self._tracker = Tracker(self.cfg.tracking)
+        return self._tracker
+
+    def _write(self, record: LiveRecord) -> None:
+        from emergence.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG, TOKENS_METRIC,
+                                        TOKENS_TAG)
+        from emergence.job import run_params
+        from emergence.tracking import config_hash
+
+        cfg, revision = self.cfg, record.revision
+        tracker = self.tracker()
+        for run_id in self._orphans:  # our own claims whose writing failed: FAILED, so a new claim replaces them
+            tracker.fail(run_id, RuntimeError("live screen not written; retried"))
+        self._orphans = []
+        tags = {CONFIG_HASH_TAG: config_hash(cfg, revision), SWEEP_TAG: self.sweep, MODEL_TAG: cfg.model.name,
+                REVISION_TAG: revision.name, TOKENS_TAG: str(revision.tokens), SCREEN_TAG: cfg.screen.name}
+        run_id, _why = tracker.claim(tags[CONFIG_HASH_TAG], f"{cfg.model.name}@{revision.name}:{cfg.screen.name}", tags)
+        if run_id is None:  # complete already (a resumed training), or another live writer holds it
+            return
+        try:
+            params = run_params(cfg, revision, record.shape, record.known)
+            params.update(record.result.params)
+            params.update(record.extra_params)
+            metrics = dict(record.result.metrics)
+            metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
+                            "screen_seconds": record.seconds})
+            tracker.client.set_tag(run_id, CHECKPOINT_TAG, "saved" if record.saved else "not saved")
+            tracker.complete(run_id, params=params, metrics=metrics, heads=record.result.heads,
+                             config_yaml=self.config_yaml, step=revision.tokens,
+                             note=f"live screen of {cfg.model.name} at {revision.name} ({revision.tokens:,} tokens) "
+                                  f"during training, {time.strftime('%Y-%m-%d %H:%M:%S')}; "
+                                  f"checkpoint {'saved' if record.saved else 'not saved'}.")
+        except BaseException:
+            self._orphans.append(run_id)
+            raise
+        self.logged[revision.name] = run_id

@@ -1,0 +1,85 @@
+"""The toy suite trained with a live monitor (``python -m emergence model=toy_neox live=adaptive``).
+
+The toy trainer (emergence/toy/train.py) runs unchanged, with a :class:`LiveMonitor`
+called after every update: the weights are those of the fixed-schedule suite, only the
+checkpoints differ. The suite lives beside the fixed one, in
+``<cache.toy_dir>/<name>-<recipe hash>-live-<live hash>/`` (the live hash: the ``live``
+settings, the live probe and the live screen, which decide the checkpoints), and is an
+ordinary checkpoint folder: ``<revision>/`` HF folders and ``revisions.json``, listing
+the saved checkpoints as training goes (``complete: true`` at the end).
+
+Its runs are logged under :func:`suite_config`: the model as a ``revisions: folder`` model
+of that folder (name, family, corpus and recipe kept), the live probe and screen
+(:func:`emergence.live.live_view`), so the job that follows training finds every saved
+checkpoint screened already.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Tuple
+
+from omegaconf import OmegaConf
+
+from emergence.live import live_view
+
+
+def live_hash(cfg) -> str:
+    """Hash of what decides a live suite's checkpoints: the ``live`` settings, the live probe and screen."""
+    view = live_view(cfg)
+    identity = {k: OmegaConf.to_container(view[k], resolve=True) for k in ("live", "corpus", "screen")}
+    for key in ("batch_size",):  # throughput only
+        identity["corpus"].pop(key, None)
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def live_suite_folder(cfg) -> Path:
+    from emergence.toy import suite_folder
+
+    fixed = suite_folder(cfg.model.recipe, cfg.cache.toy_dir, cfg.model.name)
+    return fixed.with_name(f"{fixed.name}-live-{live_hash(cfg)}")
+
+
+def suite_config(cfg, folder):
+    """``cfg`` with its toy model as the checkpoint folder ``folder`` (the runs' model config)."""
+    out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    out.model.revisions = "folder"
+    out.model.path = str(Path(folder).resolve())
+    return out
+
+
+def is_trained(folder: Path, digest: str) -> bool:
+    """A finished live suite: its listing complete, made for ``digest``, every folder whole."""
+    from emergence.toy import is_complete
+
+    try:
+        listing = json.loads((folder / "revisions.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return listing.get("recipe_hash") == digest and is_complete(folder)
+
+
+def ensure_trained_live(cfg, progress: bool = True) -> Tuple[Path, dict]:
+    """The folder of the toy suite trained with the live monitor of ``cfg``, training it first if
+    needed (an interrupted training resumes with the monitor's state). Returns the folder and
+    the revisions the monitor logged in this session (name -> run id; empty when it was trained)."""
+    from emergence.live.checkpoints import CheckpointFolder
+    from emergence.live.monitor import LiveMonitor
+    from emergence.toy import as_recipe, recipe_hash
+    from emergence.toy.train import _locked, train_suite
+
+    recipe = as_recipe(cfg.model.recipe)
+    folder = live_suite_folder(cfg)
+    identity = f"-live-{live_hash(cfg)}"
+    digest = recipe_hash(recipe) + identity
+    if is_trained(folder, digest):
+        return folder, {}
+    with _locked(folder):
+        if is_trained(folder, digest):
+            return folder, {}
+        extra = {"name": cfg.model.name, "recipe_hash": digest, "live_hash": live_hash(cfg)}
+        monitor = LiveMonitor(suite_config(cfg, folder), CheckpointFolder(folder, listing_extra=extra))
+        train_suite(recipe, folder, cfg.model.name, progress=progress, monitor=monitor, identity=identity)
+        return folder, dict(monitor.writer.logged)
