@@ -50,11 +50,29 @@ def load_results(src):
     raise StatsError(f"source.kind={src.kind!r}: valid choices are {list(SOURCE_KINDS)}")
 
 
+def check_stores(conf: StatsConfig) -> None:
+    """The stores the analysis reads (``source.tracking_uri``) and writes (``tracking.uri``, when
+    ``tracking.log``) can be used, before anything is read (emergence/storecheck.py: a known
+    scheme, a server that answers, a local store that can be written)."""
+    from emergence.storecheck import store_problem
+
+    checks = []
+    if conf.source.kind == "mlflow" and conf.source.tracking_uri:
+        checks.append((conf.source.tracking_uri, None, "source.tracking_uri", False))
+    if conf.tracking.log:
+        checks.append((conf.tracking.uri, conf.tracking.artifacts, "tracking.uri", True))
+    for uri, artifacts, key, writable in checks:
+        problem = store_problem(uri, artifacts, key=key, writable=writable)
+        if problem:
+            raise StatsError(problem)
+
+
 def run(conf: StatsConfig) -> dict:
     """Run the analysis of a resolved config; return the written paths."""
     from stats.analysis import analyse
     from stats.report import log_to_mlflow, write_outputs
 
+    check_stores(conf)
     results = load_results(conf.source)
     analysis = analyse(results, conf.analysis)
     out_dir = Path(conf.output_dir).expanduser().resolve()
@@ -80,7 +98,10 @@ def main(cfg: DictConfig) -> None:
         conf: StatsConfig = OmegaConf.to_object(cfg)
         paths = run(conf)
     except StatsError as exc:
+        from emergence.validation import discard_run_dir
+
         print(f"stats: error: {exc}", file=sys.stderr)
+        discard_run_dir(str(stats.emergence_home() / "outputs"))  # a refused analysis leaves no Hydra log
         sys.exit(2)
     shapes = {}
     summary = json.loads(Path(paths["summary"]).read_text())
@@ -88,6 +109,16 @@ def main(cfg: DictConfig) -> None:
         shapes[c["shape"]] = shapes.get(c["shape"], 0) + 1
     print(f"stats: {len(summary['curves'])} curves ({', '.join(f'{v} {k}' for k, v in sorted(shapes.items()))}); "
           f"report: {paths['report']}" + (f"; mlflow run {paths['run_id']}" if paths.get("run_id") else ""))
+
+
+def with_run_dir(argv: list) -> list:
+    """``argv`` with ``hydra.run.dir`` set to the ``output_dir=`` it gives (when it sets no run
+    folder of its own): Hydra's record of the run (``.hydra/``, the log) then goes with the
+    report, not to ``./outputs``."""
+    given = [a.split("=", 1)[1] for a in argv if a.startswith("output_dir=")]
+    if not given or any(a.lstrip("+").startswith("hydra.run.dir=") for a in argv) or {"-m", "--multirun"} & set(argv):
+        return argv
+    return [*argv, f"hydra.run.dir={given[-1]}"]
 
 
 def cli() -> None:
@@ -100,6 +131,7 @@ def cli() -> None:
     except StatsError as exc:
         print(f"stats: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    sys.argv = [sys.argv[0], *with_run_dir(sys.argv[1:])]
     main()
 
 

@@ -27,7 +27,9 @@ from tqdm.auto import tqdm
 from emergence.contract import MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
 from stats.bootstrap import BootstrapResults
 from stats.changepoint import ChangePoints, detect_changepoints
-from stats.config import AnalysisConfig, check_analysis
+from stats.censoring import Censoring, censoring_from_fit, censoring_without_rise
+from stats.config import AnalysisConfig, ShapeConfig, check_analysis
+from stats.phases import CurvePhases, curve_phases
 from stats.curves import Curve, TrackedResults
 from stats.findings import circuit_convergence, class_layer_counts, layer_floor, layer_onset
 from stats.heads import apply_thresholds, thresholds_dict
@@ -37,8 +39,9 @@ from stats.models import Dispersion, fit_all
 from stats.pr_lead import pr_lead
 from stats.errors import StatsError
 from stats.sensitivity import Sensitivity, threshold_sensitivity
-from stats.shape import ShapeVerdict, classify_shape, jump_share, level_change_test
-from stats.times import GapRatio, TransitionTimes, already_formed_times, bootstrap_transition_times, gap_ratio
+from stats.story import gap_story
+from stats.shape import ShapeVerdict, classify_shape, jump_evidence, jump_share, level_change_test, sharp_or_gradual
+from stats.times import GapRatio, TransitionTimes, bootstrap_transition_times, bracket_times, censored_times, gap_ratio
 
 #: Minimum revisions for any fit.
 MIN_FIT_POINTS = 3
@@ -56,6 +59,16 @@ class CurveAnalysis:
     boot: Optional[BootstrapResults] = None
     continuous: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    #: ``identity`` or ``aggregate`` (:func:`curve_regime`)
+    regime: str = "aggregate"
+    #: the rise, peak and decline (:mod:`stats.phases`)
+    phases: Optional[CurvePhases] = None
+    #: set when the rise's midpoint lies outside the screened range (:mod:`stats.censoring`)
+    censoring: Optional[Censoring] = None
+
+    @property
+    def censored(self) -> Optional[str]:
+        return None if self.censoring is None else self.censoring.side
 
     @property
     def model(self):
@@ -76,6 +89,10 @@ class CurveAnalysis:
             "pretraining_corpus": c.corpus,
             "shape": self.verdict.shape,
             "reason": self.verdict.reason,
+            "censored": self.censored,
+            "regime": self.regime,
+            "decline": None if self.phases is None or self.phases.decline is None else self.phases.decline.to_dict(),
+            "rise_revisions": None if self.phases is None else [str(c.revisions[0]), str(c.revisions[self.phases.rise_end - 1])],
             "n_points": len(c),
             "tokens": c.tokens.tolist(),
             "revisions": c.revisions.tolist(),
@@ -158,34 +175,88 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
     return analysis
 
 
+def curve_regime(curve: Curve, shape: ShapeConfig) -> str:
+    """The verdict rule's regime for ``curve``: ``analysis.shape.regime``, or with ``auto``
+    ``identity`` where its counts follow the same heads, else ``aggregate``."""
+    if shape.regime != "auto":
+        return shape.regime
+    return "identity" if curve.identity else "aggregate"
+
+
+def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: AnalysisConfig, **parts) -> CurveAnalysis:
+    """The analysis of a curve whose rise midpoint lies outside the range: verdict ``none`` with
+    the censoring's reason, times the bound."""
+    verdict = ShapeVerdict("none", censor.reason, verdict.evidence)
+    if censor.side is None:
+        return CurveAnalysis(curve, verdict, **parts)
+    bound = float(curve.tokens[censor.bound_tokens_index])
+    times = censored_times(censor.side, bound, cfg.n_boot, cfg.level)
+    return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
+
+
+def _short_rise(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, rng, **parts) -> CurveAnalysis:
+    """A rise of fewer than ``min_points`` revisions before a decline: located by the
+    checkpoints alone (where the count first passes half its rise), its verdict the
+    share of its largest jump in the observed counts (too few points for a fit)."""
+    f = rise.fraction
+    j = max(int(np.argmax(f >= f[0] + (f.max() - f[0]) / 2 - 1e-12)), 1)
+    times = bracket_times(rise.tokens[j - 1], rise.tokens[j], cfg.n_boot, rng, cfg.level)
+    ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
+    i = ev.pop("_index")
+    ev.update({"n_points": len(rise), "p_change": change.p_value,
+               "max_jump_revisions": [rise.revisions[i], rise.revisions[i + 1]],
+               "max_jump_tokens": [float(rise.tokens[i]), float(rise.tokens[i + 1])],
+               "jump_spacing_decades": float(np.log10(rise.tokens[i + 1] / rise.tokens[i]))})
+    verdict = sharp_or_gradual(ev, cfg.shape, cfg.level, None, cfg.alpha, "identity")
+    return CurveAnalysis(curve, verdict, times=times, **parts)
+
+
 def _analyse_curve(curve: Curve, config: Optional[AnalysisConfig], rng: Optional[np.random.Generator],
                    results: Optional[TrackedResults]) -> CurveAnalysis:
     cfg = AnalysisConfig() if config is None else config
     rng = np.random.default_rng(cfg.seed) if rng is None else rng
     sc = cfg.shape
+    regime = curve_regime(curve, sc)
     notes = [f"left out of log10-token fits: {d}" for d in curve.dropped]
-    rule = dict(config=sc, alpha=cfg.alpha, level=cfg.level)
-    args = (curve.tokens, curve.k, curve.n, curve.revisions)
+    rule = dict(config=sc, alpha=cfg.alpha, level=cfg.level, regime=regime)
     if len(curve) < max(MIN_FIT_POINTS, sc.min_points):
-        verdict = classify_shape(*args, fits=None, **rule)
+        verdict = classify_shape(curve.tokens, curve.k, curve.n, curve.revisions, fits=None, **rule)
         if verdict.shape != "none":  # min_points below MIN_FIT_POINTS
             verdict = ShapeVerdict("none", f"too short: {len(curve)} revisions < {MIN_FIT_POINTS} needed for a fit", verdict.evidence)
-        return CurveAnalysis(curve, verdict, notes=notes)
-    fits, disp = fit_all(curve.tokens, curve.k, curve.n, cfg.fit.overdispersion, cfg.fit.dispersion_level)
+        return CurveAnalysis(curve, verdict, notes=notes, regime=regime)
+    phases = curve_phases(curve, sc.min_rise_heads, sc.min_decline_share, cfg.alpha, sc.n_perm, rng)
+    change = level_change_test(curve.k, curve.n, sc.n_perm, rng, "unimodal" if phases.decline else "monotone")
+    rise = curve.head(phases.rise_end)
+    if phases.decline is not None:
+        notes.append(f"decline: {phases.decline.describe()}; the fits, the verdict and the times are of the rise "
+                     f"({rise.revisions[0]} .. {rise.revisions[-1]})")
+    parts = dict(notes=notes, regime=regime, phases=phases)
+    censor = censoring_without_rise(curve, phases, change.p_value, sc.min_rise_heads, cfg.alpha, regime,
+                                    sc.background_share)
+    if censor is not None:
+        pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
+        return _censored(curve, censor, pre, cfg, **parts)
+    if len(rise) < sc.min_points:
+        return _short_rise(curve, rise, change, cfg, rng, **parts)
+    args = (rise.tokens, rise.k, rise.n, rise.revisions)
+    fits, disp = fit_all(*args[:3], cfg.fit.overdispersion, cfg.fit.dispersion_level)
     cps = detect_changepoints(curve.tokens, curve.k, curve.n, curve.revisions, cfg.changepoint.penalty, disp.phi)
-    change = level_change_test(curve.k, curve.n, sc.n_perm, rng)
     pre = classify_shape(*args, fits=fits, change=change, **rule)
     params = fits["logistic"].params
     direction = float(params["ceiling"] - params["floor"])
     cont = _continuous_evidence(results, curve, direction) if results is not None else {}
+    parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
     if pre.shape == "none":
-        return CurveAnalysis(curve, pre, fits, disp, cps, continuous=cont, notes=notes)
+        return CurveAnalysis(curve, pre, **parts)
+    censor = censoring_from_fit(rise, float(params["log10_t50"]))
+    if censor is not None:
+        return _censored(curve, censor, pre, cfg, **parts)
     times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, sc.width_factor,
                                              cfg.fit.overdispersion)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
-    test = step_vs_logistic(curve.tokens, curve.k, curve.n, cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
-    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, **rule)
-    return CurveAnalysis(curve, verdict, fits, disp, cps, times, test, boot, cont, notes)
+    test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
+    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot, **rule)
+    return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)
 
 
 @dataclass
@@ -206,6 +277,8 @@ class StudyAnalysis:
     sensitivity: Optional[Sensitivity] = None
     #: :class:`stats.reference.Reproduction` when the reference study's models are analysed
     reproduction: object = None
+    #: one :class:`stats.story.GapStory` per model with both gap classes
+    stories: list = field(default_factory=list)
 
     def curve(self, model: str, klass: str) -> CurveAnalysis:
         for c in self.curves:
@@ -247,6 +320,7 @@ class StudyAnalysis:
             "notes": self.results.notes + self.notes,
             "thresholds": self.results.source.get("thresholds"),
             "reproduction": None if self.reproduction is None else self.reproduction.to_dict(),
+            "stories": [st.to_dict() | {"warning": st.warning()} for st in self.stories],
             "curves": [c.to_dict() for c in self.curves],
             "gaps": self.gap_dicts(),
             "milestones": [m.to_dict() for m in self.milestones],
@@ -330,14 +404,21 @@ def fitted_gap(model: str, late: CurveAnalysis, early: CurveAnalysis, cfg: Analy
     already formed (a lower-bound ratio); no transition otherwise: a NaN ratio with a note."""
     tc = cfg.times
     early_times = early.times
-    if early_times is None and early.verdict.shape == "none" and len(early.curve) and early.curve.k[0] >= 1:
-        early_times = already_formed_times(float(early.curve.tokens[0]), cfg.n_boot, cfg.level)
     if late.times is None or early_times is None:
         missing = [a.klass for a in (late, early) if a.times is None]
         nan = float("nan")
         return GapRatio(model, tc.late_class, tc.early_class, tc.formation, nan, nan, nan, [nan, nan], nan, cfg.level,
                         [f"no transition in {', '.join(missing)} (shape none): no ratio"])
     return gap_ratio(model, late.times, early_times, tc.formation, tc.late_class, tc.early_class, cfg.level)
+
+
+def model_stories(models, by_key: dict, gaps: list, milestone_gaps: list, cfg: AnalysisConfig) -> list:
+    """The :class:`stats.story.GapStory` of every model with a fitted gap."""
+    tc = cfg.times
+    fitted = {g.model: g for g in gaps}
+    miles = {g.model: g for g in milestone_gaps}
+    return [gap_story(m, fitted[m], miles.get(m), by_key.get((m, tc.late_class)), by_key.get((m, tc.early_class)),
+                      cfg.shape.min_points, cfg.shape.min_rise_heads) for m in models if m in fitted]
 
 
 def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) -> StudyAnalysis:
@@ -402,8 +483,9 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
         notes.append("no PR data: the runs have no `pr` column in heads.csv; the PR-lead analysis is empty")
     if results.heads is None:
         notes.append("no per-head table: circuit convergence, PR lead and threshold sensitivity not computed")
+    stories = model_stories(results.models, by_key, gaps, m_gaps, cfg)
     study = StudyAnalysis(results, cfg, analyses, gaps, floors, onsets, convs, leads, notes, milestones, m_gaps,
-                          sensitivity if sensitivity.rows else None)
+                          sensitivity if sensitivity.rows else None, stories=stories)
     from stats.reference import reproduce
 
     study.reproduction = reproduce(study)

@@ -22,6 +22,8 @@ from emergence import head_classes as class_registry  # torch-free: class names 
 from emergence.validation import SEED, check  # torch-free: the schema walker both apps share
 
 SOURCE_KINDS = ("mlflow", "csv", "heads_csv")
+#: The verdict rule's regimes (stats/shape.py): counts that follow the same heads, or independent draws.
+REGIMES = ("identity", "aggregate")
 #: ``analysis.changepoint.penalty`` names (or a number >= 0), ``analysis.times.formation`` choices,
 #: ``analysis.pr_lead.column`` choices (the per-head PR columns a screen writes).
 PENALTIES = ("bic", "bic_revisions")
@@ -87,6 +89,13 @@ class ShapeConfig:
     min_jump_share: float = field(default=0.5, metadata={"gt": 0, "max": 1})
     #: resolution rule of the times: a 10-90 width <= width_factor x spacing is unresolved
     width_factor: float = field(default=1.0, metadata=POSITIVE)
+    #: ``auto``: ``identity`` where a per-head table follows the heads (heads.csv, heads_csv), else
+    #: ``aggregate`` (independent draws); or force one (stats/shape.py, the two regimes)
+    regime: str = field(default="auto", metadata={"choices": ("auto",) + REGIMES})
+    #: a fall after the peak is a decline (fitted on the rise alone) from this share of the peak (stats/phases.py)
+    min_decline_share: float = field(default=0.2, metadata={"gt": 0, "max": 1})
+    #: aggregate curves: a flat level below this share of the heads is not told from a background (stats/censoring.py)
+    background_share: float = field(default=0.1, metadata={"min": 0, "max": 1})
 
 
 @dataclass

@@ -72,7 +72,13 @@ CSV_OPTIONAL = ("layer", "revision", "pretraining_corpus")
 
 @dataclass
 class Curve:
-    """One curve: arrays sorted by tokens (positive tokens only)."""
+    """One curve: arrays sorted by tokens (positive tokens only).
+
+    ``identity``: whether the counts follow the *same* heads across revisions (a
+    per-head table: ``heads.csv`` of the runs, or a ``heads_csv`` file), so that they
+    are cumulative up to flicker; False for aggregate counts (``source=csv``), which
+    the analysis treats as independent draws (:mod:`stats.shape`, the two regimes).
+    """
 
     model: str
     cls: str
@@ -82,6 +88,9 @@ class Curve:
     n: np.ndarray
     corpus: str = "unknown"
     dropped: list = field(default_factory=list)
+    identity: bool = False
+    #: with identity known: the heads' flags, (revisions x heads) booleans in the order of ``revisions``
+    flags: Optional[np.ndarray] = None
 
     @property
     def x(self) -> np.ndarray:
@@ -94,8 +103,14 @@ class Curve:
     def __len__(self):
         return len(self.tokens)
 
+    def head(self, stop: int) -> "Curve":
+        """The curve's first ``stop`` revisions (the rise of a curve that falls again)."""
+        return Curve(self.model, self.cls, self.revisions[:stop], self.tokens[:stop], self.k[:stop], self.n[:stop],
+                     self.corpus, list(self.dropped), self.identity, None if self.flags is None else self.flags[:stop])
+
     @classmethod
-    def from_frame(cls, df: pd.DataFrame, model: str, klass: str, corpus: str = "unknown") -> "Curve":
+    def from_frame(cls, df: pd.DataFrame, model: str, klass: str, corpus: str = "unknown",
+                   identity: bool = False) -> "Curve":
         df = df.sort_values("tokens")
         dropped = []
         bad = (df["tokens"] <= 0) | (df["n"] <= 0) | df["k"].isna() | df["n"].isna() | df["tokens"].isna()
@@ -111,6 +126,7 @@ class Curve:
             n=df["n"].to_numpy(float),
             corpus=corpus,
             dropped=dropped,
+            identity=identity,
         )
 
 
@@ -155,7 +171,31 @@ class TrackedResults:
             raise StatsError(
                 f"no curve for model {model!r} class {klass!r}; models: {self.models}, classes: {self.classes(model)}"
             )
-        return Curve.from_frame(df, model, klass, self.corpus(model))
+        identity = self.identity_known(model, klass)
+        curve = Curve.from_frame(df, model, klass, self.corpus(model), identity)
+        if identity:
+            curve.flags = self.head_flags(model, klass, curve.revisions)
+        return curve
+
+    def head_flags(self, model: str, klass: str, revisions, threshold: Optional[float] = None) -> np.ndarray:
+        """(revisions x heads) flags of ``model``'s heads for ``klass``, rows in the order of
+        ``revisions``, columns the (layer, head) pairs; a head missing at a revision is unflagged.
+        With ``threshold``: flagged at ``selectivity >= threshold`` instead of the table's flags."""
+        h = self.heads[self.heads["model"] == model]
+        h = h.assign(revision=h["revision"].astype(str))
+        if threshold is None:
+            h = h.assign(_flag=h[contract.flag_column(klass)])
+        else:
+            h = h.assign(_flag=(h[contract.selectivity_column(klass)].fillna(0.0) >= threshold).astype(int))
+        grid = h.pivot_table(index="revision", columns=["layer", "head"], values="_flag", aggfunc="max")
+        return grid.reindex([str(r) for r in revisions]).fillna(0).to_numpy(float) > 0
+
+    def identity_known(self, model: str, klass: str) -> bool:
+        """Whether ``model``'s ``klass`` counts follow the same heads: a per-head table with
+        that model's flags of that class (see :class:`Curve`)."""
+        h = self.heads
+        col = contract.flag_column(klass)
+        return bool(h is not None and col in h.columns and (h["model"] == model).any())
 
     def iter_curves(self) -> Iterator[Curve]:
         for model in self.models:
@@ -173,11 +213,13 @@ class TrackedResults:
 
 def read_table(path: Path, missing: str, unreadable: str) -> pd.DataFrame:
     """A CSV file (``.gz`` too) as a DataFrame; a missing or unreadable file is one
-    :class:`StatsError` line naming it (``missing`` / ``unreadable``: what each message calls it)."""
+    :class:`StatsError` line naming it (``missing`` / ``unreadable``: what each message calls it).
+    Only an empty cell is missing: ``nan``, ``NA`` and the like written out stay text, so a
+    numeric column holding them is refused by the checks rather than read as "not measured"."""
     if not path.is_file():
         raise StatsError(f"no such {missing}: {str(path)!r} (source.path must name an existing file)")
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
     except Exception as exc:  # pandas raises several types for unreadable files
         raise StatsError(f"cannot read {unreadable} {str(path)!r}: {exc}") from None
 
@@ -205,9 +247,19 @@ def read_csv(path) -> TrackedResults:
         if vals.isna().any():
             row = int(np.flatnonzero(vals.isna().to_numpy())[0])
             raise StatsError(f"CSV {str(path)!r} column {col!r} row {row}: {df[col].iloc[row]!r} is not a number")
+        bad = (vals < 0) | ~np.isfinite(vals) | ((vals != np.round(vals)) if col != "tokens" else False)
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            kind = "a token count (a finite number >= 0)" if col == "tokens" else "a count (an integer >= 0)"
+            value = df[col].iloc[row]
+            shown = repr(value) if isinstance(value, str) else f"{float(value):g}"
+            raise StatsError(f"CSV {str(path)!r} column {col!r} row {row}: {shown} is not {kind}")
         df[col] = vals
-    if (df["k"] < 0).any() or (df["k"] > df["n"]).any():
-        raise StatsError(f"CSV {str(path)!r}: every row needs 0 <= k <= n")
+    over = df["k"] > df["n"]
+    if over.any():
+        row = int(np.flatnonzero(over.to_numpy())[0])
+        raise StatsError(f"CSV {str(path)!r} column 'k' row {row}: k={df['k'].iloc[row]:g} > n={df['n'].iloc[row]:g}; "
+                         "every row needs 0 <= k <= n")
     df["model"] = df["model"].astype(str)
     df["class"] = df["class"].astype(str)
     if "revision" not in df.columns:
@@ -369,6 +421,9 @@ def read_mlflow(
             tokens = float(p[TOKENS_PARAM])
         except ValueError:
             raise StatsError(f"run {group[0].info.run_id}: param tokens={p[TOKENS_PARAM]!r} is not a number") from None
+        if not (np.isfinite(tokens) and tokens >= 0):
+            raise StatsError(f"run {group[0].info.run_id}: param tokens={p[TOKENS_PARAM]!r} is not a token count "
+                             "(a finite number >= 0)")
         corpus = p.get(PRETRAINING_CORPUS_PARAM, "unknown")
         if str(p.get(REGISTRY_INDEX_PARAM, "")).isdigit():
             registry_index[(model, revision)] = int(p[REGISTRY_INDEX_PARAM])
@@ -408,7 +463,7 @@ def read_mlflow(
         from stats.heads import normalise_heads, selectivity_columns
 
         if selectivity_columns(heads.columns):
-            heads, head_notes = normalise_heads(heads, "heads.csv of the runs")
+            heads, head_notes = normalise_heads(heads, "heads.csv of the runs", allow_inf=True)
             notes += head_notes
         else:
             notes.append("heads.csv artifacts have no selectivity.<class> column: counts from the logged count.<class> metrics")

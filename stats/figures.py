@@ -1,11 +1,15 @@
 """Figures (matplotlib, Agg backend, PNG).
 
 - ``curve_<model>_<class>.png``: the observed fraction (Wilson 95 % bars), the four
-  fits, the logistic's 95 % bootstrap band (pointwise percentiles of replicate
-  curves), the primary change point (shaded between its bracketing revisions) and
-  t50 with its interval;
+  fits of the rise, the logistic's 95 % bootstrap band (pointwise percentiles of
+  replicate curves), the primary change point (shaded between its bracketing
+  revisions), t50 with its interval; a censored curve has an arrow from its
+  bounding revision outwards and says ``t50 <= t_1`` or ``t50 > t_m``, a decline is
+  shaded grey (it is not fitted);
 - ``layers_<model>.png``: heatmap of BOS heads per layer (rows) and revision (columns);
-- ``timeline.png``: per model, t(induction) and t50(BOS) with intervals, and the ratio;
+- ``timeline.png``: per model, t(induction) and t50(BOS) with intervals (a censored time is a
+  ``<`` or ``>`` marker at its bound, an open interval end an arrowhead), and the ratio
+  (``>=`` / ``<=`` for a bound);
 - ``pr_<model>.png``: PR trajectories of the top final induction heads, with the
   elevation threshold, and the elevation and crossing revisions;
 - ``convergence.png``: recall of the final induction set against tokens;
@@ -49,6 +53,31 @@ def wilson_interval(k, n, level=0.95):
     return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
+def _open_ci(val: float, ci, lo_edge: float, hi_edge: float) -> tuple:
+    """(lower, upper) ends of an interval for drawing, an open end (None) at the axis edge,
+    and whether each end is open."""
+    lo, hi = (ci or [None, None])[:2]
+    return (lo_edge if lo is None else lo), (hi_edge if hi is None else hi), lo is None, hi is None
+
+
+def _mark_censoring(ax, ca) -> None:
+    """An arrow from the bounding revision outwards, and its label, for a censored curve."""
+    c, side = ca.curve, ca.censored
+    t = float(c.tokens[0] if side == "left" else c.tokens[-1])
+    y = float(c.fraction[0] if side == "left" else c.fraction[-1])
+    dx = 1 / 2.2 if side == "left" else 2.2
+    ax.annotate("", xy=(t * dx, y), xytext=(t, y), arrowprops=dict(arrowstyle="->", color="C4", lw=1.6))
+    text = f"{side}-censored: t50 {'<=' if side == 'left' else '>'} {t:.3g} tokens"
+    ax.text(0.98 if side == "right" else 0.02, 0.96, text, transform=ax.transAxes, ha="right" if side == "right" else "left",
+            va="top", fontsize=8, color="C4")
+
+
+def _mark_decline(ax, ca) -> None:
+    d = ca.phases.decline
+    ax.axvspan(d.peak_tokens, float(ca.curve.tokens[-1]), color="0.5", alpha=0.10, lw=0,
+               label=f"decline: {d.peak_heads:.3g} -> {d.later_heads:.3g} heads (not fitted)")
+
+
 def curve_figure(ca, path: Path) -> Path:
     c = ca.curve
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
@@ -57,7 +86,12 @@ def curve_figure(ca, path: Path) -> Path:
         lo, hi = wilson_interval(c.k, c.n)
         ax.errorbar(c.tokens, f, yerr=[np.clip(f - lo, 0, None), np.clip(hi - f, 0, None)],
                     fmt="o", color="k", ms=4, capsize=2, label="observed", zorder=5)
-        grid = np.logspace(np.log10(c.tokens.min()) - 0.1, np.log10(c.tokens.max()) + 0.1, 300)
+        rise = c.tokens[: ca.phases.rise_end] if ca.phases is not None else c.tokens
+        grid = np.logspace(np.log10(rise.min()) - 0.1, np.log10(rise.max()) + 0.1, 300)
+        if ca.phases is not None and ca.phases.decline is not None:
+            _mark_decline(ax, ca)
+        if ca.censored:
+            _mark_censoring(ax, ca)
         if ca.boot is not None and ca.fits is not None:
             model = ca.fits["logistic"].model
             sub = ca.boot.theta[: min(len(ca.boot.theta), 400)]
@@ -71,15 +105,19 @@ def curve_figure(ca, path: Path) -> Path:
         if cp is not None:
             ax.axvspan(cp.tokens_before, cp.tokens_after, color="C1", alpha=0.12, lw=0, label="change point")
         t = ca.times
-        if t is not None and t.t50 and np.all(np.isfinite(t.t50_ci)):
+        if t is not None and ca.fits is not None and not ca.censored and t.t50:
             yl = ca.fits["logistic"].predict([t.t50])[0]
-            ax.errorbar([t.t50], [yl], xerr=[[t.t50 - t.t50_ci[0]], [t.t50_ci[1] - t.t50]], fmt="D", color="C4",
-                        ms=6, capsize=3, label="t50 (95% CI)", zorder=6)
+            lo_t, hi_t, open_lo, open_hi = _open_ci(t.t50, t.t50_ci, grid[0], grid[-1])
+            if np.isfinite(lo_t) and np.isfinite(hi_t):
+                ax.errorbar([t.t50], [yl], xerr=[[t.t50 - lo_t], [hi_t - t.t50]], fmt="D", color="C4", ms=6, capsize=3,
+                            label="t50 (95% CI" + (", open end" if open_lo or open_hi else "") + ")", zorder=6)
         ax.set_xscale("log")
     ax.set_xlabel("training tokens")
     ax.set_ylabel(f"fraction of heads: {c.cls}")
     ax.set_ylim(-0.02, max(0.1, float(np.max(c.fraction)) * 1.15 if len(c) else 1.0))
-    ax.set_title(f"{c.model} / {c.cls}: {ca.verdict.shape}", fontsize=10)
+    extra = f", {ca.censored}-censored" if ca.censored else ""
+    extra += ", rise then decline" if ca.phases is not None and ca.phases.decline is not None else ""
+    ax.set_title(f"{c.model} / {c.cls}: {ca.verdict.shape}{extra}", fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
     fig.subplots_adjust(left=0.11, right=0.98, bottom=0.13, top=0.92)
     fig.savefig(path, dpi=110)
@@ -133,13 +171,19 @@ def timeline_figure(analysis, path: Path) -> Path:
                 continue
             val = t.t50 if (klass == tc.late_class or tc.formation == "t50") else t.onset
             ci = t.t50_ci if (klass == tc.late_class or tc.formation == "t50") else t.onset_ci
-            xerr = [[max(val - ci[0], 0)], [max(ci[1] - val, 0)]] if np.all(np.isfinite(ci)) else None
-            ax.errorbar([val], [i + dy], xerr=xerr, fmt="o", color=color, capsize=3, label=klass)
+            lo, hi, open_lo, open_hi = _open_ci(val, ci, val / 3, val * 3)
+            marker = {"left": "<", "right": ">"}.get(ca.censored, "o")
+            ax.errorbar([val], [i + dy], xerr=[[max(val - lo, 0)], [max(hi - val, 0)]], fmt=marker, color=color,
+                        capsize=0 if (open_lo or open_hi) else 3, label=klass)
+            for open_end, edge, sign in ((open_lo, lo, "<"), (open_hi, hi, ">")):
+                if open_end:  # an open interval end (a censored or unbounded side): an arrowhead
+                    ax.plot([edge], [i + dy], marker=sign, color=color, ms=5)
             plotted = True
         try:
             g = analysis.gap(model)
             if np.isfinite(g.ratio):
-                ax.text(1.01, i, f"x{g.ratio:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+                sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
+                ax.text(1.01, i, f"{sign}x{g.ratio:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
         except KeyError:
             pass
     if plotted:

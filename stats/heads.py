@@ -7,9 +7,14 @@ per class ``c`` named either ``c`` (the reference study's file) or
 ``pretraining_corpus``. :func:`normalise_heads` renames selectivities to
 ``selectivity.c``.
 
+Values (:func:`normalise_heads`): a selectivity is a finite number >= 0 or empty (not
+measured); a run's own ``heads.csv`` may also hold +inf (a head whose baseline keys got no
+attention mass). Anything else (text, ``nan`` written out, a negative or infinite value in a
+file, a negative token count) is refused in one line naming the file, row and column.
+
 Thresholds (:func:`apply_thresholds`). With threshold tau_c > 0, head h is flagged c
-at revision r when S_c(h, r) >= tau_c (an empty / NaN selectivity is not flagged,
-+inf is), and its primary class is the flagged class with the largest S_c / tau_c.
+at revision r when S_c(h, r) >= tau_c (an empty selectivity is not flagged, +inf is),
+and its primary class is the flagged class with the largest S_c / tau_c.
 From the flags:
 
     k_c(m, r)    = sum over heads of model m at revision r of flag_c,   n(m, r) = #heads,
@@ -106,13 +111,48 @@ def _numeric(df: pd.DataFrame, col: str, where: str, allow_nan: bool) -> pd.Seri
     return vals.astype(float)
 
 
-def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
+def _head_at(df: pd.DataFrame, row: int) -> str:
+    r = df.iloc[row]
+    return f"model {r['model']!r}, revision {r['revision']!r}, layer {r['layer']}, head {r['head']}"
+
+
+def _selectivity(df: pd.DataFrame, col: str, where: str, allow_inf: bool) -> pd.Series:
+    """A selectivity column as floats: a number >= 0, or empty (not measured). Refused, naming
+    the row and column: text that is not a number (``nan`` written out too), a negative value,
+    and an infinite one unless ``allow_inf`` (a run's ``heads.csv``: the screen writes +inf for a
+    head whose baseline keys got no attention mass at all, emergence/screens/selectivity.py)."""
+    vals = pd.to_numeric(df[col], errors="coerce").astype(float)
+    text = vals.isna() & df[col].notna()
+    bad = text | (vals < 0) | (np.isinf(vals) & (not allow_inf))
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        why = "is not a number" if text.iloc[row] else "is negative" if vals.iloc[row] < 0 else "is not finite"
+        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} {why} ({_head_at(df, row)}); "
+                         "a selectivity is a finite number >= 0 (an empty cell: not measured)")
+    return vals
+
+
+def _tokens(df: pd.DataFrame, where: str) -> pd.Series:
+    """The ``tokens`` column: finite numbers >= 0 (a revision's training tokens, the curves' x axis)."""
+    vals = _numeric(df, "tokens", where, allow_nan=False)
+    bad = (vals < 0) | ~np.isfinite(vals)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise StatsError(f"{where}: column 'tokens' row {row}: {_show(df['tokens'].iloc[row])} is not a token count, "
+                         f"a finite number >= 0 (model {str(df['model'].iloc[row])!r}, revision "
+                         f"{str(df['revision'].iloc[row])!r})")
+    return vals
+
+
+def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: bool = False) -> tuple:
     """Check a per-head table and bring it to canonical columns; returns ``(heads, notes)``.
 
-    Refuses (one line, :class:`StatsError`): missing columns, no selectivity column,
-    non-numeric values, non-integer layer/head, one revision with two token counts,
-    conflicting duplicate rows for one (model, revision, layer, head). Exact
-    duplicate rows are dropped with a note.
+    Refuses (one line naming the table, the row and the column, :class:`StatsError`): missing
+    columns, no selectivity column, non-numeric values, a negative or infinite selectivity
+    (infinite is accepted with ``allow_inf``, for the runs' own ``heads.csv``), a negative or
+    infinite token count, non-integer layer/head, one revision with two token counts,
+    conflicting duplicate rows for one (model, revision, layer, head). Exact duplicate rows
+    are dropped with a note.
     """
     missing = [c for c in HEADS_REQUIRED if c not in df.columns]
     if missing:
@@ -127,7 +167,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
     df = df.copy()
     df["model"] = df["model"].astype(str)
     df["revision"] = df["revision"].astype(str)
-    df["tokens"] = _numeric(df, "tokens", where, allow_nan=False)
+    df["tokens"] = _tokens(df, where)
     for col in ("layer", "head"):
         vals = _numeric(df, col, where, allow_nan=False)
         frac = (vals != np.round(vals)) | (vals < 0)
@@ -137,7 +177,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table") -> tuple:
         df[col] = vals.astype(int)
     renamed = {}
     for c, col in sel.items():
-        df[col] = _numeric(df, col, where, allow_nan=True)
+        df[col] = _selectivity(df, col, where, allow_inf)
         renamed[col] = selectivity_column(c)
     bare_and_prefixed = [c for c in sel if sel[c] != c and c in df.columns]
     df = df.drop(columns=bare_and_prefixed).rename(columns=renamed)

@@ -158,7 +158,7 @@ class MilestoneGap:
             "ratio_ci": self.ratio_ci,
             "interval": "bracket: the crossings lie between each milestone's previous and first-crossing revisions",
             "p_value": None,
-            "ratio_bound": self.bound,
+            "bound": self.bound,
             "notes": self.notes,
         }
 

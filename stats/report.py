@@ -17,6 +17,8 @@ def _fmt_tokens(t) -> str:
     if t is None or (isinstance(t, float) and not np.isfinite(t)):
         return "-"
     t = float(t)
+    if abs(t) >= 1e15:  # beyond any training run: plain scientific notation, never "1.67e+06T"
+        return f"{t:.3g}"
     for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(t) >= div:
             return f"{t / div:.3g}{unit}"
@@ -24,9 +26,52 @@ def _fmt_tokens(t) -> str:
 
 
 def _fmt_ci(ci) -> str:
-    if not ci or ci[0] is None or ci[1] is None:
+    """An interval of tokens; an open end (None: before the first or after the last revision) is ``-``."""
+    if not ci or (ci[0] is None and ci[1] is None):
         return "-"
     return f"[{_fmt_tokens(ci[0])}, {_fmt_tokens(ci[1])}]"
+
+
+def _fmt_ratio_ci(ci) -> str:
+    if not ci or (ci[0] is None and ci[1] is None):
+        return "-"
+    return f"[{_num(ci[0])}, {_num(ci[1])}]"
+
+
+def _t50_cell(c: dict) -> str:
+    """t50 of a curve row: a bound for a censored curve."""
+    if c.get("censored") == "left":
+        return f"<= {_fmt_tokens(c.get('t50'))} (left-censored)"
+    if c.get("censored") == "right":
+        return f"> {_fmt_tokens(c.get('t50'))} (right-censored)"
+    return _fmt_tokens(c.get("t50")) + ({"upper": " (upper bound)", "lower": " (lower bound)"}.get(c.get("t50_bound"), ""))
+
+
+def _course_cell(c: dict) -> str:
+    d = c.get("decline")
+    if d:
+        return f"rise, then decline {d['peak_heads']:.3g} -> {d['later_heads']:.3g} heads after {d['falls_after'][0]}"
+    return {"left": "formed before the first revision", "right": "not formed by the last revision"}.get(
+        c.get("censored"), "-")
+
+
+def _models_section(summary: dict) -> list:
+    """One story per model (stats/story.py), a disagreement of its two gaps first."""
+    stories = summary.get("stories") or []
+    if not stories:
+        return []
+    L = ["", "## By model", "",
+         "Each model's transition times and its two gaps, fitted (t50s) and milestone (first crossings), in one line; "
+         "where the two disagree, the first line of the model says so, why, and which to trust."]
+    for st in stories:
+        L += ["", f"### {st['model']}", ""]
+        if st.get("warning"):
+            L += [f"**Disagreement.** {st['warning']}", ""]
+        L.append(st["text"] + ".")
+        for c in summary["curves"]:
+            if c["model"] == st["model"] and (c.get("censored") or c.get("decline")):
+                L.append(f"- {c['class']}: {c['reason']}")
+    return L
 
 
 def _num(v, fmt="{:.3g}") -> str:
@@ -50,12 +95,17 @@ def render_report(summary: dict, figures: dict) -> str:
         L.append(f"- Note: {note}")
     if summary.get("reproduction"):
         L += [""] + _reproduction_section(summary["reproduction"])
+    L += _models_section(summary)
     L += ["", "## Curves: sharp or gradual, and when", "",
-          "Verdict rule (the same heads are followed across revisions, so counts are cumulative): `none` for too few "
-          "revisions, a rise below the minimum number of heads, or no evidence of change against noise (permutation "
-          "test of a monotone change, p > alpha); `sharp` when at least half the rise (in heads) lies between one pair "
-          "of adjacent revisions, i.e. sharp at the resolution of the checkpoints, that interval named in the reason; "
-          "`gradual` otherwise. The step test (is the rise a *pure* step?) is evidence, not a criterion. "
+          "Verdict rule: `none` for too few revisions, a rise below the minimum number of heads, no evidence of "
+          "change against noise (permutation test of a monotone change, p > alpha), or a rise whose midpoint lies "
+          "outside the screened range (`left-censored`: formed at or before the first revision, t50 `<=` it; "
+          "`right-censored`: not formed by the last, t50 `>` it); `sharp` when at least half the rise lies between "
+          "one pair of adjacent revisions, i.e. sharp at the resolution of the checkpoints, that interval named in the "
+          "reason; `gradual` otherwise. Regime (column `regime`): `identity` where a per-head table follows the same "
+          "heads (counts are cumulative: the share is in heads), `aggregate` where counts have no head identity "
+          "(independent draws: the share is of the fitted logistic). A count that rises and later falls is fitted "
+          "on its rise only (column `course`). The step test (is the rise a *pure* step?) is evidence, not a criterion. "
           "Times are from the 4-parameter logistic in log10 tokens, "
           "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions). "
           "Where the runs know the model's registry, the largest jump says whether its interval is two adjacent checkpoints "
@@ -63,8 +113,8 @@ def render_report(summary: dict, figures: dict) -> str:
           "revision=refine` screens a few of them).",
           "",
           "| model | class | shape | t50 | 95% CI | onset | saturation | 10-90 width (dec.) | largest jump (share) "
-          "| change point | best model | p (step) | dispersion |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| change point | best model | p (step) | dispersion | regime | course |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in summary["curves"]:
         width = "-" if c.get("width_decades") is None else ("<= " if c.get("width_is_bound") else "") + f"{c['width_decades']:.2f}"
         jump = "-" if c.get("max_jump") is None else f"{c['max_jump']:+.3f} ({c['max_jump_share']:.0%})"
@@ -74,10 +124,12 @@ def render_report(summary: dict, figures: dict) -> str:
         cp = ("-" if not c.get("changepoint_tokens")
               else f"{_fmt_tokens(c['changepoint_tokens'][0])} -> {_fmt_tokens(c['changepoint_tokens'][1])}")
         disp = c.get("dispersion") or {}
-        t50 = _fmt_tokens(c.get("t50")) + ({"upper": " (upper bound)", "lower": " (lower bound)"}.get(c.get("t50_bound"), ""))
-        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {t50} | {_fmt_ci(c.get('t50_ci'))} | "
-                 f"{_fmt_tokens(c.get('onset'))} | {_fmt_tokens(c.get('saturation'))} | {width} | {jump} | {cp} | "
-                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num(disp.get('phi'))} |")
+        censored = bool(c.get("censored"))
+        onset, sat = ("-", "-") if censored else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
+        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {_t50_cell(c)} | {_fmt_ci(c.get('t50_ci'))} | "
+                 f"{onset} | {sat} | {width} | {jump} | {cp} | "
+                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num(disp.get('phi'))} | "
+                 f"{c.get('regime') or '-'} | {_course_cell(c)} |")
     L += ["", "Reasons:", ""]
     for c in summary["curves"]:
         L.append(f"- {c['model']} / {c['class']}: {c['shape']} - {c['reason']}")
@@ -88,19 +140,21 @@ def render_report(summary: dict, figures: dict) -> str:
     L += ["", "## Gaps: induction first, sinks later?", ""]
     if summary["gaps"]:
         L += ["`fitted`: t50 of the late class over the early class's formation point (logistic fits), 95% bootstrap "
-              "interval and the one-sided separation test (H0 ratio <= 1). `milestone`: the study's first-crossing "
+              "interval and the one-sided separation test (H0 ratio <= 1); with a censored side the ratio is a bound "
+              "(`>=` or `<=`), its interval one-sided (`-`: open) and its test one-sided against the bound. "
+              "`milestone`: the study's first-crossing "
               "milestones, with the interval the bracketing revisions allow (each crossing lies between the revision "
               "before the first crossing and the first crossing; a resolution interval, not a sampling one: no p-value).",
               "", "| model | definition | t(late) | t(early) | ratio | interval | p-value | notes |", "|---|---|---|---|---|---|---|---|"]
         for g in summary["gaps"]:
-            ci = g.get("ratio_ci") or [None, None]
-            cis = "-" if ci[0] is None and ci[1] is None else f"[{_num(ci[0])}, {_num(ci[1])}]"
+            cis = _fmt_ratio_ci(g.get("ratio_ci"))
             if g.get("definition") == "milestone":
                 late, early = f"{g['late_milestone']}", f"{g['early_milestone']}"
             else:
                 late, early = f"{g['late_class']} t50", f"{g['early_class']} {g['formation']}"
             L.append(f"| {g['model']} | {g.get('definition', 'fitted')} | {_fmt_tokens(g.get('t_late'))} ({late}) | "
-                     f"{_fmt_tokens(g.get('t_early'))} ({early}) | {_num(g.get('ratio'))} | {cis} | "
+                     f"{_fmt_tokens(g.get('t_early'))} ({early}) | "
+                     f"{({'lower': '>= ', 'upper': '<= '}.get(g.get('bound'), ''))}{_num(g.get('ratio'))} | {cis} | "
                      f"{_num(g.get('p_value'))} | {'; '.join(g.get('notes') or []) or '-'} |")
     else:
         L.append("No model has both classes.")

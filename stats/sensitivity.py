@@ -96,7 +96,8 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
                     ca = analyses[(model, klass)]
                 else:
                     d = class_counts(h, klass, g).sort_values("tokens")
-                    curve = Curve.from_frame(d, model, klass, corpus)
+                    curve = Curve.from_frame(d, model, klass, corpus, identity=True)  # the same heads, re-counted
+                    curve.flags = results.head_flags(model, klass, curve.revisions, g)
                     ca = analyse_curve(curve, scfg, rng)
                 pair = {klass: ca, other: analyses[(model, other)]}
                 gap = fitted_gap(model, pair[tc.late_class], pair[tc.early_class], scfg)

@@ -76,7 +76,7 @@ from typing import Optional
 import numpy as np
 from scipy import stats as sps
 
-from stats.config import ShapeConfig
+from stats.config import REGIMES, ShapeConfig
 from stats.errors import StatsError
 from stats.hypotheses import TestResult
 
@@ -168,7 +168,22 @@ def monotone_r2(k, n):
     return np.where(ss0 > 0, (ss0 - ss) / np.where(ss0 > 0, ss0, 1), 0.0)
 
 
-def level_change_test(k, n, n_perm: int, rng: np.random.Generator) -> TestResult:
+def unimodal_r2(k, n):
+    """Share of the weighted variance of ``k/n`` explained by the best unimodal fit (rise
+    then fall, or fall then rise; :func:`stats.phases.unimodal_fit`), rows of (B, m) arrays."""
+    from stats.phases import unimodal_fit  # stats.phases builds on this module's isotonic_fit
+
+    k = np.atleast_2d(np.asarray(k, float))
+    n = np.broadcast_to(np.asarray(n, float), k.shape)
+    w = np.where(n > 0, n, 0.0)
+    y = k / np.where(n > 0, n, 1)
+    ybar = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+    ss0 = (w * (y - ybar) ** 2).sum(-1)
+    ss = np.minimum(unimodal_fit(y, w)[1], unimodal_fit(-y, w)[1])
+    return np.where(ss0 > 0, (ss0 - ss) / np.where(ss0 > 0, ss0, 1), 0.0)
+
+
+def level_change_test(k, n, n_perm: int, rng: np.random.Generator, shape: str = "monotone") -> TestResult:
     """Permutation test of H0: no change across revisions, against a monotone change.
 
     Statistic: ``T`` = :func:`monotone_r2`, the share of the variance of the observed
@@ -181,17 +196,23 @@ def level_change_test(k, n, n_perm: int, rng: np.random.Generator) -> TestResult
     noise. A clean change after revision ``m - j`` can reach at best
     ``p = 2 / C(m, j)`` (the two orders of its two levels): 0.2 for ``j = 1``,
     0.044 for ``j = 2`` when ``m = 10``.
+
+    ``shape = "unimodal"`` uses :func:`unimodal_r2` instead: the test of a curve that
+    rises and falls again (a decline, :mod:`stats.phases`), whose best monotone fit
+    explains little of a rise that returns to its floor.
     """
     k = np.asarray(k, float)
     n = np.asarray(n, float)
     m = k.size
+    name = f"{shape}_change_permutation"
     if m < 2 or np.ptp(k / np.where(n > 0, n, 1)) == 0:
-        return TestResult("monotone_change_permutation", "no change across revisions (exchangeable)", 0.0, 1.0, n_perm)
-    t = float(monotone_r2(k, n)[0])
+        return TestResult(name, "no change across revisions (exchangeable)", 0.0, 1.0, n_perm)
+    stat = {"monotone": monotone_r2, "unimodal": unimodal_r2}[shape]
+    t = float(stat(k, n)[0])
     idx = rng.permuted(np.tile(np.arange(m), (n_perm, 1)), axis=1)
-    t_star = monotone_r2(k[idx], n[idx])
+    t_star = stat(k[idx], n[idx])
     p = (1.0 + np.sum(t_star >= t - 1e-9)) / (n_perm + 1.0)
-    return TestResult("monotone_change_permutation", "no change across revisions (exchangeable)", t, float(p), n_perm)
+    return TestResult(name, "no change across revisions (exchangeable)", t, float(p), n_perm)
 
 
 def _pct(v):
@@ -212,6 +233,79 @@ def check_shape_config(cfg: ShapeConfig) -> None:
             raise StatsError(f"analysis.shape.{name}={getattr(cfg, name)!r}: must be {valid}")
 
 
+def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, level: float = 0.95) -> dict:
+    """The largest adjacent change in the direction of the rise, its share and interval.
+
+    ``identity``: of the observed fractions (counts are cumulative, the share is
+    ``J`` of ``R`` heads, Clopper-Pearson). ``aggregate``: of the fitted logistic at
+    the revisions (independent draws make every observed jump and extreme noisy,
+    and the range of noisy fractions is inflated), the interval the bootstrap
+    percentile interval of the replicate fits' shares.
+    """
+    if regime == "aggregate" and fit is not None:
+        j = jump_share(fit.fitted, direction)
+        rise = float(np.ptp(fit.fitted))
+        ci = [float("nan")] * 2
+        if boot is not None and j["index"] is not None:
+            curves = fit.model.mean(boot.theta, fit.x)
+            d = np.diff(curves, axis=1) * (np.sign(direction) if direction else 1.0)
+            rng_b = np.ptp(curves, axis=1)
+            shares = np.where(rng_b > 0, d.max(1) / np.where(rng_b > 0, rng_b, 1), 0.0)
+            a = (1 - level) / 2
+            ci = [float(v) for v in np.quantile(shares, [a, 1 - a])]
+    else:
+        j = jump_share(f, direction)
+        rise = float(f.max() - f.min()) if f.size else 0.0
+        ci = None
+    i = j.pop("index")
+    ev = {"rise": rise, "rise_heads": rise * n_ref, **j}
+    ev["jump_heads"] = j["max_jump"] * n_ref if np.isfinite(j["max_jump"]) else float("nan")
+    if ci is None:
+        ci = share_interval(abs(ev["jump_heads"]), ev["rise_heads"], level) if i is not None else [float("nan")] * 2
+    ev["max_jump_share_ci"] = ci
+    ev["_index"] = i
+    return ev
+
+
+def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Optional[str]:
+    """Why the curve shows no transition (rule 1 of the module docstring), or None."""
+    if ev["rise_heads"] < cfg.min_rise_heads - 1e-9:
+        return f"flat: total rise {ev['rise_heads']:.3g} heads < min_rise_heads {cfg.min_rise_heads}"
+    if fits is None:
+        return "no fits"
+    if change is None:
+        return "no test of change"
+    if change.p_value > alpha:
+        return (f"no evidence of change against noise: monotone-change permutation test p = {change.p_value:.3f} "
+                f"> {alpha}")
+    return None
+
+
+def sharp_or_gradual(ev: dict, cfg: ShapeConfig, level: float, p_step, alpha: float, regime: str) -> ShapeVerdict:
+    """Rules 2-3 of the module docstring on the evidence ``ev``."""
+    share = ev["max_jump_share"]
+    lo, hi = ev["max_jump_share_ci"]
+    resolved = "" if not (lo <= cfg.min_jump_share <= hi) else "; share not resolved"
+    if regime == "aggregate":
+        what = f"of the fitted rise, independent draws; {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
+    else:
+        what = f"{abs(ev['jump_heads']):.0f} of {ev['rise_heads']:.0f} heads, {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
+        resolved = resolved and f"{resolved} with {ev['rise_heads']:.0f} heads"
+    if p_step is None:
+        step = ""
+    elif p_step >= alpha:
+        step = f"; a pure step is not rejected (p = {p_step:.3f})"
+    else:
+        step = f"; not a pure step (p = {p_step:.3g}: some heads switch outside this interval)"
+    a, b = ev["max_jump_revisions"]
+    where = f"{a} -> {b}, {ev['jump_spacing_decades']:.2f} decades"
+    if share >= cfg.min_jump_share:
+        return ShapeVerdict("sharp", f"within one checkpoint interval ({where}): {_pct(share)} of the rise "
+                                     f"({what}) >= {_pct(cfg.min_jump_share)}{resolved}{step}", ev)
+    return ShapeVerdict("gradual", f"spread over several checkpoint intervals: the largest ({where}) holds {_pct(share)} "
+                                   f"of the rise ({what}) < {_pct(cfg.min_jump_share)}{resolved}", ev)
+
+
 def classify_shape(
     tokens,
     k,
@@ -224,25 +318,29 @@ def classify_shape(
     config: Optional[ShapeConfig] = None,
     alpha: float = 0.05,
     level: float = 0.95,
+    regime: str = "identity",
+    boot=None,
 ) -> ShapeVerdict:
-    """Apply the verdict rule of the module docstring to one curve.
+    """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
     :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
     ``change``: the :func:`level_change_test` result (None: not run, and no
-    transition is called).
+    transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
+    ``boot``: the logistic's bootstrap (the aggregate share's interval).
     """
     cfg = ShapeConfig() if config is None else config
     check_shape_config(cfg)
+    if regime not in REGIMES:
+        raise StatsError(f"shape regime {regime!r}; valid: {list(REGIMES)}")
     tokens = np.asarray(tokens, float)
-    k = np.asarray(k, float)
-    n = np.asarray(n, float)
+    k, n = np.asarray(k, float), np.asarray(n, float)
     revisions = list(revisions)
     m = len(tokens)
     f = k / np.where(n > 0, n, 1)
     n_ref = float(np.median(n)) if m else 0.0
-    rise = float(f.max() - f.min()) if m else 0.0
-    ev = {"n_points": m, "rise": rise, "rise_heads": rise * n_ref}
+    ev = {"n_points": m, "regime": regime, "rise": float(np.ptp(f)) if m else 0.0}
+    ev["rise_heads"] = ev["rise"] * n_ref
     if m < cfg.min_points:
         return ShapeVerdict("none", f"too short: {m} revisions with positive tokens < min_points {cfg.min_points}", ev)
     direction = None
@@ -254,15 +352,12 @@ def classify_shape(
         ev["best_model"] = min(aicc, key=aicc.get)
         ev["aicc"] = aicc
         ev["delta_aicc"] = {name: (a - best if np.isfinite(a) else float("inf")) for name, a in aicc.items()}
-    j = jump_share(f, direction)
-    i = j.pop("index")
-    ev.update(j)
-    ev["jump_heads"] = j["max_jump"] * n_ref if np.isfinite(j["max_jump"]) else float("nan")
+    ev.update(jump_evidence(f, n_ref, direction, regime, None if fits is None else fits["logistic"], boot, level))
+    i = ev.pop("_index")
     if i is not None:
         ev["max_jump_revisions"] = [revisions[i], revisions[i + 1]]
         ev["max_jump_tokens"] = [float(tokens[i]), float(tokens[i + 1])]
         ev["jump_spacing_decades"] = float(np.log10(tokens[i + 1] / tokens[i]))
-    ev["max_jump_share_ci"] = share_interval(abs(ev["jump_heads"]), ev["rise_heads"], level) if i is not None else [float("nan")] * 2
     if times is not None:
         ev["width_decades"] = times.width_decades
         ev["width_is_bound"] = times.width_is_bound
@@ -270,29 +365,7 @@ def classify_shape(
     ev["p_step"] = p_step
     ev["pure_step"] = None if p_step is None else bool(p_step >= alpha)
     ev["p_change"] = None if change is None else change.p_value
-    if ev["rise_heads"] < cfg.min_rise_heads - 1e-9:
-        return ShapeVerdict("none", f"flat: total rise {ev['rise_heads']:.3g} heads < min_rise_heads {cfg.min_rise_heads}", ev)
-    if fits is None:
-        return ShapeVerdict("none", "no fits", ev)
-    if change is None:
-        return ShapeVerdict("none", "no test of change", ev)
-    if change.p_value > alpha:
-        return ShapeVerdict("none", f"no evidence of change against noise: monotone-change permutation test "
-                                    f"p = {change.p_value:.3f} > {alpha}", ev)
-    share = ev["max_jump_share"]
-    lo, hi = ev["max_jump_share_ci"]
-    heads = f"{abs(ev['jump_heads']):.0f} of {ev['rise_heads']:.0f} heads, {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
-    resolved = "" if not (lo <= cfg.min_jump_share <= hi) else f"; share not resolved with {ev['rise_heads']:.0f} heads"
-    if p_step is None:
-        step = ""
-    elif p_step >= alpha:
-        step = f"; a pure step is not rejected (p = {p_step:.3f})"
-    else:
-        step = f"; not a pure step (p = {p_step:.3g}: some heads switch outside this interval)"
-    a, b = ev["max_jump_revisions"]
-    where = f"{a} -> {b}, {ev['jump_spacing_decades']:.2f} decades"
-    if share >= cfg.min_jump_share:
-        return ShapeVerdict("sharp", f"within one checkpoint interval ({where}): {_pct(share)} of the rise "
-                                     f"({heads}) >= {_pct(cfg.min_jump_share)}{resolved}{step}", ev)
-    return ShapeVerdict("gradual", f"spread over several checkpoint intervals: the largest ({where}) holds {_pct(share)} "
-                                   f"of the rise ({heads}) < {_pct(cfg.min_jump_share)}{resolved}", ev)
+    reason = _none_reason(ev, cfg, fits, change, alpha)
+    if reason is not None:
+        return ShapeVerdict("none", reason, ev)
+    return sharp_or_gradual(ev, cfg, level, p_step, alpha, regime)

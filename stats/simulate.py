@@ -15,7 +15,20 @@ Two generative models:
   with probability ``dropout``. Then ``k_j = #{on at t_j}``: cumulative counts,
   not independent draws. Its known answers (:meth:`SimulatedPopulation.truth`):
   the switch-on times, and the share of the switching heads' time distribution in
-  each checkpoint interval.
+  each checkpoint interval. ``n_decline`` of the switching heads later switch *off*
+  at their own times (reclassified as another class grows): a rise then a partial
+  decline.
+- *Aggregate curves* (:class:`AggregateCurve`): independent (beta-)binomial draws
+  at every revision around a known probability curve (logistic, ramp, step or
+  flat, optionally followed by a partial decline), ``n`` one value or one per
+  revision, as a source without head identity (``source=csv``) sees them. Its
+  known answers (:meth:`AggregateCurve.truth`): t50, the censoring side when t50
+  lies outside the screened range, and the shape (sharp iff at least half of the
+  true rise inside the range lies between two adjacent revisions).
+
+Both give a :class:`Truth` (t50, censoring, shape) to score the analysis against
+(the calibration and operating-characteristic benchmarks, and the tests); the
+families of :func:`family` are the named cases those use.
 """
 
 from __future__ import annotations
@@ -185,3 +198,229 @@ class SimulatedPopulation:
     def frame(self, model: str = "sim", klass: str = "bos", revisions: Optional[Sequence[str]] = None) -> pd.DataFrame:
         """The curve as a CSV-format table (:func:`curves_frame`)."""
         return curves_frame(model, klass, self.tokens, self.k, self.n, revisions)
+
+
+# ---------------------------------------------------------------------------------
+# Known answers, aggregate curves, and the named families of the benchmarks
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Truth:
+    """What a simulated curve's analysis should find.
+
+    ``t50``: tokens of the rise's midpoint (it may lie outside the screened range);
+    ``censored``: ``"left"`` (t50 before the first revision), ``"right"`` (after the
+    last) or None; ``shape``: ``"sharp"`` (at least half of the true rise inside the
+    range lies between two adjacent revisions), ``"gradual"``, ``"none"`` (no rise),
+    or None where the rise is censored (its shape is not observable); ``share``: that
+    largest share; ``decline``: the curve falls again after its peak.
+    """
+
+    t50: float
+    censored: Optional[str]
+    shape: Optional[str]
+    share: float
+    decline: bool = False
+
+
+def _censoring(x50: float, x) -> Optional[str]:
+    return "left" if x50 < x[0] else ("right" if x50 > x[-1] else None)
+
+
+#: Kinds of :class:`AggregateCurve`.
+AGGREGATE_KINDS = ("logistic", "ramp", "step", "flat")
+
+
+@dataclass
+class AggregateCurve:
+    """Fresh (beta-)binomial draws at every revision around a known ``p(t)``.
+
+    ``kind``: ``logistic`` (10-90 width ``width_decades``), ``ramp`` (linear in log10
+    tokens over ``width_decades`` centred on ``t50``), ``step`` (at ``t50``) or
+    ``flat`` (``floor`` throughout). With ``decline_to`` the curve falls after its
+    rise, a logistic drop from ``ceiling`` to ``decline_to`` centred on
+    ``decline_t50`` with 10-90 width ``decline_width``. ``dispersion`` > 1 draws
+    beta-binomial counts (variance ``phi n p (1 - p)``).
+    """
+
+    kind: str = "logistic"
+    floor: float = 0.02
+    ceiling: float = 0.5
+    t50: float = 1e11
+    width_decades: float = 1.0
+    dispersion: float = 1.0
+    decline_to: Optional[float] = None
+    decline_t50: Optional[float] = None
+    decline_width: float = 0.5
+
+    def __post_init__(self):
+        if self.kind not in AGGREGATE_KINDS:
+            raise StatsError(f"AggregateCurve kind={self.kind!r}; valid: {list(AGGREGATE_KINDS)}")
+        if self.decline_to is not None and self.decline_t50 is None:
+            raise StatsError("AggregateCurve: decline_to needs decline_t50")
+
+    def rise(self, tokens) -> np.ndarray:
+        """The rising part of ``p`` at ``tokens`` (no decline)."""
+        x = np.log10(np.asarray(tokens, float))
+        x50, lo, hi = np.log10(self.t50), self.floor, self.ceiling
+        if self.kind == "flat":
+            return np.full(x.shape, float(lo))
+        if self.kind == "step":
+            return np.where(x < x50, lo, hi).astype(float)
+        if self.kind == "ramp":
+            return lo + (hi - lo) * np.clip((x - x50) / self.width_decades + 0.5, 0.0, 1.0)
+        return logistic_probability(tokens, lo, hi, self.t50, self.width_decades)
+
+    def probability(self, tokens) -> np.ndarray:
+        p = self.rise(tokens)
+        if self.decline_to is not None:
+            p = p - (self.ceiling - self.decline_to) * logistic_probability(tokens, 0.0, 1.0, self.decline_t50,
+                                                                             self.decline_width)
+        return np.clip(p, 0.0, 1.0)
+
+    def truth(self, tokens) -> Truth:
+        x = np.log10(np.asarray(tokens, float))
+        decline = self.decline_to is not None
+        if self.kind == "flat" or self.ceiling == self.floor:
+            return Truth(float("nan"), None, "none", 0.0, decline)
+        x50 = float(np.log10(self.t50))
+        censored = _censoring(x50, x)
+        p = self.rise(tokens)
+        rise = p[-1] - p[0]
+        share = float(np.diff(p).max() / rise) if rise > 0 else 0.0
+        shape = None if censored else ("sharp" if share >= 0.5 else "gradual")
+        return Truth(float(self.t50), censored, shape, share, decline)
+
+    def simulate(self, tokens, n, rng: np.random.Generator) -> "SimulatedCurve":
+        tokens = np.asarray(tokens, float)
+        n = np.broadcast_to(np.asarray(n, int), tokens.shape).copy()
+        k = simulate_counts_once(self.probability(tokens), n, rng, self.dispersion)
+        return SimulatedCurve(tokens, k, n, self.truth(tokens), identity=False)
+
+
+@dataclass
+class SimulatedCurve:
+    """One simulated curve (k of n at ``tokens``), its :class:`Truth`, and whether its
+    counts follow the same heads (``identity``: the regime its analysis should use)."""
+
+    tokens: np.ndarray
+    k: np.ndarray
+    n: np.ndarray
+    truth: Truth
+    identity: bool
+    #: (revisions x heads) flags of a head population (None for aggregate draws)
+    flags: Optional[np.ndarray] = None
+
+    def curve(self, model: str = "sim", klass: str = "bos"):
+        """A :class:`stats.curves.Curve` of this simulation (revisions ``r0``, ``r1``, ...)."""
+        from stats.curves import Curve
+
+        revisions = np.array([f"r{i}" for i in range(len(self.tokens))])
+        return Curve(model, klass, revisions, self.tokens, np.asarray(self.k, float), np.asarray(self.n, float),
+                     identity=self.identity, flags=self.flags)
+
+    def frame(self, model: str = "sim", klass: str = "bos") -> pd.DataFrame:
+        return curves_frame(model, klass, self.tokens, self.k, self.n)
+
+
+def population_truth(pop: "SimulatedPopulation", n_decline: int = 0) -> Truth:
+    """The :class:`Truth` of a simulated head population: t50 is the median switch-on time
+    of the switching heads (the midpoint of their rise above the always-on floor)."""
+    x = np.log10(pop.tokens)
+    s = np.asarray(pop.switch_log10, float)
+    if s.size == 0:
+        return Truth(float("nan"), None, "none", 0.0, n_decline > 0)
+    x50 = float(np.median(s))
+    censored = _censoring(x50, x)
+    share = pop.truth()["max_share"]
+    shape = None if censored else ("sharp" if share >= 0.5 else "gradual")
+    return Truth(float(10**x50), censored, shape, share, n_decline > 0)
+
+
+def simulate_population(pop: "HeadPopulation", tokens, rng: np.random.Generator, n_decline: int = 0,
+                        decline_t50: Optional[float] = None, decline_spread: float = 0.1) -> SimulatedCurve:
+    """A :class:`HeadPopulation` as a :class:`SimulatedCurve`; ``n_decline`` of its switching
+    heads switch off again at ``log10 ~ Normal(log10 decline_t50, decline_spread)`` (never
+    before their own switch-on): a rise then a partial decline."""
+    sim = pop.simulate(tokens, rng)
+    flags = sim.flags.copy()
+    if n_decline:
+        x = np.log10(sim.tokens)
+        off = np.maximum(rng.normal(np.log10(decline_t50), decline_spread, n_decline), sim.switch_log10[:n_decline])
+        flags[:, :n_decline] &= x[:, None] < off[None, :]
+    k = flags.sum(1)
+    return SimulatedCurve(sim.tokens, k, np.full(len(k), flags.shape[1]),
+                          population_truth(sim, n_decline), identity=True, flags=flags)
+
+
+def _t50_between(x, lo: int, hi: int, rng) -> float:
+    return float(10 ** rng.uniform(x[lo], x[hi]))
+
+
+def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
+    """One draw of a named simulated family (see :data:`FAMILIES`) at ``tokens``.
+
+    Widths are in units of the checkpoint spacing ``d`` (the log10 gap of adjacent
+    revisions); t50 is drawn uniformly in log10 tokens between the 3rd and the
+    third-last revision (inside families), or 0.5-2 spacings outside the range
+    (censored families).
+    """
+    tokens = np.asarray(tokens, float)
+    x = np.log10(tokens)
+    m = len(x)
+    d = float(np.median(np.diff(x)))
+    inside = _t50_between(x, 2, m - 3, rng)
+    lo, hi = rng.uniform(0.0, 0.05), rng.uniform(0.4, 0.8)
+    n128 = np.full(m, 128)
+    if name not in FAMILIES:
+        raise StatsError(f"unknown simulated family {name!r}; valid: {list(FAMILIES)}")
+    regime, kind = name.split("/")
+    if regime == "aggregate":
+        n = rng.integers(48, 257, size=m) if kind == "unequal-n" else n128
+        spec = {
+            "logistic-sharp": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d),
+            "logistic-gradual": dict(kind="logistic", width_decades=rng.uniform(3.0, 5.0) * d),
+            "ramp": dict(kind="ramp", width_decades=rng.uniform(4.0, 6.0) * d),
+            "step": dict(kind="step"),
+            "flat": dict(kind="flat", floor=rng.uniform(0.0, 0.3)),
+            "left-censored": dict(kind="logistic", width_decades=rng.uniform(0.5, 2.0) * d,
+                                  t50=10 ** (x[0] - rng.uniform(1.5, 3.0) * d), floor=0.0),
+            "right-censored": dict(kind="logistic", width_decades=rng.uniform(0.5, 2.0) * d, floor=rng.uniform(0, 0.01),
+                                   t50=10 ** (x[-1] + rng.uniform(1.5, 3.0) * d)),
+            "rise-decline": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d,
+                                 t50=_t50_between(x, 1, m // 2 - 1, rng), decline_to=None),
+            "unequal-n": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d),
+        }[kind]
+        spec = {"floor": lo, "ceiling": hi, "t50": inside, **spec}
+        if kind == "rise-decline":
+            spec["decline_to"] = spec["ceiling"] * rng.uniform(0.4, 0.7)
+            spec["decline_t50"] = 10 ** rng.uniform(np.log10(spec["t50"]) + 3 * d, x[-1] - d)
+        return AggregateCurve(**spec).simulate(tokens, n, rng)
+    spread = rng.uniform(0.1, 0.3) * d / NORMAL_WIDTH_PER_SD
+    switching = int(rng.integers(60, 201))
+    common = dict(n_flicker=4, flicker_p=0.5, dropout=0.01)
+    pops = {
+        "sharp": (HeadPopulation(256, switching, inside, spread, **common), {}),
+        "gradual": (HeadPopulation(256, switching, inside, rng.uniform(3.0, 5.0) * d / NORMAL_WIDTH_PER_SD, **common), {}),
+        "flat": (HeadPopulation(256, 0, inside, 0.1, n_always=int(rng.integers(0, 61)), **common), {}),
+        "left-censored": (HeadPopulation(256, switching, 10 ** (x[0] - rng.uniform(1.5, 3.0) * d), spread, **common), {}),
+        "right-censored": (HeadPopulation(256, switching, 10 ** (x[-1] + rng.uniform(1.5, 3.0) * d), spread, **common), {}),
+        "rise-decline": (HeadPopulation(256, switching, _t50_between(x, 1, m // 2 - 1, rng), spread, **common),
+                         {"n_decline": int(switching * rng.uniform(0.3, 0.6))}),
+        "circuit-3-of-256": (HeadPopulation(256, 3, inside, 0.05, n_flicker=2, flicker_p=0.2, dropout=0.05), {}),
+    }
+    pop, extra = pops[kind]
+    if extra:
+        t_peak = np.log10(pop.t50) + 3 * d
+        extra["decline_t50"] = 10 ** rng.uniform(t_peak, x[-1] - d)
+    return simulate_population(pop, tokens, rng, **extra)
+
+
+#: The simulated families of the calibration and operating-characteristic benchmarks:
+#: ``aggregate/*`` (independent draws, no head identity) and ``population/*`` (the same
+#: heads followed across revisions).
+FAMILIES = tuple(f"aggregate/{k}" for k in ("logistic-sharp", "logistic-gradual", "ramp", "step", "flat", "left-censored",
+                                            "right-censored", "rise-decline", "unequal-n")) + \
+    tuple(f"population/{k}" for k in ("sharp", "gradual", "flat", "left-censored", "right-censored", "rise-decline",
+                                      "circuit-3-of-256"))

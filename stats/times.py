@@ -15,20 +15,37 @@ saturation as the gap (point: its log-midpoint; interval: at least the whole gap
 In each bootstrap replicate an unresolved t50 is drawn uniformly (in log10 tokens)
 within its gap, so the interval carries that ignorance.
 
-Censoring rule: a midpoint before the first revision is clamped to the first
-revision and flagged ``t50_bound = "upper"`` (the true t50 is at most that); after
-the last revision, clamped to the last and flagged ``"lower"``.
+Censoring (:mod:`stats.censoring`): a curve whose rise midpoint lies outside the
+screened range is not given a midpoint inside it. Its times are the bound
+(:func:`censored_times`): ``t50 <= t_1`` (``censored = "left"``, ``t50_bound =
+"upper"``) or ``t50 > t_m`` (``"right"``, ``"lower"``), the interval the open
+half-line ``[None, t_1]`` or ``[t_m, None]``, and its bootstrap draws the bound
+itself. A curve whose midpoint is inside but whose bootstrap percentiles reach
+beyond the range gets an open interval end (None: "before the first revision" or
+"after the last"), never an end clamped to the range.
+
+Short rises (a rise of fewer than four revisions before a decline) are located by
+resolution alone (:func:`bracket_times`): the midpoint lies between the two
+revisions where the count first passes half of its rise.
 
 Intervals are bootstrap percentile intervals (never resampling revisions).
 
 Gap ratio: ``ratio = t50(late class) / t(early class)`` (by default t50(BOS) over the
 induction formation point, itself the induction curve's t50, or its onset with
-``formation = onset``). When the early class shows no transition (verdict ``none``)
-but already has flagged heads at the first revision, its formation is
-left-censored (``t <= first revision``, :func:`already_formed_times`) and the
-ratio is a lower bound. Its interval is the percentile interval of the ratio over
+``formation = onset``). Its interval is the percentile interval of the ratio over
 paired replicates of the two independent curve bootstraps, and its separation test
-is :func:`stats.hypotheses.separation_test`.
+is :func:`stats.hypotheses.separation_test`, ``p = P*(log ratio <= 0)``.
+
+A censored side makes the ratio a one-sided bound (``bound``): the early class
+formed at or before ``t_1`` (left) or the late one after ``t_m`` (right) gives
+``ratio >= t_late / t_early`` with the bound values (``bound = "lower"``; e.g.
+t50(BOS) / t_1); the opposite censorings give an upper bound. The interval is then
+one-sided at ``level`` (``[lower limit, None]`` or ``[None, upper limit]``), from
+the free side's bootstrap against the bound. The test stays valid: with the early
+class at or before ``t_1``, H0 ``t_late <= t_early`` implies ``t_late <= t_1``, so
+``p = P*(t_late <= t_1)`` (the late t50's lower confidence limit against the
+bound) tests a null that contains H0. Censorings on both sides in opposite
+directions (both left, or both right) leave the ratio unbounded: no ratio.
 """
 
 from __future__ import annotations
@@ -73,10 +90,12 @@ def logistic_times(theta, x, rng: Optional[np.random.Generator] = None, width_fa
         onset = np.where(unresolved, t50, onset)
         sat = np.where(unresolved, t50, sat)
     bound = np.where(mu < x[0], "upper", np.where(mu > x[-1], "lower", ""))
+    raw = t50.copy()
     t50 = np.clip(t50, x[0], x[-1])
     return {
         "onset": onset,
         "t50": t50,
+        "t50_raw": raw,
         "saturation": sat,
         "width": width,
         "spacing": spacing,
@@ -108,9 +127,12 @@ class TransitionTimes:
     #: bootstrap draws of log10 t50 and onset (for gap ratios), not serialised
     draws_t50: Optional[np.ndarray] = None
     draws_onset: Optional[np.ndarray] = None
+    #: ``left`` / ``right`` when the rise's midpoint lies outside the screened range
+    censored: Optional[str] = None
 
     def to_dict(self):
         return {
+            "censored": self.censored,
             "onset": self.onset,
             "onset_ci": self.onset_ci,
             "t50": self.t50,
@@ -157,11 +179,15 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
     if boot is not None:
         bt = logistic_times(boot.theta, x, rng, width_factor)
         for key in cis:
-            lo, hi = _pct(bt[key], level)
+            lo, hi = _pct(bt[key] if key != "t50" else bt["t50_raw"], level)
             if unresolved:
                 lo, hi = min(lo, pt["gap_lo"][0]), max(hi, pt["gap_hi"][0])
-            cis[key] = [float(10**lo), float(10**hi)]
+            cis[key] = [None if lo < x[0] - 1e-9 else float(10**lo), None if hi > x[-1] + 1e-9 else float(10**hi)]
         draws_t50, draws_onset = bt["t50"], bt["onset"]
+        if cis["t50"][0] is None:
+            notes.append("the t50 interval reaches before the first revision (open lower end)")
+        if cis["t50"][1] is None:
+            notes.append("the t50 interval reaches after the last revision (open upper end)")
     return TransitionTimes(
         onset=float(10 ** pt["onset"][0]),
         t50=float(10 ** pt["t50"][0]),
@@ -181,19 +207,38 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
     )
 
 
-def already_formed_times(first_tokens: float, n_boot: int, level: float = 0.95) -> TransitionTimes:
-    """Times of a class that shows no transition but has heads from the first revision.
+def censored_times(side: str, bound_tokens: float, n_boot: int, level: float = 0.95,
+                   note: Optional[str] = None) -> TransitionTimes:
+    """Times of a curve whose rise midpoint lies outside the screened range (module docstring).
 
-    Its formation is left-censored: ``t <= first revision``. Onset and t50 are set to
-    the first revision and flagged ``t50_bound = "upper"``; the bootstrap draws are
-    that constant, so a gap ratio over it is a lower bound and its separation test
-    conservative.
+    ``side`` ``left``: onset, t50 and saturation are ``<= bound_tokens`` (the first
+    revision; ``t50_bound = "upper"``, intervals ``[None, bound]``); ``right``: ``>
+    bound_tokens`` (the last revision; ``"lower"``, ``[bound, None]``). The bootstrap
+    draws are the bound, so a gap over it is a one-sided bound with a valid test.
     """
-    x0 = float(np.log10(first_tokens))
-    draws = np.full(n_boot, x0)
-    return TransitionTimes(first_tokens, first_tokens, first_tokens, [first_tokens] * 2, [first_tokens] * 2,
-                           [first_tokens] * 2, float("nan"), False, float("nan"), None, "upper", level,
-                           ["already formed at the first revision (no transition): time is an upper bound"], draws, draws)
+    if side not in ("left", "right"):
+        raise ValueError(f"censoring side {side!r}: valid 'left', 'right'")
+    t = float(bound_tokens)
+    draws = np.full(n_boot, float(np.log10(t)))
+    ci = [None, t] if side == "left" else [t, None]
+    bound = "upper" if side == "left" else "lower"
+    text = note or (f"t50 at or before the first revision ({t:.3g} tokens): an upper bound" if side == "left"
+                    else f"t50 after the last revision ({t:.3g} tokens): a lower bound")
+    return TransitionTimes(t, t, t, list(ci), list(ci), list(ci), float("nan"), False, float("nan"), None, bound, level,
+                           [text], draws, draws.copy(), side)
+
+
+def bracket_times(lo_tokens: float, hi_tokens: float, n_boot: int, rng: np.random.Generator,
+                  level: float = 0.95) -> TransitionTimes:
+    """Times of a rise located by resolution alone: between revisions ``lo`` and ``hi``
+    (point: the log-midpoint; interval: the whole gap; draws uniform in log10 tokens)."""
+    a, b = float(np.log10(lo_tokens)), float(np.log10(hi_tokens))
+    mid = float(10 ** ((a + b) / 2))
+    draws = rng.uniform(a, b, n_boot)
+    ci = [float(lo_tokens), float(hi_tokens)]
+    return TransitionTimes(mid, mid, mid, list(ci), list(ci), list(ci), b - a, True, b - a, list(ci), None, level,
+                           ["rise located by the checkpoints alone (a short rise before a decline): times are bracketed"],
+                           draws, draws.copy())
 
 
 def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = 0.95,
@@ -223,7 +268,7 @@ class GapRatio:
     p_value: float
     level: float = 0.95
     notes: list = field(default_factory=list)
-    #: ``lower`` / ``upper`` when a censored time makes the ratio a bound
+    #: ``lower`` / ``upper`` when a censored time makes the ratio a one-sided bound
     bound: Optional[str] = None
 
     def to_dict(self):
@@ -237,10 +282,23 @@ class GapRatio:
             "ratio": self.ratio,
             "ratio_ci": self.ratio_ci,
             "p_value": self.p_value,
-            "ratio_bound": self.bound,
+            "bound": self.bound,
             "null": "t_late / t_early <= 1",
             "notes": self.notes,
         }
+
+
+def _gap_bound(late: TransitionTimes, early: TransitionTimes) -> tuple:
+    """(bound, note) of a ratio from its sides' censoring (module docstring)."""
+    low = late.censored == "right" or early.censored == "left" or late.t50_bound == "lower" or early.t50_bound == "upper"
+    high = late.censored == "left" or early.censored == "right" or late.t50_bound == "upper" or early.t50_bound == "lower"
+    if low and high:
+        return "none", "both times censored in directions that leave the ratio unbounded: no ratio"
+    if low:
+        return "lower", "a side is censored: the ratio is a lower bound, its interval and test one-sided"
+    if high:
+        return "upper", "a side is censored: the ratio is an upper bound, its interval and test one-sided"
+    return None, None
 
 
 def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formation: str = "t50",
@@ -252,25 +310,25 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
         raise ValueError(f"formation {formation!r}: valid choices are 't50', 'onset'")
     t_early = early.t50 if formation == "t50" else early.onset
     d_early = early.draws_t50 if formation == "t50" else early.draws_onset
-    notes = []
-    bound = None
-    low = late.t50_bound == "lower" or early.t50_bound == "upper"
-    high = late.t50_bound == "upper" or early.t50_bound == "lower"
-    if low and not high:
-        bound = "lower"
-        notes.append("a time is censored at the observed range: the ratio is a lower bound")
-    elif high and not low:
-        bound = "upper"
-        notes.append("a time is censored at the observed range: the ratio is an upper bound")
-    elif low and high:
-        notes.append("both times censored in opposite directions: the ratio is not bounded")
+    bound, note = _gap_bound(late, early)
+    notes = [note] if note else []
+    nan = float("nan")
+    if bound == "none":
+        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, nan, [None, None], nan, level,
+                        notes, None)
     ratio = late.t50 / t_early
     if late.draws_t50 is None or d_early is None:
         return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio,
-                        [float("nan"), float("nan")], float("nan"), level, notes + ["no bootstrap draws"], bound)
+                        [nan, nan], nan, level, notes + ["no bootstrap draws"], bound)
     B = min(len(late.draws_t50), len(d_early))
     log_ratio = late.draws_t50[:B] - d_early[:B]
-    lo, hi = _pct(log_ratio, level)
+    if bound == "lower":
+        ci = [float(10 ** np.quantile(log_ratio, 1 - level)), None]
+    elif bound == "upper":
+        ci = [None, float(10 ** np.quantile(log_ratio, level))]
+    else:
+        lo, hi = _pct(log_ratio, level)
+        ci = [float(10**lo), float(10**hi)]
     test = separation_test(log_ratio)
-    return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio,
-                    [float(10**lo), float(10**hi)], test.p_value, level, notes, bound)
+    return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, test.p_value, level,
+                    notes, bound)

@@ -17,8 +17,10 @@ ratio of logistic over step is >= 0, which the starts below guarantee.
 
 Starts: for every gap between adjacent revisions, the step fitted there (levels =
 pooled fractions on each side) at the steepest slope, the same levels at a moderate
-slope, and the observed extremes at a gentle slope; the best few by likelihood are
-refined by Levenberg-Marquardt and the best result kept.
+slope, and the observed extremes at a gentle slope; the best few by likelihood, and
+the best of each of the three kinds, are refined by Levenberg-Marquardt and the best
+result kept (from the step limit the slope's gradient vanishes, so a gradual rise
+must be reached from a moderate or gentle start).
 """
 
 from __future__ import annotations
@@ -162,7 +164,12 @@ class LogisticModel(CurveModel):
         ll0 = binomial_loglik(k[:, None, :], n[:, None, :], p0, const=0.0)
         R = min(R, S)
         top = np.argsort(-ll0, axis=1)[:, :R]
-        chosen = np.take_along_axis(cand, top[..., None], axis=1)  # (B, R, 4)
+        # ... and the best start of each kind (steep, moderate, gentle): with many revisions the
+        # steep step starts fill the top R, and from the step limit a gradual rise is not reached
+        G = S // 3
+        per_kind = np.stack([k * G + np.argmax(ll0[:, k * G:(k + 1) * G], axis=1) for k in range(3)], axis=1)
+        top = np.concatenate([top, per_kind], axis=1)
+        chosen = np.take_along_axis(cand, top[..., None], axis=1)  # (B, R + 3, 4)
         if init is not None:
             init = np.broadcast_to(np.clip(np.asarray(init, float), lo, hi), (B, 4))
             chosen = np.concatenate([chosen, init[:, None, :]], axis=1)

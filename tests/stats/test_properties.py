@@ -86,9 +86,15 @@ def test_analyse_curve_never_raises_and_is_coherent(curve, seed):
     json.dumps(d, default=float)  # serialisable as written to summary.json
     if np.ptp(curve.k / curve.n) == 0:
         assert ca.verdict.shape == "none"  # a flat curve shows no transition
-    if ca.times is not None:
+    if ca.censored:  # a bound at the first or last revision, an open interval, no transition inside
         t = ca.times
-        _coherent_interval(t.t50_ci, t.t50)
+        assert ca.verdict.shape == "none" and d["censored"] == ca.censored
+        assert t.t50 == (curve.tokens[0] if ca.censored == "left" else curve.tokens[-1])
+        assert t.t50_ci == ([None, t.t50] if ca.censored == "left" else [t.t50, None])
+    elif ca.times is not None:
+        t = ca.times
+        lo, hi = t.t50_ci
+        _coherent_interval([curve.tokens.min() if lo is None else lo, curve.tokens.max() if hi is None else hi], t.t50)
         assert curve.tokens.min() * (1 - 1e-9) <= t.t50 <= curve.tokens.max() * (1 + 1e-9)
         assert t.width_decades > 0
 

@@ -47,7 +47,7 @@ def study_curve(model, cls):
     g = heads.assign(flag=heads[cls] >= STUDY_THRESHOLDS[cls]).groupby(["tokens", "revision"])
     t = g["flag"].agg(["sum", "size"]).reset_index().sort_values("tokens")
     return Curve(model, cls, t["revision"].to_numpy(), t["tokens"].to_numpy(float), t["sum"].to_numpy(float),
-                 t["size"].to_numpy(float))
+                 t["size"].to_numpy(float), identity=True)  # the same heads at every revision
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_the_verdict_does_not_flip_with_more_heads():
     """The same shape in 16x as many heads: the share and the verdict are unchanged,
     while the step test (fresh draws) only grows more certain it is not a pure step."""
     c = study_curve("olmo_1b_0724", "bos")
-    big = Curve(c.model, c.cls, c.revisions, c.tokens, c.k * 16, c.n * 16)
+    big = Curve(c.model, c.cls, c.revisions, c.tokens, c.k * 16, c.n * 16, identity=True)
     ca = analyse_curve(big, CFG, np.random.default_rng(1))
     assert ca.verdict.shape == "sharp"
     assert ca.verdict.evidence["max_jump_share"] == pytest.approx(161 / 207)
@@ -200,25 +200,30 @@ def test_evidence_is_reported():
 
 
 @pytest.mark.parametrize(
-    "k, n, tokens, reason",
+    "k, n, tokens, reason, censored",
     [
-        ([], [], [], "too short"),
-        ([3], [10], [1e9], "too short"),
-        ([1, 5], [10, 10], [1e9, 1e10], "too short"),
-        ([0] * 10, [64] * 10, TOK, "flat"),
-        ([64] * 10, [64] * 10, TOK, "flat"),
-        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [64] * 10, TOK, "flat"),  # one head is below min_rise_heads
-        ([0, 1, 0, 1, 0, 1, 0, 1, 0, 1], [64] * 10, TOK, "flat"),
-        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 50], [64] * 10, TOK, "no evidence of change"),  # seen at one revision only
-        ([2, 0, 1, 2, 0, 2, 1, 0, 2, 1], [256] * 10, TOK, "no evidence of change"),  # flicker of two heads
+        ([], [], [], "too short", None),
+        ([3], [10], [1e9], "too short", None),
+        ([1, 5], [10, 10], [1e9, 1e10], "too short", None),
+        ([0] * 10, [64] * 10, TOK, "not formed by the last revision", "right"),
+        ([64] * 10, [64] * 10, TOK, "formed at or before it", "left"),  # at its plateau from the start
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [64] * 10, TOK, "not formed", "right"),  # one head is below min_rise_heads
+        ([0, 1, 0, 1, 0, 1, 0, 1, 0, 1], [64] * 10, TOK, "not formed", "right"),
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 50], [64] * 10, TOK, "no evidence of change", None),  # seen at one revision only
+        ([2, 0, 1, 2, 0, 2, 1, 0, 2, 1], [256] * 10, TOK, "no evidence of change", "right"),  # flicker of two heads
     ],
 )
-def test_short_flat_or_noise_curves_get_none_with_a_reason(k, n, tokens, reason):
+def test_short_flat_or_noise_curves_get_none_with_a_reason(k, n, tokens, reason, censored):
     ca = analyse_curve(curve(k, n, tokens), CFG, np.random.default_rng(0))
     assert ca.verdict.shape == "none"
     assert reason in ca.verdict.reason
     d = ca.to_dict()
-    assert d["t50"] is None and d["shape"] == "none"
+    assert d["shape"] == "none" and d["censored"] == censored
+    if censored is None:
+        assert d["t50"] is None
+    else:  # a bound at the first (left) or the last (right) revision, with an open interval
+        assert d["t50"] == (TOK[0] if censored == "left" else TOK[-1])
+        assert d["t50_ci"] == ([None, TOK[0]] if censored == "left" else [TOK[-1], None])
 
 
 def test_zero_tokens_and_empty_revisions_are_left_out_not_fatal():

@@ -19,7 +19,7 @@ CFG = AnalysisConfig(n_boot=20, progress=False)  # the verdict does not use the 
 
 def verdict(pop, rng):
     c = Curve("sim", "bos", np.array([f"r{i}" for i in range(len(pop.tokens))]), pop.tokens, pop.k.astype(float),
-              pop.n.astype(float))
+              pop.n.astype(float), identity=True, flags=pop.flags)
     return analyse_curve(c, CFG, rng).verdict
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from emergence.validation import constrained_fields
 from stats.config import StatsConfig
-from test_validation import schema_cases  # tests/test_validation.py (tests/ is on the path)
+from test_validation import CLOSED_PORT, schema_cases  # tests/test_validation.py (tests/ is on the path)
 
 #: String options that hold free text (URIs, paths, names, filters).
 FREE_TEXT = {"source.tracking_uri", "source.experiment", "source.filter", "source.sweep", "source.models",
@@ -47,14 +47,18 @@ def cli(monkeypatch, capsys, tmp_path):
     from stats.__main__ import cli as entry
 
     def run(*args):
-        argv = [*args, f"hydra.run.dir={tmp_path}/run", f"output_dir={tmp_path}/out", "tracking.log=false",
-                "analysis.progress=false", "figures=false", f"source.tracking_uri=sqlite:///{tmp_path}/none.db"]
+        defaults = {"hydra.run.dir": f"{tmp_path}/run", "output_dir": f"{tmp_path}/out", "tracking.log": "false",
+                    "analysis.progress": "false", "figures": "false",
+                    "source.tracking_uri": f"sqlite:///{tmp_path}/none.db"}
+        given = {a.split("=", 1)[0] for a in args}
+        argv = [*args, *(f"{k}={v}" for k, v in defaults.items() if k not in given)]
         monkeypatch.setattr(sys, "argv", ["stats", *argv])
         capsys.readouterr()
         with pytest.raises(SystemExit) as info:
             entry()
         err = capsys.readouterr().err
         assert not (tmp_path / "out").exists()  # nothing written
+        assert not (tmp_path / "run").exists()  # not even Hydra's log of the refused run
         return info.value.code, [line for line in err.splitlines() if line.strip()]
 
     return run
@@ -103,6 +107,87 @@ def test_conflicting_duplicate_rows_are_refused_naming_them(cli, tmp_path):
                   "head": [1, 1], "bos": [40.0, 2.0]}).to_csv(heads, index=False)
     code, lines = cli("source=heads_csv", f"source.path={heads}")
     assert code == 2 and len(lines) == 1 and "conflicting duplicate rows" in lines[0] and "'step1', 0, 1" in lines[0]
+
+
+HEAD_COLUMNS = "model,revision,tokens,layer,head,bos,induction\n"
+#: Impossible values in the files ``stats`` reads (issue 23, point 7): (source, file text, texts the line shows).
+BAD_DATA_CASES = [
+    ("heads_csv", HEAD_COLUMNS + "m,step1,1000,0,0,1.0,2.0\nm,step1,1000,0,1,nan,2.0\n",
+     ["column 'bos' row 1: 'nan' is not a number", "layer 0, head 1"]),
+    ("heads_csv", HEAD_COLUMNS + "m,step1,1000,0,0,1.0,2.0\nm,step1,1000,0,1,NaN,2.0\n", ["column 'bos' row 1: 'NaN'"]),
+    ("heads_csv", HEAD_COLUMNS + "m,step1,1000,0,0,1.0,inf\n", ["column 'induction' row 0: inf is not finite"]),
+    ("heads_csv", HEAD_COLUMNS + "m,step1,1000,0,0,-inf,1.0\n", ["column 'bos' row 0: -inf is negative"]),
+    ("heads_csv", HEAD_COLUMNS + "m,step1,1000,0,0,1.0,2.0\nm,step1,1000,0,1,-3.5,2.0\n",
+     ["column 'bos' row 1: -3.5 is negative", "a finite number >= 0"]),
+    ("heads_csv", HEAD_COLUMNS + "m,step1,-1000,0,0,1.0,2.0\n", ["column 'tokens' row 0: -1000 is not a token count",
+                                                                "revision 'step1'"]),
+    ("heads_csv", HEAD_COLUMNS + "m,step1,inf,0,0,1.0,2.0\n", ["column 'tokens' row 0: inf is not a token count"]),
+    ("csv", "model,class,tokens,k,n\nm,bos,1000,1,16\nm,bos,-2000,3,16\n",
+     ["column 'tokens' row 1: -2000", "not a token count"]),
+    ("csv", "model,class,tokens,k,n\nm,bos,1000,1.5,16\n", ["column 'k' row 0: 1.5 is not a count"]),
+    ("csv", "model,class,tokens,k,n\nm,bos,1000,1,inf\n", ["column 'n' row 0: inf is not a count"]),
+    ("csv", "model,class,tokens,k,n\nm,bos,1000,1,16\nm,bos,2000,20,16\n", ["column 'k' row 1: k=20 > n=16"]),
+    ("csv", "model,class,tokens,k,n\nm,bos,1000,nan,16\n", ["column 'k' row 0: 'nan' is not a number"]),
+]
+
+
+@pytest.mark.parametrize("source, text, shows", BAD_DATA_CASES, ids=[t.splitlines()[-1] for _, t, _ in BAD_DATA_CASES])
+def test_impossible_values_are_one_line_naming_file_row_and_column(cli, tmp_path, source, text, shows):
+    """NaN (written out), infinite and negative selectivities and negative token counts were taken
+    silently (a negative-token revision left the fits without a word); each is one line, exit 2."""
+    path = tmp_path / "data.csv"
+    path.write_text(text)
+    code, lines = cli(f"source={source}", f"source.path={path}")
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("stats: error: ") and str(path) in lines[0], lines[0]
+    for shown in shows:
+        assert shown in lines[0], (shown, lines[0])
+
+
+def test_an_empty_selectivity_is_not_measured_and_a_run_may_hold_inf():
+    """What stays accepted: an empty cell (not measured) in a file, and +inf in a run's own heads.csv
+    (the screen writes it for a head whose baseline keys got no attention mass)."""
+    from stats.heads import normalise_heads
+
+    df = pd.DataFrame({"model": ["m", "m"], "revision": ["s", "s"], "tokens": [1e3, 1e3], "layer": [0, 0],
+                       "head": [0, 1], "bos": [float("nan"), float("inf")]})
+    heads, _ = normalise_heads(df, "heads.csv of the runs", allow_inf=True)
+    assert heads["selectivity.bos"].isna().iloc[0] and heads["selectivity.bos"].iloc[1] == float("inf")
+    from stats.errors import StatsError
+
+    with pytest.raises(StatsError, match="inf is not finite"):
+        normalise_heads(df, "a file")
+
+
+URI_CASES = [
+    (["source.tracking_uri=garbage:///"], ["source.tracking_uri='garbage:///' has an unknown scheme 'garbage'"]),
+    ([f"source.tracking_uri=http://127.0.0.1:{CLOSED_PORT}"], ["source.tracking_uri=", "cannot be reached"]),
+    (["source=xu2026", "tracking.log=true", "tracking.uri=garbage:///"], ["tracking.uri='garbage:///' has an unknown"]),
+]
+
+
+@pytest.mark.parametrize("overrides, shows", URI_CASES, ids=[" ".join(o) for o, _ in URI_CASES])
+def test_a_bad_store_is_one_line_before_anything_is_read(cli, overrides, shows):
+    code, lines = cli(*overrides)
+    assert code == 2 and len(lines) == 1, lines
+    for shown in shows:
+        assert shown in lines[0], (shown, lines[0])
+
+
+def test_hydra_logs_go_with_output_dir_not_to_outputs(tmp_path, monkeypatch, capsys):
+    """``stats output_dir=X`` keeps Hydra's record of the run in X, so nothing lands in ./outputs."""
+    from stats.__main__ import cli as entry
+
+    curves = tmp_path / "curves.csv"
+    pd.DataFrame({"model": ["m"] * 5, "class": ["bos"] * 5, "tokens": [1e3, 1e4, 1e5, 1e6, 1e7],
+                  "k": [0, 1, 8, 15, 16], "n": [16] * 5}).to_csv(curves, index=False)
+    monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["stats", "source=csv", f"source.path={curves}", f"output_dir={tmp_path}/out",
+                                      "tracking.log=false", "figures=false", "analysis.n_boot=20",
+                                      "analysis.shape.n_perm=99", "analysis.progress=false"])
+    entry()
+    assert (tmp_path / "out" / "summary.json").is_file() and (tmp_path / "out" / ".hydra").is_dir()
+    assert not (tmp_path / "outputs").exists()
 
 
 def test_end_to_end_exit_status_and_one_stderr_line(tmp_path):

@@ -5,7 +5,7 @@ import pytest
 
 from stats.models import fit_all
 from stats.simulate import logistic_probability, logspaced_tokens, simulate_counts_once, step_probability
-from stats.times import already_formed_times, bootstrap_transition_times, gap_ratio, logistic_times
+from stats.times import bootstrap_transition_times, censored_times, gap_ratio, logistic_times
 
 TOK = logspaced_tokens(1e9, 3e12, 10)
 N = np.full(10, 128)
@@ -33,7 +33,7 @@ def test_t50_interval_coverage_small_simulation():
         t50 = 10 ** rng.uniform(10.2, 11.3)
         k = simulate_counts_once(logistic_probability(TOK, 0.02, rng.uniform(0.3, 0.7), t50, rng.uniform(1.0, 2.5)), N, rng)
         t = times_of(k, rng, 200)
-        hits += t.t50_ci[0] <= t50 <= t.t50_ci[1]
+        hits += (t.t50_ci[0] or 0) <= t50 <= (t.t50_ci[1] or np.inf)
     assert 0.85 <= hits / trials <= 1.0
 
 
@@ -64,7 +64,7 @@ def test_gap_of_known_ratio_is_recovered():
     assert g.ratio == pytest.approx(20, rel=0.6)
     assert g.p_value < 0.01
     d = g.to_dict()
-    assert d["null"] == "t_late / t_early <= 1" and d["ratio_bound"] is None
+    assert d["null"] == "t_late / t_early <= 1" and d["bound"] is None
 
 
 def test_separation_test_small_calibration_at_ratio_one():
@@ -81,10 +81,13 @@ def test_separation_test_small_calibration_at_ratio_one():
 def test_already_formed_early_class_gives_a_lower_bound():
     rng = np.random.default_rng(5)
     late = times_of(simulate_counts_once(logistic_probability(TOK, 0.0, 0.6, 1e11, 1.2), N, rng), rng, 300)
-    early = already_formed_times(TOK[0], 300)
+    early = censored_times("left", TOK[0], 300)
+    assert early.censored == "left" and early.t50_bound == "upper" and early.t50_ci == [None, TOK[0]]
     g = gap_ratio("m", late, early)
     assert g.bound == "lower"
     assert g.ratio == pytest.approx(late.t50 / TOK[0])
+    # one-sided: the lower confidence limit of t50(late) over the bound, no upper end
+    assert g.ratio_ci[1] is None and g.ratio_ci[0] == pytest.approx(np.quantile(10 ** late.draws_t50, 0.05) / TOK[0], rel=0.02)
     assert g.p_value < 0.01
 
 
@@ -96,7 +99,7 @@ def test_t50_coverage_under_overdispersion_small_simulation():
         t50 = 10 ** rng.uniform(10.2, 11.3)
         k = simulate_counts_once(logistic_probability(TOK, 0.02, rng.uniform(0.3, 0.7), t50, rng.uniform(1.0, 2.5)), n, rng, 4.0)
         t = times_of(k, rng, 200, n)
-        hits += t.t50_ci[0] <= t50 <= t.t50_ci[1]
+        hits += (t.t50_ci[0] or 0) <= t50 <= (t.t50_ci[1] or np.inf)
     assert hits / trials >= 0.85
 
 

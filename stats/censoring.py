@@ -1,0 +1,128 @@
+"""Censoring: a rise whose midpoint lies outside the screened revisions.
+
+Screens see a model only at its screened revisions ``t_1 < ... < t_m``. A class
+that formed before ``t_1`` shows no rise (its count is at its plateau from the
+first revision, or only falls); one that has not formed by ``t_m`` shows none
+either (its count stays near zero), or only the start of one. Fitting a sigmoid
+to such a curve as if the transition were inside the range gives a meaningless
+midpoint, so the analysis first decides on which side, if any, the rise's
+midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
+
+- ``left``: ``t50 <= t_1``. Either no rise inside the range (no monotone change
+  against noise, :func:`stats.shape.level_change_test`, or a rise below
+  ``min_rise_heads`` heads) while the class is already present at the first
+  revision; or a rise whose fitted logistic midpoint lies before ``t_1`` (only the
+  end of the rise is seen).
+- ``right``: ``t50 > t_m``. Either no rise and the class never present (nothing
+  has formed by the last revision), or a rise whose fitted midpoint lies after
+  ``t_m`` (only the start of the rise is seen).
+
+"Present" is judged by regime (:mod:`stats.shape`), at the first revision and at
+most at any revision, against a floor:
+
+- identity known, with the heads' flags: *settled* heads, flagged at each of
+  :data:`SETTLED_REVISIONS` (4) revisions in a row; heads near the threshold that
+  flicker on and off are no class (a head on at random half the time is settled
+  with probability 1/16). The floor is ``min_rise_heads``. Without flags, the
+  unimodal fit's level in heads (:mod:`stats.phases`);
+- aggregate counts (independent draws): the unimodal fit's level, against
+  ``max(min_rise_heads, background_share x n)``: below that share a level cannot be
+  told from a background of heads that pass the threshold by chance.
+
+Present at the start: ``left``. Never present: ``right``. Present later but with
+no rise against noise (a change seen at the last revision alone, a level that only
+the later revisions reach): the side cannot be told, and the curve is left
+uncensored (shape ``none``, the reason saying so) rather than guessed.
+
+A censored curve's shape verdict is ``none`` (no transition inside the range; the
+reason says on which side it lies), its times are the bound
+(:func:`stats.times.censored_times`), and a gap ratio with a censored side is a
+one-sided bound with a one-sided test (:func:`stats.times.gap_ratio`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from stats.curves import Curve
+from stats.phases import CurvePhases
+
+SIDES = ("left", "right")
+#: A head is *settled* when flagged at each of this many first revisions (module docstring).
+SETTLED_REVISIONS = 4
+
+
+@dataclass
+class Censoring:
+    """On which side of the screened range a curve's rise midpoint lies (``side`` None: the
+    curve shows no rise and the side cannot be told), and why."""
+
+    side: Optional[str]
+    reason: str
+
+    def __post_init__(self):
+        if self.side not in SIDES + (None,):
+            raise ValueError(f"censoring side {self.side!r}: valid {SIDES} or None")
+
+    @property
+    def bound_tokens_index(self) -> int:
+        """Index of the revision that bounds t50: the first (left) or the last (right)."""
+        return 0 if self.side == "left" else -1
+
+
+def _heads(v: float) -> str:
+    return f"{v:.3g} head" + ("" if abs(v - 1) < 1e-9 else "s")
+
+
+def presence(curve: Curve, phases: CurvePhases, regime: str, background_share: float) -> tuple:
+    """(at the start, at most anywhere, what): the class's heads present at the first
+    revision and at most at any revision, by regime (module docstring)."""
+    if curve.flags is not None and len(curve) >= SETTLED_REVISIONS:
+        w = SETTLED_REVISIONS
+        settled = np.stack([curve.flags[j:j + w].all(0) for j in range(len(curve) - w + 1)]).sum(1)
+        return float(settled[0]), float(settled.max()), f"settled (flagged at {w} revisions in a row)"
+    n_ref = float(np.median(curve.n))
+    return float(phases.fit[0]) * n_ref, phases.peak_heads, "in the unimodal fit"
+
+
+def censoring_without_rise(curve: Curve, phases: CurvePhases, p_change: float, min_rise_heads: float,
+                           alpha: float, regime: str, background_share: float) -> Optional[Censoring]:
+    """The censoring of a curve that shows no rise inside the range (side None when it cannot
+    be told); None when it shows a rise."""
+    n_ref = float(np.median(curve.n))
+    rise = phases.fit[: phases.rise_end]
+    rise_heads = float(rise.max() - rise[0]) * n_ref
+    if rise_heads >= min_rise_heads - 1e-9 and p_change <= alpha:
+        return None
+    start, most, what = presence(curve, phases, regime, background_share)
+    floor = max(min_rise_heads, background_share * n_ref if regime == "aggregate" else 0.0)
+    first, last = curve.revisions[0], curve.revisions[-1]
+    why = (f"no evidence of change against noise (monotone-change permutation test p = {p_change:.3f} > {alpha})"
+           if p_change > alpha else f"a rise of {_heads(rise_heads)} < min_rise_heads {min_rise_heads:g}")
+    if start >= floor - 1e-9:
+        tail = f"; then {phases.decline.describe()}" if phases.decline is not None else ""
+        return Censoring("left", f"left-censored: {_heads(start)} {what} at the first revision ({first}) and {why}: "
+                                 f"the class formed at or before it (t50 <= {first}){tail}")
+    if most < floor - 1e-9:
+        return Censoring("right", f"right-censored: at most {_heads(most)} {what} at any revision and {why}: not "
+                                  f"formed by the last revision ({last}; t50 > {last})")
+    bg = f" (below background_share {background_share:g} of the heads at the start)" if regime == "aggregate" else ""
+    return Censoring(None, f"{why}; {_heads(start)} {what} at the first revision{bg} and up to {_heads(most)} later: "
+                           "whether the class formed before the first revision or is forming cannot be told")
+
+
+def censoring_from_fit(curve: Curve, log10_t50: float) -> Optional[Censoring]:
+    """Censoring of a curve with a rise whose fitted logistic midpoint (log10 tokens) lies
+    outside the screened range; None when inside."""
+    x = np.log10(curve.tokens)
+    first, last = curve.revisions[0], curve.revisions[-1]
+    if log10_t50 < x[0]:
+        return Censoring("left", f"left-censored: the fitted midpoint lies before the first revision ({first}); only the "
+                                 f"end of the rise is seen (t50 <= {first})")
+    if log10_t50 > x[-1]:
+        return Censoring("right", f"right-censored: the fitted midpoint lies after the last revision ({last}); only the "
+                                  f"start of the rise is seen (t50 > {last})")
+    return None
