@@ -199,3 +199,42 @@ def test_a_store_that_fails_is_reported_once_and_written_when_it_is_back(tmp_pat
     logged_runs = runs(cfg.tracking.uri)
     assert {r.data.params["revision"] for r in logged_runs} >= set(names)   # the backlog was written
     assert set(logged) == {r.data.params["revision"] for r in logged_runs}
+
+
+def test_the_plain_loop_example(tmp_path):
+    """The 10-line example of emergence/live/monitor.py (and the README), on a tiny GPT-NeoX."""
+    from transformers import AutoModelForCausalLM
+
+    from emergence.live import LiveMonitor, folder_config
+    from tiny_models import tiny_config
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(tiny_config("gpt_neox", vocab_size=128, max_positions=64),
+                                             attn_implementation="sdpa")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    B, T, n_steps = 4, 64, 30
+    data = torch.randint(1, 128, (n_steps + 1, B, T), generator=torch.Generator().manual_seed(0))
+
+    def batch(step):
+        return data[step]
+
+    run = tmp_path / "runs" / "my_run"
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cfg = folder_config("my_run", run, family="gpt_neox", tokens_per_step=B * T,
+                        overrides=["live=adaptive", f"tracking.uri={uri}", "live.first_step=5",
+                                   "live.screens_per_decade=10", "live.n_sequences=8", "corpus.segment_length=12"])
+    monitor = LiveMonitor(cfg)
+    monitor.step(model, 0, 0)
+    for step in range(1, n_steps + 1):
+        loss = model(input_ids=batch(step), labels=batch(step)).loss
+        loss.backward(); optimizer.step(); optimizer.zero_grad()  # noqa: E702
+        if monitor.step(model, step, step * B * T, final=step == n_steps):
+            torch.save(optimizer.state_dict(), run / f"optimizer-{step}.pt")
+    monitor.finish()
+    data_ = listing(run)
+    names = [r["name"] for r in data_["revisions"]]
+    assert data_["complete"] and names[0] == "step0" and names[-1] == "step30"
+    assert sorted(p.name for p in run.glob("optimizer-*.pt")) == sorted(f"optimizer-{n[4:]}.pt" for n in names[1:])
+    assert all((run / n / "model.safetensors").is_file() for n in names)
+    screened = {r.data.params["revision"] for r in runs(uri)}
+    assert set(names) <= screened and len(screened) == monitor.screens

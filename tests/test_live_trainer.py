@@ -6,6 +6,9 @@ read as induction heads, so the induction count jumps from 0 to 2 between the wa
 screens at steps 20 and 25. The callback must save both (the lookback copy of step 20),
 then the dense window after the jump; its runs reach the store while training runs, and
 ``stats`` reads them as a curve whose largest jump lies between adjacent checkpoints.
+The training is killed at step 26 (inside the dense window) and resumed from its last
+checkpoint with a new Trainer and callback: the monitor's state comes back from the
+checkpoint, so the checkpoints and runs are those of one uninterrupted training.
 """
 
 from __future__ import annotations
@@ -52,24 +55,43 @@ def trained(tmp_path_factory):
         def on_step_end(self, args, state, control, model=None, **kwargs):
             model.config.switched_on = state.global_step >= SWITCH
 
+    class Crash(Exception):
+        pass
+
     class Observe(TrainerCallback):
+        def __init__(self, live, crash_at=None):
+            self.live, self.crash_at = live, crash_at
+
         def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == self.crash_at:  # killed: what the writer had written is in the store
+                self.live.monitor.writer.flush(120)
+                raise Crash()
             if state.global_step == 30:
-                live.monitor.writer.flush(120)
+                self.live.monitor.writer.flush(120)
                 seen_during_training.append(len(store_runs(uri)))
 
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(tiny_config("gpt_neox", vocab_size=128, max_positions=64),
-                                             attn_implementation="sdpa")
-    args = TrainingArguments(str(tmp / "run"), max_steps=40, per_device_train_batch_size=4, learning_rate=1e-3,
-                             save_strategy="no", report_to="none", use_cpu=True, logging_strategy="no",
-                             disable_tqdm=True, seed=0)
-    live = LiveCallback(cfg)
+    def trainer(crash_at=None):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(tiny_config("gpt_neox", vocab_size=128, max_positions=64),
+                                                 attn_implementation="sdpa")
+        args = TrainingArguments(str(tmp / "run"), max_steps=40, per_device_train_batch_size=4, learning_rate=1e-3,
+                                 save_strategy="no", report_to="none", use_cpu=True, logging_strategy="no",
+                                 disable_tqdm=True, seed=0)
+        live = LiveCallback(cfg)
+        return Trainer(model=model, args=args, train_dataset=Sequences(),
+                       callbacks=[Switch(), live, Observe(live, crash_at)])
+
     restore = switching_registry.install()
     try:
-        Trainer(model=model, args=args, train_dataset=Sequences(), callbacks=[Switch(), live, Observe()]).train()
+        with pytest.raises(Crash):
+            trainer(crash_at=26).train()
+        assert not json.loads((tmp / "run" / "revisions.json").read_text())["complete"]
+        resumed = trainer()
+        resumed.train(resume_from_checkpoint=True)   # from checkpoint-25, the last the Trainer wrote
     finally:
         restore()
+    live = next(cb for cb in resumed.callback_handler.callbacks if isinstance(cb, LiveCallback))
+    assert live.monitor.screens == 4                    # 27, 29 (dense), 32, 40: it went on from step 25
     return cfg, tmp / "run", uri, seen_during_training
 
 

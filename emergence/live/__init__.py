@@ -23,14 +23,20 @@ from typing import Optional, Sequence
 
 from omegaconf import OmegaConf
 
-__all__ = ["LiveMonitor", "LiveCallback", "folder_config", "live_view"]
+__all__ = ["LiveMonitor", "LiveCallback", "folder_config", "live_view", "plain"]
+
+
+def plain(cfg):
+    """A resolved copy of a job's config, without Hydra's own node (a sweep's configs hold one)."""
+    return OmegaConf.create({k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k])
+                             else cfg[k] for k in cfg if k != "hydra"})
 
 
 def live_view(cfg):
     """The config a live screen runs and logs under: ``cfg`` with the probe cut to
     ``live.n_sequences`` sequences and the screen's participation ratio set by
     ``live.participation_ratio`` (so the run identity says what the live screen measured)."""
-    view = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    view = plain(cfg)
     view.corpus.n_sequences = int(cfg.live.n_sequences)
     view.screen.participation_ratio = bool(cfg.live.participation_ratio)
     return view

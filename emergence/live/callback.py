@@ -6,8 +6,8 @@ and the tokens seen; when the monitor decides a checkpoint it sets
 usual (an HF model folder, with its optimizer state). ``on_save`` lists every checkpoint
 the ``Trainer`` writes (the monitor's, and any of its own ``save_strategy``) in
 ``<output_dir>/revisions.json``, screened once, and stores the monitor's state in the
-checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=...)`` resumes
-with it. The lookback copy (the screen before a jump) is written by the monitor itself
+checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=True)`` resumes
+with it (tested: tests/test_live_trainer.py). The lookback copy (the screen before a jump) is written by the monitor itself
 as ``checkpoint-<M>/`` (weights and config only). The last step is always saved.
 
 An HF ``Trainer`` (10 lines)::
@@ -94,6 +94,12 @@ class LiveCallback(TrainerCallback):
         return control
 
     def on_train_end(self, args, state, control, **kwargs):
-        if self.monitor is not None:
-            self.monitor.finish()
+        """Training ended (``max_steps``, or stopped early by a callback): the last step saved (by the
+        monitor itself when the ``Trainer`` did not), what is pending logged, the listing complete."""
+        if self.monitor is None:
+            return control
+        step = state.global_step
+        if step not in self.monitor.checkpoints.steps() and kwargs.get("model") is not None:
+            self.monitor.saved(kwargs["model"], step, self._tokens(args, state), write=True)
+        self.monitor.finish()
         return control

@@ -15,6 +15,7 @@ own ``checkpoint-<N>`` folders) it only records them, and writes only the lookba
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,6 +24,20 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 REVISIONS_FILE = "revisions.json"
+
+
+@contextlib.contextmanager
+def _quiet():
+    """No "Writing model shards" bar for each checkpoint (the training loop has its own)."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -58,7 +73,8 @@ class CheckpointFolder:
         final, tmp = self.folder / name, self.folder / f".tmp-{name}-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
-        model.save_pretrained(tmp, state_dict=state_dict)
+        with _quiet():
+            model.save_pretrained(tmp, state_dict=state_dict)
         if config is not None:  # the config as it was when the held weights were screened
             config.save_pretrained(tmp)
         if final.exists():  # a leftover of a session that died after the rename

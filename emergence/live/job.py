@@ -11,7 +11,8 @@
    are found screened already and reported; one that is not (a store that failed during
    training, another store) is screened from its folder now.
 
-It runs one job (no ``-m``: the revisions are known only once the model is trained).
+Under ``-m`` the sweeper makes one such job per model (hydra_plugins/emergence_sweeper: the
+revisions are known only once the model is trained, so they are not swept).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ def check(cfg) -> None:
     from emergence.registry import model_source
 
     if cfg.revision.pin is not None:
-        raise EmergenceError("live=adaptive trains one model with its monitor and cannot be swept with -m (its "
-                             "checkpoints are known only after training); run it without -m, one model at a time")
+        raise EmergenceError(f"revision.pin={cfg.revision.pin} cannot be set with live=adaptive: its checkpoints are "
+                             "chosen during training (under -m each model is one job: -m model=toy_neox,toy_olmo "
+                             "live=adaptive)")
     if model_source(cfg.model).name != "toy":
         raise EmergenceError(f"live=adaptive trains a toy model (model=toy_neox, toy_olmo, toy_olmoe); "
                              f"{cfg.model.name!r} has revisions: {cfg.model.revisions}. To screen a model you "

@@ -8,19 +8,20 @@ asks for (emergence/live/checkpoints.py) and logs the screen as a run (emergence
 in a background thread). It returns True when it saved a checkpoint of this step (a
 loop that wants to resume saves its optimizer state then, with :meth:`state_dict`).
 
-A plain PyTorch loop (10 lines)::
+A plain PyTorch loop (10 lines; tests/test_live_monitor.py runs it)::
 
     from emergence.live import LiveMonitor, folder_config
 
     cfg = folder_config("my_run", "runs/my_run", family="gpt_neox", tokens_per_step=B * T,
                         overrides=["live=adaptive", "tracking.uri=sqlite:////abs/mlflow.db"])
-    monitor = LiveMonitor(cfg)                   # screens, saves runs/my_run/step<N>/, logs runs
-    for step in range(n_steps):
+    monitor = LiveMonitor(cfg)                  # checkpoints: runs/my_run/step<N>/ and revisions.json
+    monitor.step(model, 0, 0)                   # the initial weights
+    for step in range(1, n_steps + 1):
         loss = model(input_ids=batch(step), labels=batch(step)).loss
         loss.backward(); optimizer.step(); optimizer.zero_grad()
-        if monitor.step(model, step + 1, (step + 1) * B * T):   # True: a checkpoint was saved
-            torch.save(optimizer.state_dict(), f"runs/my_run/optimizer-{step + 1}.pt")
-    monitor.finish(model, n_steps, n_steps * B * T)              # the last checkpoint; listing complete
+        if monitor.step(model, step, step * B * T, final=step == n_steps):  # True: it saved step<N>/
+            torch.save(optimizer.state_dict(), f"runs/my_run/optimizer-{step}.pt")
+    monitor.finish()                            # the pending run logged, the listing complete
 
 Safety: a screen that raises (a probe the model cannot read, a model the screens do not
 support) is reported once on stderr; training and the sparse saves go on and the screen
@@ -79,6 +80,9 @@ class LiveMonitor:
         self.last: Optional[Observation] = None
         self.screens = 0
         self.screen_seconds = 0.0
+        #: Wall time inside :meth:`step` (screens, lookback copies, checkpoint writes): the monitor's
+        #: cost to the training thread (the store is written by another thread).
+        self.seconds = 0.0
         self.failures = 0
 
     # -- the loop's side
@@ -87,15 +91,17 @@ class LiveMonitor:
         checkpoint of ``step`` is saved: written by the monitor, or, with
         ``checkpoints.writes_current=False``, to be written by the caller (then :meth:`saved`)."""
         step, tokens = int(step), int(tokens)
-        if final:
-            if step in self.checkpoints.steps() or step in self._decided:
-                return False
-            if self.schedule.last_screened == step:  # screened, not saved: save that screen
-                return self._save_current(model, self._pending_revision(step, tokens), self._pending)
-            return self._screen_and_decide(model, step, tokens, force_save=True)
-        if not self.schedule.due(step):
+        if final and (step in self.checkpoints.steps() or step in self._decided):
             return False
-        return self._screen_and_decide(model, step, tokens, force_save=False)
+        if not final and not self.schedule.due(step):
+            return False
+        tic = time.perf_counter()
+        try:
+            if final and self.schedule.last_screened == step:  # screened, not saved: save that screen
+                return self._save_current(model, self._pending_revision(step, tokens), self._pending)
+            return self._screen_and_decide(model, step, tokens, force_save=final)
+        finally:
+            self.seconds += time.perf_counter() - tic
 
     def finish(self, model=None, step: Optional[int] = None, tokens: Optional[int] = None) -> bool:
         """At the end of training: the last checkpoint (``model`` given: screened and saved as

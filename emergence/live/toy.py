@@ -23,7 +23,7 @@ from typing import Tuple
 
 from omegaconf import OmegaConf
 
-from emergence.live import live_view
+from emergence.live import live_view, plain
 
 
 def live_hash(cfg) -> str:
@@ -44,7 +44,7 @@ def live_suite_folder(cfg) -> Path:
 
 def suite_config(cfg, folder):
     """``cfg`` with its toy model as the checkpoint folder ``folder`` (the runs' model config)."""
-    out = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    out = plain(cfg)
     out.model.revisions = "folder"
     out.model.path = str(Path(folder).resolve())
     return out

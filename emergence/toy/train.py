@@ -27,6 +27,12 @@ newer than the state, and left-over ``.tmp-*`` folders, are discarded and
 rewritten. Without a usable state the folder is cleared and training restarts
 from step 0. ``train_state.pt`` is deleted once the suite is complete.
 
+Live screening (``live=adaptive``, emergence/live/toy.py): ``train_suite(..., monitor=...)``
+runs the same training with a live monitor called after every update; the monitor decides
+and writes the checkpoints (and lists them in ``revisions.json`` as they are saved) instead
+of the fixed schedule, its state is kept in ``train_state.pt`` at each of its checkpoints,
+and the weights at every step are those of the fixed-schedule training (tested bit for bit).
+
 Determinism: ``torch.manual_seed(seed)`` before building the model,
 ``torch.use_deterministic_algorithms(True)`` during training, numpy Generators for
 the data, the thread count fixed by ``recipe.threads`` (``null``: torch's
@@ -328,14 +334,14 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                 loss = float(out.loss.detach())
                 losses.append(loss)
                 bar.update(1)
-                if done % 25 == 0 or done == rec.steps:
-                    bar.set_postfix_str(f"loss={np.mean(losses[-25:]):.3f}"
-                                        + (f" {monitor.status()}" if monitor is not None else ""))
                 if done in save_at:
                     _save_checkpoint(model, folder, save_at[done])
                     _save_state(folder, done, model, optimizer, digest, losses)
                 if monitor is not None and monitor.step(model, done, done * per_step, final=done == rec.steps):
                     _save_state(folder, done, model, optimizer, digest, losses, live=monitor.state_dict())
+                if done % 25 == 0 or done == rec.steps:
+                    bar.set_postfix_str(f"loss={np.mean(losses[-25:]):.3f}"
+                                        + (f" {monitor.status()}" if monitor is not None else ""))
                 if on_step is not None:
                     on_step(done)
         finally:
@@ -356,6 +362,7 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
         listing.update(monitor.checkpoints.listing_extra)
         listing["live"] = {"screens_last_session": monitor.screens,
                            "screen_seconds_last_session": round(monitor.screen_seconds, 2),
+                           "monitor_seconds_last_session": round(monitor.seconds, 2),
                            "failed_screens_last_session": monitor.failures}
     _write_atomic(folder / REVISIONS_FILE, lambda p: p.write_text(json.dumps(listing, indent=1)))
     (folder / STATE_FILE).unlink(missing_ok=True)

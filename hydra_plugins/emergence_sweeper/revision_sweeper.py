@@ -78,6 +78,8 @@ class RevisionSweeper(BasicSweeper):
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         if cfg.revision.pin is not None:
             return [list(overrides)]
+        if cfg.get("live") is not None and cfg.live.mode != "off":  # one job trains it (emergence/live/job.py)
+            return [list(overrides)]
         if cfg.revision.select == "refine":  # planned round by round from the store, after the others
             self.refine_bases.append(list(overrides))
             return []
