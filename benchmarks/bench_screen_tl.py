@@ -1,14 +1,17 @@
-"""Streaming screen vs bare forward vs naive ``output_attentions`` vs TransformerLens 4 (issue 13, point 5).
+"""Streaming screen vs the decoder-only forward vs naive ``output_attentions`` vs TransformerLens 4 (issues 13, 25).
 
 All routes run on one randomly initialised GPT-NeoX of pythia-160m's shape, built from
 its config (12 layers x 12 heads, d_model 768, d_ff 3072, vocab 50304, rotary_pct
-0.25, 2048 positions; no download), eager attention, on the same synthetic induction
+0.25, 2048 positions; no download), SDPA attention, on the same synthetic induction
 probe (``emergence.probes.synthetic_induction``: ``[0] a1..a31 a1..a31``, T = 63):
 
+- decoder: the decoder-only forward the screen wraps (``model.gpt_neox(ids)``, SDPA): the
+  yardstick (issue 25); floor: the decoder plus the logits at the induction targets (the
+  least the project recipe computes), beside its FLOP count (benchmarks/bench_screen.py);
 - streaming: the project's ``screen()`` with the default all-class config plus the
   participation ratio (``ScreenConfig(participation_ratio=True)``, recipe ``project``);
-- bare: ``model(input_ids)`` (eager, full logits, outputs dropped);
-- naive: ``model(ids, output_attentions=True)`` holds every layer's attention of the
+- bare: ``model(input_ids)`` (full logits at every position, outputs dropped): the old yardstick;
+- naive: ``model(ids, output_attentions=True)`` (eager) holds every layer's attention of the
   batch; their batch sums are accumulated, the loss is taken from the full logits, and
   the six selectivities are computed once from the mean attention (the project's own
   arithmetic, so the same numbers; no PR: this route has no head outputs);
@@ -26,14 +29,15 @@ Throughput: all routes run in one further subprocess, interleaved batch by batch
 rotating order, ``--repeats`` passes over the probe (tl on a deep copy of the model,
 since the bridge rewires its model in place), so that load from other jobs on a shared
 machine falls on every route alike; tokens/s = tokens screened / summed route time, and
-the ratios are of the summed times (the per-round spread is printed too). The streaming
-route is one ``screen()`` call per batch here, so its per-call setup is charged per batch.
+the ratios are of the summed times (the per-round spread is printed too, and the
+machine's load average before and after). The streaming route is one ``screen()`` call
+per batch here, so its per-call setup is charged per batch.
 
     python benchmarks/bench_screen_tl.py [--n-sequences 40] [--batch-size 20] [--repeats 3]
     python benchmarks/bench_screen_tl.py --profile      # torch.profiler: streaming screen vs bare forward
 
-Goals (issue 13): streaming >= 2x TransformerLens's throughput at <= 1/4 of its peak
-memory, and streaming within 1.1x of a bare forward's time.
+Goals: streaming >= 2x TransformerLens's throughput at <= 1/4 of its peak memory (issue 13),
+and streaming within 1.1x of the decoder-only forward it wraps (issue 25).
 Needs the ``bench`` extra: ``pip install -e '.[bench]'`` (transformer-lens>=4.3).
 """
 
@@ -53,13 +57,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from emergence.contract import INDUCTION_LOSS_METRIC, selectivity_column  # noqa: E402  (torch-free)
+from bench_screen import flop_floor, load_average, logit_rows  # noqa: E402  (the yardstick's routes)
 
 #: EleutherAI/pythia-160m config.json values (hidden size, layers, heads, d_ff, vocab, rotary).
 PYTHIA_160M = dict(vocab_size=50304, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                    intermediate_size=3072, hidden_act="gelu", rotary_pct=0.25, rotary_emb_base=10000,
                    max_position_embeddings=2048, layer_norm_eps=1e-5, use_parallel_residual=True,
                    tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
-ROUTES = ("bare", "streaming", "naive", "tl")
+ROUTES = ("decoder", "floor", "streaming", "bare", "naive", "tl")
 SEGMENT = 31
 
 
@@ -76,7 +81,7 @@ def build(args):
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    model = AutoModelForCausalLM.from_config(GPTNeoXConfig(**PYTHIA_160M), attn_implementation="eager").eval()
+    model = AutoModelForCausalLM.from_config(GPTNeoXConfig(**PYTHIA_160M), attn_implementation="sdpa").eval()
     probe = synthetic_induction(range(1, PYTHIA_160M["vocab_size"]), args.n_sequences, SEGMENT, first_token=0,
                                 seed=0, batch_size=args.batch_size)
     return model, probe
@@ -107,7 +112,31 @@ def selectivities_from_mean(A, ids0):
     return r.finish().heads
 
 
+def decoder_route(model, probe, floor: bool = False):
+    """The decoder-only forward (``floor``: plus the logits at the induction targets)."""
+    import torch
+
+    from emergence.screens.base import base_model
+
+    decoder, head = base_model(model), model.get_output_embeddings()
+    with torch.inference_mode():
+        for ids in probe.batches():
+            h = decoder(input_ids=ids, use_cache=False).last_hidden_state
+            if floor:
+                head(h[logit_rows("project", ids)]).float()
+
+
 def naive_route(model, probe):
+
+    saved = model.config._attn_implementation
+    model.set_attn_implementation("eager")  # output_attentions needs eager attention
+    try:
+        return _naive(model, probe)
+    finally:
+        model.set_attn_implementation(saved)
+
+
+def _naive(model, probe):
     import torch
 
     sums, loss, count = None, 0.0, 0
@@ -184,6 +213,8 @@ def route(name: str, args) -> dict:
         info = naive_route(model, probe)
     elif name == "tl":
         info = tl_route(bridge, probe)
+    elif name in ("decoder", "floor"):
+        decoder_route(model, probe, floor=name == "floor")
     else:
         with torch.no_grad():
             for ids in probe.batches():
@@ -218,7 +249,8 @@ def interleaved(args) -> dict:
                 model(ids)
 
     fns = {"bare": bare, "streaming": lambda p: screen(model, adapter, p, cfg, progress=False),
-           "naive": lambda p: naive_route(model, p), "tl": lambda p: tl_route(bridge, p)}
+           "naive": lambda p: naive_route(model, p), "tl": lambda p: tl_route(bridge, p),
+           "decoder": lambda p: decoder_route(model, p), "floor": lambda p: decoder_route(model, p, floor=True)}
     routes = [r for r in args.routes.split(",") if r]
     chunks = [Probe(probe.input_ids[i:i + args.batch_size], probe.kind, probe.first_token, args.batch_size,
                     probe.description) for i in range(0, probe.n_sequences, args.batch_size)]
@@ -238,7 +270,9 @@ def interleaved(args) -> dict:
                 this[r] = time.perf_counter() - tic
                 total[r] += this[r]
             rounds.append(this)
-    return {"total_s": total, "rounds": rounds, "tokens": args.repeats * probe.input_ids.numel()}
+    per_seq = float(logit_rows("project", probe.input_ids).sum()) / probe.n_sequences
+    return {"total_s": total, "rounds": rounds, "tokens": args.repeats * probe.input_ids.numel(),
+            "flops": flop_floor(model.config, "project", probe.seq_len, per_seq)}
 
 
 def profile(args) -> None:
@@ -305,7 +339,7 @@ def main() -> None:
     T = 2 * SEGMENT + 1
     print(f"GPT-NeoX pythia-160m shape (12 x 12 heads, d_model 768, vocab 50304), random init, eager attention; "
           f"{args.n_sequences} sequences of length {T} ({args.n_sequences * T} tokens) in batches of "
-          f"{args.batch_size}; {args.threads} threads", flush=True)
+          f"{args.batch_size}; {args.threads} threads; {load_average()}", flush=True)
     common = [f"--n-sequences={args.n_sequences}", f"--batch-size={args.batch_size}", f"--threads={args.threads}"]
     t0 = time.perf_counter()
     # 1. Peak memory: each route alone in a fresh process (RSS high-water rise).
@@ -338,10 +372,18 @@ def main() -> None:
 
     verdict = lambda ok: "PASS" if ok else "FAIL"  # noqa: E731
     ms = mem["streaming"]["peak_rise_mb"]
+    if "decoder" in tot:
+        ratio = tot["streaming"] / tot["decoder"]
+        print(f"time streaming / decoder-only forward = {ratio:.2f}x ({spread('streaming', 'decoder')}) "
+              f"(goal <= 1.1x) {verdict(ratio <= 1.1)}; peak memory streaming / decoder = "
+              f"{ms / max(mem['decoder']['peak_rise_mb'], 1e-9):.2f}x")
+    if "floor" in tot and "decoder" in tot:
+        print(f"time floor (decoder + induction-target logits) / decoder = {tot['floor'] / tot['decoder']:.2f}x "
+              f"measured, {tim['flops']['floor_ratio']:.2f}x by FLOPs; streaming / floor = "
+              f"{tot['streaming'] / tot['floor']:.2f}x ({spread('streaming', 'floor')})")
     if "bare" in tot:
-        ratio = tot["streaming"] / tot["bare"]
-        print(f"time streaming / bare = {ratio:.2f}x ({spread('streaming', 'bare')}) (goal <= 1.1x) {verdict(ratio <= 1.1)}; "
-              f"peak memory streaming / bare = {ms / max(mem['bare']['peak_rise_mb'], 1e-9):.2f}x")
+        print(f"time streaming / bare (model(ids), full logits: the old yardstick) = "
+              f"{tot['streaming'] / tot['bare']:.2f}x ({spread('streaming', 'bare')})")
     if "naive" in tot:
         print(f"naive / streaming: time {tot['naive'] / tot['streaming']:.2f}x, "
               f"peak memory {mem['naive']['peak_rise_mb'] / max(ms, 1e-9):.1f}x")
@@ -351,6 +393,7 @@ def main() -> None:
         print(f"throughput streaming / tl = {thr:.2f}x ({spread('tl', 'streaming')}) (goal >= 2x) {verdict(thr >= 2)}")
         print(f"peak memory tl / streaming = {m:.1f}x (goal >= 4x, i.e. streaming <= 1/4 of tl) {verdict(m >= 4)}")
         print(f"(tl bridge build + warm-up, not timed: {mem['tl']['setup_s']:.1f} s)")
+    print(load_average())
 
 
 if __name__ == "__main__":

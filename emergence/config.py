@@ -248,8 +248,14 @@ class TrackingConfig:
 
 @dataclass
 class CacheConfig:
-    #: Delete a screened hub revision from the HF cache after its run is logged.
-    evict: bool = False
+    #: Delete a screened hub revision from the HF cache after its run is logged: true, false, or
+    #: null (the default, auto): delete it when the disk would not hold the revisions still to
+    #: come in this process (emergence/prefetch.py, ``disk_short``), so a study larger than the
+    #: disk (the three 1B models: about 200 GB) runs with the disk bounded.
+    evict: Optional[bool] = None
+    #: Load the next revision onto the device while this one is screened (two models held at
+    #: once): true, false, or null (the default: on CUDA only). emergence/sweep_prefetch.py.
+    load_ahead: Optional[bool] = None
     #: Where the toy suite's checkpoints are trained to.
     toy_dir: str = MISSING
 

@@ -17,7 +17,8 @@ from tqdm.auto import tqdm
 from emergence import EmergenceError
 from emergence import registry
 from emergence.config import check_config
-from emergence.loading import choose_device, choose_dtype, load, plan_batch_size
+from emergence.loading import choose_device, choose_dtype, load, model_bytes, plan_batch_size
+from emergence import sweep_prefetch
 from emergence.prefetch import FetchFailed, Pipeline
 from emergence.probes import CHECKS as CORPUS_CHECKS, CORPORA, ModelLimits, build_probe, check_corpus
 from emergence.revisions import Revision
@@ -131,29 +132,58 @@ def _run_note(cfg: DictConfig, revision: Revision) -> str:
 
 def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Revision], tracker: Tracker,
                       progress: bool = True) -> Pipeline:
-    """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched in the
-    background while revision i is screened; with ``cache.evict=true`` a hub revision is
-    deleted from the HF cache once the job has moved past it (screened or failed; not one
-    claimed by another job), so at most two are on disk. Revisions with a finished run (and
-    no ``force``) are not fetched. What fetching and eviction mean is the model source's
-    (emergence/sources/); its ``prepare`` runs here, before the pipeline starts, not in its
-    thread (the toy suite is trained there)."""
+    """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched (and, with
+    ``cache.load_ahead``, loaded onto the device: emergence/sweep_prefetch.py ``loads_ahead``)
+    in the background while revision i is screened; under ``-m`` a pinned job takes its
+    revision from the sweep's own pipeline when one runs (``sweep_prefetch.take``). A hub
+    revision is deleted from the HF cache once the job has moved past it (screened or failed;
+    not one claimed by another job) with ``cache.evict=true``, or with ``null`` (auto) when the
+    disk would not hold the revisions still to come (``emergence.prefetch.disk_short``), so at
+    most two are on disk. Revisions with a finished run (and no ``force``) are not fetched.
+    What fetching and eviction mean is the model source's (emergence/sources/); its ``prepare``
+    runs here, before the pipeline starts, not in its thread (the toy suite is trained there)."""
+    from emergence import sweep_prefetch
+    from emergence.prefetch import disk_short
+
     source = registry.model_source(cfg.model)
     done = set() if cfg.force else {r.name for r in revisions
                                     if tracker.finished_run(config_hash(cfg, r)) is not None}
     source.prepare(cfg.model, [r for r in revisions if r.name not in done], cfg.cache.toy_dir, progress)
+    handed: Dict[str, object] = {}  # models the sweep's pipeline loaded ahead for this job
 
     def fetch(revision: Revision):
         if revision.name in done:
             return None
-        return source.fetch(cfg.model, revision, known, cfg.cache.toy_dir, progress)
+        got = sweep_prefetch.take(cfg, revision)
+        if got is None:
+            return source.fetch(cfg.model, revision, known, cfg.cache.toy_dir, progress)
+        if got.error is not None:
+            raise got.error
+        if got.loaded is not None:
+            handed[revision.name] = got.loaded
+        return got.value
 
-    def drop(revision: Revision, _folder) -> None:
-        if revision.name in claimed:  # never a revision another job may be screening from this cache
+    def load_ahead(revision: Revision, folder):
+        if revision.name in handed:
+            return handed.pop(revision.name)
+        if len(revisions) < 2 or not sweep_prefetch.loads_ahead(cfg):
+            return None
+        try:
+            return load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+                        progress=False, folder=folder, precision=cfg.matmul_precision)
+        except Exception:  # noqa: BLE001  (loaded again in the foreground, where its error is classified)
+            return None
+
+    def drop(revision: Revision, folder) -> None:
+        if revision.name not in claimed:  # never a revision another job may be screening from this cache
+            return
+        still = len(revisions) - revisions.index(revision) - 1 + sweep_prefetch.remaining()
+        if cfg.cache.evict or (cfg.cache.evict is None and disk_short(folder, still)):
             source.evict(cfg.model, revision)
 
     claimed: set = set()
-    pipeline = Pipeline(revisions, fetch, drop if (source.evictable and cfg.cache.evict) else None)
+    pipeline = Pipeline(revisions, fetch, drop if (source.evictable and cfg.cache.evict is not False) else None,
+                        load=load_ahead)
     pipeline.claimed = claimed  # run_job adds the revisions it claims
     return pipeline
 
@@ -219,16 +249,23 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
                 if fetched.error is not None:  # this revision only: recorded, the others go on
                     raise FetchFailed(str(fetched.error))
                 tic = time.perf_counter()
-                loaded = load(cfg.model, revision, known=known, device=cfg.device,
-                              toy_dir=cfg.cache.toy_dir, progress=progress, folder=fetched.value)
-                load_seconds = time.perf_counter() - tic
+                loaded, fetched.loaded = fetched.loaded, None  # loaded ahead (emergence/prefetch.py), else here
+                if loaded is None:
+                    loaded = load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+                                  progress=progress, folder=fetched.value, precision=cfg.matmul_precision)
+                    load_seconds, ahead = time.perf_counter() - tic, False
+                else:
+                    load_seconds, ahead = fetched.load_s, True
                 tic = time.perf_counter()
                 probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
+                reserve = model_bytes(loaded.model) if sweep_prefetch.loads_ahead(cfg) else 0
                 plan = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
-                                       cfg.screen.get("memory_gb"), cfg.corpus.batch_size)
+                                       cfg.screen.get("memory_gb"), cfg.corpus.batch_size,
+                                       rows=recipe_for(cfg.screen).attention_rows(cfg.screen, probe.seq_len),
+                                       reserve_bytes=reserve)
                 probe.batch_size = plan.batch_size
                 result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
-                                description=f"{cfg.model.name}@{revision.name}")
+                                description=f"{cfg.model.name}@{revision.name}", precision=loaded.matmul_precision)
                 screen_seconds = time.perf_counter() - tic
                 metrics = dict(result.metrics)
                 metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
@@ -238,7 +275,8 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
                 params.update(result.params)
                 params.update({PROBE_PARAM: probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
                                "device": str(loaded.device), "source": loaded.source,
-                               "batch_size": str(plan.batch_size), "memory_budget": plan.describe()})
+                               "batch_size": str(plan.batch_size), "memory_budget": plan.describe(),
+                               "matmul_precision": loaded.matmul_precision, "loaded_ahead": str(ahead).lower()})
                 tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
                                  config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,
                                  note=_run_note(cfg, revision))

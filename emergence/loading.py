@@ -260,25 +260,34 @@ class BatchPlan:
                 f"corpus.batch_size {self.cap} -> batch {self.batch_size}")
 
 
-def memory_budget(memory_gb: Optional[float], device: torch.device) -> tuple[int, str]:
+def memory_budget(memory_gb: Optional[float], device: torch.device, reserve_bytes: int = 0) -> tuple[int, str]:
     """(bytes, source): ``screen.memory_gb`` GiB when set; else on CUDA 90% of the free memory
-    (after the weights are loaded), elsewhere :data:`CPU_DEFAULT_MEMORY_GB`."""
+    (after the weights are loaded) less ``reserve_bytes`` (a model being loaded ahead,
+    emergence/prefetch.py), elsewhere :data:`CPU_DEFAULT_MEMORY_GB`."""
     if memory_gb is not None:
         return int(float(memory_gb) * 2**30), "screen.memory_gb"
     if device.type == "cuda":
         free, _total = torch.cuda.mem_get_info(device)
-        return int(free * CUDA_FREE_FRACTION), "free CUDA memory"
+        source = "free CUDA memory" + (" less the model loading ahead" if reserve_bytes else "")
+        return max(int(free * CUDA_FREE_FRACTION) - int(reserve_bytes), 0), source
     return int(CPU_DEFAULT_MEMORY_GB * 2**30), "CPU default"
 
 
 def plan_batch_size(config, seq_len: int, dtype: torch.dtype, device: torch.device,
-                    memory_gb: Optional[float], cap: int, rows: Optional[int] = None) -> BatchPlan:
+                    memory_gb: Optional[float], cap: int, rows: Optional[int] = None,
+                    reserve_bytes: int = 0) -> BatchPlan:
     """Sequences per forward pass: as many as the budget holds, after the induction-loss
     logits (``LOGIT_CHUNK x vocab`` float32, twice) are set aside, at least 1 and at most
     ``cap`` (``corpus.batch_size`` is an upper bound); ``rows``: the attention rows a query
-    of the screen reads (None: the full map; :meth:`emergence.screens.recipes.Recipe.attention_rows`)."""
-    budget, source = memory_budget(memory_gb, device)
+    of the screen reads (None: the full map; :meth:`emergence.screens.recipes.Recipe.attention_rows`);
+    ``reserve_bytes``: memory a model loading ahead will take (the default CUDA budget only)."""
+    budget, source = memory_budget(memory_gb, device, reserve_bytes)
     per_seq = sequence_bytes(config, seq_len, dtype, rows)
     fixed = 8 * LOGIT_CHUNK * int(getattr(config, "vocab_size", 0) or 0)
     fits = max(1, (budget - fixed) // per_seq)
     return BatchPlan(int(min(fits, cap)), budget, source, per_seq, int(fits), int(cap))
+
+
+def model_bytes(model: torch.nn.Module) -> int:
+    """The bytes of a model's parameters and buffers (what loading the next revision adds)."""
+    return sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))

@@ -1,13 +1,16 @@
-"""Download pipeline: fetch revision i+1 in the background while revision i is screened.
+"""Download pipeline: fetch (and load) revision i+1 in the background while revision i is screened.
 
 :class:`Pipeline` walks a list of items (revisions) and hands each one to the caller
 together with what ``fetch(item)`` returned (a local folder), or the exception it
 raised. ``fetch`` runs in one background thread, **at most one item ahead**: when the
 caller receives item i, the fetch of item i+1 has been started and nothing beyond it.
-When the caller asks for the next item, ``evict(item i, fetched)`` is called first (if
-given), so with eviction on at most two items are on disk at any time (the one being
-screened and the one being fetched). Per item the wall time is then close to
-max(fetch, screen) instead of their sum.
+With ``load`` given, the same background thread then runs ``load(item, fetched)`` (the
+model read onto the device, emergence/loading.py), so revision i+1 is downloaded *and*
+loaded while revision i is screened (two models are then held at once). When the caller
+asks for the next item, ``evict(item i, fetched)`` is called first (if given), so with
+eviction on at most two items are on disk at any time (the one being screened and the
+one being fetched). Per item the wall time is then close to max(fetch + load, screen)
+instead of their sum.
 
 A fetch that raises fails only its own item: the caller gets the exception in
 :attr:`Fetched.error` and the pipeline goes on with the next one. Both functions are
@@ -39,8 +42,14 @@ class Fetched(Generic[T]):
     value: Any = None
     #: The exception ``fetch(item)`` raised, else None.
     error: Optional[BaseException] = None
-    #: Seconds the caller waited for this item's fetch (0 when it was ready in time).
+    #: Seconds the caller waited for this item's fetch (and load) (0 when it was ready in time).
     waited_s: float = 0.0
+    #: What ``load(item, value)`` returned (None without a load stage, or when it raised:
+    #: then :attr:`error` holds the exception).
+    loaded: Any = None
+    #: Seconds the background fetch and the load took (their own time, overlapped or not).
+    fetch_s: float = 0.0
+    load_s: float = 0.0
 
 
 class Pipeline(Generic[T]):
@@ -54,13 +63,15 @@ class Pipeline(Generic[T]):
     """
 
     def __init__(self, items: Sequence[T], fetch: Callable[[T], Any],
-                 evict: Optional[Callable[[T, Any], None]] = None, ahead: int = 1):
+                 evict: Optional[Callable[[T, Any], None]] = None, ahead: int = 1,
+                 load: Optional[Callable[[T, Any], Any]] = None):
         if ahead not in (0, 1):
             raise ValueError("ahead must be 0 (no prefetch) or 1")
         self.items: List[T] = list(items)
         self.fetch = fetch
         self.evict = evict
         self.ahead = ahead
+        self.load = load
         #: Items evicted so far, in order (for reports and tests).
         self.evicted: List[T] = []
 
@@ -74,15 +85,30 @@ class Pipeline(Generic[T]):
         import time
 
         tic = time.perf_counter()
+        got = future.result()  # Ctrl-C while waiting propagates; the fetch's own error is in ``got``
+        got.waited_s = time.perf_counter() - tic
+        return got
+
+    def _run(self, item: T) -> Fetched:
+        """Fetch ``item``, then load it (with a load stage); an exception fails this item only."""
+        import time
+
+        got = Fetched(item)
+        tic = time.perf_counter()
         try:
-            value = future.result()  # Ctrl-C while waiting propagates; the fetch's own error does not
-            return Fetched(item, value, None, time.perf_counter() - tic)
+            got.value = self.fetch(item)
+            got.fetch_s = time.perf_counter() - tic
+            if self.load is not None and got.value is not None:
+                tic = time.perf_counter()
+                got.loaded = self.load(item, got.value)
+                got.load_s = time.perf_counter() - tic
         except Exception as exc:  # noqa: BLE001  (handed to the caller: it fails this item only)
-            return Fetched(item, None, exc, time.perf_counter() - tic)
+            got.error, got.loaded = exc, None
+        return got
 
     def _start(self, item: T) -> Future:
-        """Run ``fetch(item)`` in a daemon thread (one at a time: the previous one has been
-        waited for), so an interrupted job exits without waiting for a download in flight
+        """Run the item's fetch (and load) in a daemon thread (one at a time: the previous one has
+        been waited for), so an interrupted job exits without waiting for a download in flight
         (huggingface_hub resumes it next time)."""
         import threading
 
@@ -90,8 +116,8 @@ class Pipeline(Generic[T]):
 
         def work() -> None:
             try:
-                future.set_result(self.fetch(item))
-            except BaseException as exc:  # noqa: BLE001
+                future.set_result(self._run(item))
+            except BaseException as exc:  # noqa: BLE001  (KeyboardInterrupt, SystemExit in the thread)
                 future.set_exception(exc)
 
         threading.Thread(target=work, name="prefetch", daemon=True).start()
@@ -99,26 +125,47 @@ class Pipeline(Generic[T]):
 
     def __iter__(self) -> Iterator[Fetched]:
         pending: Optional[Future] = None
-        pending_item: Any = None
         current: Optional[Fetched] = None
         n = len(self.items)
         try:
             for idx, item in enumerate(self.items):
                 if pending is None:
-                    pending, pending_item = self._start(item), item
+                    pending = self._start(item)
                 current = self._wait(pending, item)
                 pending = None
                 if self.ahead and idx + 1 < n:  # start i+1 before handing out i
-                    pending, pending_item = self._start(self.items[idx + 1]), self.items[idx + 1]
+                    pending = self._start(self.items[idx + 1])
                 yield current
                 done, current = current, None
+                done.loaded = None  # the caller's model goes before the next one is handed out
                 self._evict(done.item, done.value)
         finally:
             if current is not None:  # the caller left the loop while holding this item
+                current.loaded = None
                 self._evict(current.item, current.value)
             if pending is not None:  # fetched ahead, never handed out: evicted once it lands
-                def late(future: Future, item=pending_item) -> None:
+                def late(future: Future) -> None:
                     if future.exception() is None:
-                        self._evict(item, future.result())
+                        got = future.result()
+                        got.loaded = None
+                        self._evict(got.item, got.value)
 
                 pending.add_done_callback(late)
+
+
+#: Head room kept on the disk when ``cache.evict`` is null (auto), as a share of what is still to come.
+DISK_MARGIN = 0.10
+
+
+def disk_short(folder, remaining: int) -> bool:
+    """``cache.evict: null`` (auto): whether a screened revision in ``folder`` is deleted because
+    the disk holding it has less free space than ``remaining`` more revisions of its size need
+    (plus :data:`DISK_MARGIN`), i.e. the study would not fit on the disk if it were kept."""
+    import shutil
+
+    from emergence.sources import folder_bytes
+
+    if remaining <= 0:
+        return False
+    size = folder_bytes(folder)
+    return shutil.disk_usage(folder).free < remaining * size * (1 + DISK_MARGIN)

@@ -13,6 +13,7 @@ as a param. A class without a ``screen.thresholds`` entry uses its registry defa
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Dict
 
@@ -65,8 +66,10 @@ def _screen(model, adapter, probe, screen_cfg, progress: bool, description: str)
     if "pr" in heads and induction.any():
         metrics[PR_INDUCTION_MEAN_METRIC] = float(np.nanmean(heads["pr"][induction]))
     if screen_cfg.ablation is not None:
+        tic = time.perf_counter()
         metrics.update(recipe.ablate(model, adapter, probe, heads, thresholds, screen_cfg.ablation, progress,
                                      screened=reducers))
+        metrics["ablation_seconds"] = time.perf_counter() - tic
     params = recipe.params(screen_cfg)
     params[LOGGED_CLASSES_PARAM] = json.dumps(computed_classes(heads))
     return ScreenResult(table, metrics, params)

@@ -17,6 +17,9 @@ additions:
   created (``emergence.tracking.prepare_store``, under the store's lock), and a
   parent run is opened for the sweep; every job gets ``tracking.parent_run=<id>``
   and tags its run ``mlflow.parentRunId``;
+- when the jobs run one after another in this process (the basic launcher), the next job's
+  hub revision is downloaded (and on CUDA loaded onto the device) while a job screens
+  (``emergence.sweep_prefetch``), so a ``-m`` study overlaps its downloads as one job does;
 - a job that fails does not stop the others (whatever the launcher: basic, joblib,
   submitit); the parent run ends FAILED and names the failed jobs, the jobs' returns
   are kept in ``emergence.sweepstate`` for the summary callback and for the exit
@@ -236,6 +239,21 @@ class RevisionSweeper(BasicSweeper):
         print(format_plan(planned))
         return []
 
+    def _prefetch(self, batch: List[List[str]]):
+        """When the launcher runs the jobs one after another in this process (the basic launcher),
+        the next job's revision is downloaded (and on CUDA loaded) while a job screens
+        (emergence/sweep_prefetch.py); other launchers run jobs elsewhere: nothing to share."""
+        import contextlib
+
+        from hydra._internal.core_plugins.basic_launcher import BasicLauncher
+
+        from emergence.sweep_prefetch import sweep_prefetch
+
+        if not isinstance(self.launcher, BasicLauncher):
+            return contextlib.nullcontext()
+        loader = self.hydra_context.config_loader
+        return sweep_prefetch([loader.load_sweep_config(self.config, list(job)) for job in batch])
+
     def _launch(self, batches: List[List[List[str]]], failed: Dict[str, List[str]]) -> List[Sequence[JobReturn]]:
         from emergence import sweepstate
 
@@ -244,7 +262,8 @@ class RevisionSweeper(BasicSweeper):
         for batch in batches:
             self.validate_batch_is_legal(batch)
             try:
-                results = list(self.launcher.launch(batch, initial_job_idx=initial_job_idx))
+                with self._prefetch(batch):
+                    results = list(self.launcher.launch(batch, initial_job_idx=initial_job_idx))
             except Exception as exc:  # noqa: BLE001  (e.g. a submitit job killed by the scheduler)
                 results = []
                 for job in batch:
