@@ -6,8 +6,10 @@ function in ``AttentionMaskInterface``). For every layer it computes
 
 - the layer's output with transformers' SDPA path (``sdpa_attention_forward``: the fused
   ``scaled_dot_product_attention``, the same function a model loaded with
-  ``attn_implementation="sdpa"`` runs), so the forward never materialises a ``[T, T]``
-  map and its numerics do not depend on what the screen reads;
+  ``attn_implementation="sdpa"`` runs), so a pass that reads no rows, or a few, never
+  materialises a ``[T, T]`` map; when a reducer reads every row (the project recipe) the
+  map is computed anyway, and the output is then ``A V`` from it, as eager attention
+  computes it (one attention computation, not two);
 - for the attention modules given a *tap* (the pass's rows), the attention weights of
   the requested query rows R only, recomputed from the same Q and K as eager attention
   computes them:
@@ -65,23 +67,40 @@ def _row_index(rows: Tuple[int, ...], T: int, device) -> torch.Tensor:
     return torch.tensor([r % T for r in rows], dtype=torch.long, device=device)
 
 
+def _causal_bias(rows: Rows, T_q: int, T_k: int, dtype, device) -> torch.Tensor:
+    """Eager's additive causal mask for the query ``rows``: [|R|, T_k], 0 where k <= r, min after."""
+    key = (rows, T_q, T_k, dtype, device)
+    if key not in _BIASES:
+        positions = torch.arange(T_q, device=device) + (T_k - T_q)
+        q_pos = positions if rows is None else positions.index_select(0, _row_index(rows, T_q, device))
+        allowed = torch.arange(T_k, device=device)[None, :] <= q_pos[:, None]
+        _BIASES.clear() if len(_BIASES) > 16 else None
+        _BIASES[key] = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed,
+                                                                                          torch.finfo(dtype).min)
+    return _BIASES[key]
+
+
+_BIASES: dict = {}
+
+
 def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optional[torch.Tensor],
                    scaling: Optional[float], rows: Rows) -> torch.Tensor:
     """Eager attention weights of the query ``rows`` (float32 ``[B, H, |R|, T_k]``; see the module
     docstring). ``attention_mask``: None (causal), boolean (True = attend) or additive."""
-    T_q, T_k = query.shape[-2], key.shape[-2]
-    scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
+    B, H, T_q, D = query.shape
+    T_k = key.shape[-2]
+    scaling = D ** -0.5 if scaling is None else scaling
     index = None if rows is None else _row_index(rows, T_q, query.device)
     q = query if index is None else query.index_select(2, index)
-    if key.shape[1] != query.shape[1]:  # grouped-query attention: each K/V head serves H / H_kv query heads
-        key = key.repeat_interleave(query.shape[1] // key.shape[1], dim=1)
-    scores = torch.matmul(q, key.transpose(2, 3)) * scaling
-    if attention_mask is None:
-        positions = torch.arange(T_q, device=query.device) + (T_k - T_q)
-        q_pos = positions if index is None else positions.index_select(0, index)
-        causal = torch.arange(T_k, device=query.device)[None, :] <= q_pos[:, None]
-        scores = scores.masked_fill(~causal, torch.finfo(scores.dtype).min)
+    if key.shape[1] != H:  # grouped-query attention: each K/V head serves H / H_kv query heads
+        key = key.repeat_interleave(H // key.shape[1], dim=1)
+    R = q.shape[2]
+    if attention_mask is None:  # causal: mask and scaling fused into one batched product
+        bias = _causal_bias(rows, T_q, T_k, q.dtype, q.device).expand(B * H, R, T_k)
+        scores = torch.baddbmm(bias, q.reshape(B * H, R, D), key.reshape(B * H, T_k, D).transpose(1, 2),
+                               alpha=scaling).view(B, H, R, T_k)
     else:
+        scores = torch.matmul(q, key.transpose(2, 3)) * scaling
         mask = attention_mask[..., :T_k]
         mask = mask if index is None else mask.index_select(-2, index)
         if mask.dtype == torch.bool:
@@ -119,6 +138,11 @@ def screen_attention_forward(module, query, key, value, attention_mask, dropout:
             return out, None
         return out, (weights if rows is None else weights.index_select(2, _row_index(rows, weights.shape[2],
                                                                                        weights.device)))
+    if rows is None:  # the full map is computed anyway: the output from it, as eager attention does
+        weights = attention_rows(query, key, attention_mask, scaling, None)
+        if value.shape[1] != query.shape[1]:
+            value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
+        return torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous(), weights
     out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                     **kwargs)
     if rows == ():
