@@ -95,10 +95,12 @@ def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optio
     if key.shape[1] != H:  # grouped-query attention: each K/V head serves H / H_kv query heads
         key = key.repeat_interleave(H // key.shape[1], dim=1)
     R = q.shape[2]
-    if attention_mask is None:  # causal: mask and scaling fused into one batched product
+    if attention_mask is None and index is None:  # the full map: mask and scaling fused in one product
         bias = _causal_bias(rows, T_q, T_k, q.dtype, q.device).expand(B * H, R, T_k)
         scores = torch.baddbmm(bias, q.reshape(B * H, R, D), key.reshape(B * H, T_k, D).transpose(1, 2),
                                alpha=scaling).view(B, H, R, T_k)
+    elif attention_mask is None:  # a few rows: a strided product, K not copied
+        scores = torch.matmul(q, key.transpose(2, 3)) * scaling + _causal_bias(rows, T_q, T_k, q.dtype, q.device)
     else:
         scores = torch.matmul(q, key.transpose(2, 3)) * scaling
         mask = attention_mask[..., :T_k]
