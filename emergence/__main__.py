@@ -39,17 +39,28 @@ def in_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
+def refuse(exc: BaseException) -> None:
+    """Exit 2 with one line for input refused inside the Hydra app, leaving no Hydra log behind
+    (emergence.validation.discard_run_dir)."""
+    from emergence import emergence_home
+    from emergence.validation import discard_run_dir
+
+    print(f"error: {exc}", file=sys.stderr)
+    discard_run_dir(str(emergence_home() / "outputs"))
+    sys.exit(2)
+
+
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
     from emergence.job import (JobFailed, format_markdown, format_plan, format_table, formation_rows, plan_jobs,
                                run_job, stats_report, ui_command)
+    from emergence.tracking import StoreError
 
     if cfg.get("dry_run") and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
         try:
             print(format_plan(plan_jobs(cfg), cfg.screen.name))
         except EmergenceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
+            refuse(exc)
         return []
     if in_multirun():
         # A sweep's job never exits the process (a joblib worker, a submitit job): it raises,
@@ -64,8 +75,10 @@ def main(cfg: DictConfig):
         try:
             results = run_job(cfg)
         except EmergenceError as exc:
+            refuse(exc)
+        except StoreError as exc:  # the store failed mid-job: what was logged before stays
             print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
+            sys.exit(1)
         except JobFailed as exc:
             if cfg.report and exc.results:
                 print(format_table(exc.results))

@@ -244,6 +244,9 @@ class TrackingConfig:
     #: Tracking server only: seconds to wait after creating a claim before re-reading the
     #: rival claims (a local SQLite store claims under a file lock instead).
     claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
+    #: Seconds to wait for a tracking (or database) server to answer the check made before any
+    #: work (emergence/storecheck.py): an unreachable store is refused in one line, not after minutes.
+    connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
 
 
 @dataclass

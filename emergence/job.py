@@ -7,6 +7,7 @@ run is opened, so bad input leaves nothing behind.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
@@ -24,12 +25,13 @@ from emergence.probes import CHECKS as CORPUS_CHECKS, CORPORA, ModelLimits, buil
 from emergence.revisions import Revision
 from emergence.screens import check_screen, recipe_for, screen
 from emergence.screens.ablation import check_heads
-from emergence.contract import (CONFIG_HASH_TAG, FAMILY_PARAM, HEAD_DIM_PARAM, INDUCTION_LOSS_METRIC, MODEL_PARAM,
-                                MODEL_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, PROBE_PARAM,
+from emergence.contract import (CONFIG_HASH_TAG, FAMILY_PARAM, HEAD_DIM_PARAM, HOST_TAG, INDUCTION_LOSS_METRIC, MODEL_PARAM,
+                                MODEL_TAG, PARENT_TAG, PID_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, PROBE_PARAM,
                                 REGISTRY_INDEX_PARAM, REGISTRY_SIZE_PARAM, REVISION_PARAM, REVISION_TAG, SCREEN_TAG,
                                 STEP_PARAM, SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG, count_metric, fraction_metric,
                                 parse_metric, sqlite_file)
-from emergence.tracking import Tracker, config_hash, flatten
+from emergence.storecheck import store_problem
+from emergence.tracking import StoreError, Tracker, config_hash, flatten
 
 SUMMARY_METRICS = (fraction_metric("bos"), count_metric("induction"), INDUCTION_LOSS_METRIC)
 
@@ -43,6 +45,8 @@ class RevisionResult:
     skipped: bool
     #: The classes the job reports (``screen.classes``); the run logged every class.
     classes: Tuple[str, ...] = ("induction",)
+    #: Why a revision has no metrics here (``screened by another sweep (run ..., host ..., pid ...)``).
+    note: str = ""
 
 
 def validate(cfg: DictConfig) -> List[Revision]:
@@ -72,7 +76,22 @@ def validate(cfg: DictConfig) -> List[Revision]:
             print(f"note: {note}", file=sys.stderr)
     if cfg.screen.ablation is not None:
         check_heads(cfg.screen.ablation, limits)
+    check_store(cfg.tracking)
     return revisions
+
+
+def check_store(tracking) -> None:
+    """The store of ``tracking`` can be used (emergence/storecheck.py: a known scheme; a local
+    store writable, a server answering within ``tracking.connect_timeout_s``); checked once per
+    process and store, before any work, dry runs included."""
+    _check_store(str(tracking.uri), tracking.get("artifacts"), float(tracking.get("connect_timeout_s", 10.0)))
+
+
+@functools.lru_cache(maxsize=None)
+def _check_store(uri: str, artifacts: Optional[str], timeout_s: float) -> None:
+    problem = store_problem(uri, artifacts, timeout_s)
+    if problem:
+        raise EmergenceError(problem)
 
 
 def declared_limits(model_cfg, revisions: List[Revision]) -> Optional[ModelLimits]:
@@ -206,13 +225,15 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
                      known: Optional[List[Revision]] = None) -> List[RevisionResult]:
     """Screen ``revisions`` (checked by :func:`validate`), one claimed MLflow run each (emergence/tracking.py).
 
-    A revision whose run is complete is skipped (unless ``force``), one claimed by a live
-    job elsewhere is skipped with a note; a revision whose screen raises gets its run
-    FAILED (the error as a tag) and the others go on; :class:`JobFailed` at the end names
-    the failed ones. Ctrl-C marks the run being screened KILLED. Revisions come through the
-    download pipeline (:func:`revision_pipeline`): one fetched ahead; a revision that cannot
-    be fetched fails its own run (:class:`emergence.prefetch.FetchFailed`) and the others go on.
-    The batch size comes from the memory budget (:func:`emergence.loading.plan_batch_size`)."""
+    A revision whose run is complete is skipped (unless ``force``); one claimed by a live job
+    elsewhere is skipped and listed as screened by another sweep (or job). A revision that
+    cannot be screened (its checkpoint missing, truncated or corrupt; its download failed;
+    its screen raised) gets its run FAILED with the error as a tag and the others go on;
+    :class:`JobFailed` at the end names the failed ones. Ctrl-C marks the run being screened
+    KILLED; a failing store (:class:`emergence.tracking.StoreError`) or a config error found
+    only after loading ends the job. Revisions come through the download pipeline
+    (:func:`revision_pipeline`): one fetched ahead. The batch size comes from the memory budget
+    (:func:`emergence.loading.plan_batch_size`)."""
     import sys
 
     tracker = Tracker(cfg.tracking)
@@ -226,79 +247,111 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
                disable=not progress or len(revisions) < 2)
     for fetched in bar:
         revision = fetched.item
-        loaded = None
         bar.set_postfix_str(revision.name)
         digest = config_hash(cfg, revision)
         run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
         tags = {CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, MODEL_TAG: cfg.model.name,
                 REVISION_TAG: revision.name, TOKENS_TAG: str(revision.tokens), SCREEN_TAG: cfg.screen.name}
         run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
-        if run_id is not None:
-            pipeline.claimed.add(revision.name)
-        else:
-            done = tracker.finished_run(digest)
-            if done is not None:
-                results.append(RevisionResult(cfg.model.name, revision, done.info.run_id,
-                                              dict(done.data.metrics), skipped=True, classes=reported))
-                tracker.log_curves([(cfg.model.name, done.data.metrics, revision.tokens)])
-            else:
-                print(f"{run_name}: {why}; skipped", file=sys.stderr)
+        if run_id is None:
+            results.append(_not_screened_here(cfg, tracker, revision, digest, why, reported))
             continue
+        pipeline.claimed.add(revision.name)
         try:
             with tracker.heartbeat(run_id):
-                if fetched.error is not None:  # this revision only: recorded, the others go on
-                    raise FetchFailed(str(fetched.error))
-                tic = time.perf_counter()
-                loaded, fetched.loaded = fetched.loaded, None  # loaded ahead (emergence/prefetch.py), else here
-                if loaded is None:
-                    loaded = load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
-                                  progress=progress, folder=fetched.value, precision=cfg.matmul_precision)
-                    load_seconds, ahead = time.perf_counter() - tic, False
-                else:
-                    load_seconds, ahead = fetched.load_s, True
-                tic = time.perf_counter()
-                probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
-                reserve = model_bytes(loaded.model) if sweep_prefetch.loads_ahead(cfg) else 0
-                plan = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
-                                       cfg.screen.get("memory_gb"), cfg.corpus.batch_size,
-                                       rows=recipe_for(cfg.screen).attention_rows(cfg.screen, probe.seq_len),
-                                       reserve_bytes=reserve)
-                probe.batch_size = plan.batch_size
-                result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
-                                description=f"{cfg.model.name}@{revision.name}", precision=loaded.matmul_precision)
-                screen_seconds = time.perf_counter() - tic
-                metrics = dict(result.metrics)
-                metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
-                                "screen_seconds": screen_seconds, "load_seconds": load_seconds,
-                                "fetch_wait_seconds": fetched.waited_s})
-                params = run_params(cfg, revision, loaded.adapter, known)
-                params.update(result.params)
-                params.update({PROBE_PARAM: probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
-                               "device": str(loaded.device), "source": loaded.source,
-                               "batch_size": str(plan.batch_size), "memory_budget": plan.describe(),
-                               "matmul_precision": loaded.matmul_precision, "loaded_ahead": str(ahead).lower()})
-                tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
-                                 config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,
-                                 note=_run_note(cfg, revision))
+                metrics = _screen_revision(cfg, tracker, run_id, fetched, known, progress)
         except KeyboardInterrupt as exc:
             tracker.fail(run_id, exc, status="KILLED")
             raise
-        except EmergenceError as exc:
+        except (EmergenceError, StoreError) as exc:  # every revision would fail alike: the job ends
             tracker.fail(run_id, exc)
             raise
         except Exception as exc:  # noqa: BLE001  (recorded; the job's other revisions go on)
             tracker.fail(run_id, exc)
-            failures.append(f"{revision.name}: {type(exc).__name__}: {exc}")
-            print(f"{run_name} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            failures.append(f"{revision.name}: {why}")
+            print(f"{run_name} failed: {why}", file=sys.stderr)
             continue
-        finally:
-            del loaded  # before the next revision is loaded (and this one evicted)
         results.append(RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False, classes=reported))
         tracker.log_curves([(cfg.model.name, metrics, revision.tokens)])
     if failures:
         raise JobFailed(f"{cfg.model.name}: {len(failures)} of {len(revisions)} revision(s) failed: "
                         + "; ".join(failures), results)
     return results
+
+
+class RevisionFailed(Exception):
+    """One revision could not be loaded (its checkpoint is missing, truncated or corrupt): its
+    run is FAILED with this message and the job goes on with the other revisions."""
+
+
+def _not_screened_here(cfg: DictConfig, tracker: Tracker, revision: Revision, digest: str, why: str,
+                       reported: Tuple[str, ...]) -> RevisionResult:
+    """The result of a revision this job did not claim: done before (its run's metrics), or held
+    by a live job elsewhere (no metrics; the table says who screens it)."""
+    import sys
+
+    done = tracker.finished_run(digest)
+    if done is not None:
+        tracker.log_curves([(cfg.model.name, done.data.metrics, revision.tokens)])
+        return RevisionResult(cfg.model.name, revision, done.info.run_id, dict(done.data.metrics), skipped=True,
+                              classes=reported)
+    run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
+    print(f"{run_name}: {why}; skipped", file=sys.stderr)
+    holder = tracker.last_holder
+    if holder is None:
+        return RevisionResult(cfg.model.name, revision, "", {}, skipped=True, classes=reported, note=why)
+    tags = holder.data.tags
+    by = "sweep" if tags.get(PARENT_TAG) else "job"
+    return RevisionResult(cfg.model.name, revision, holder.info.run_id, {}, skipped=True, classes=reported,
+                          note=f"screened by another {by} (host {tags.get(HOST_TAG, '?')}, pid {tags.get(PID_TAG, '?')})")
+
+
+def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, known: List[Revision],
+                     progress: bool) -> Dict[str, float]:
+    """Load one fetched revision, screen it, write its claimed run; returns its metrics.
+
+    A revision whose fetch failed or whose checkpoint cannot be loaded raises
+    :class:`FetchFailed` / :class:`RevisionFailed` (the job goes on); an
+    :class:`EmergenceError` raised after loading (a probe the model cannot take) ends the job."""
+    revision = fetched.item
+    if fetched.error is not None:  # this revision only: recorded, the others go on
+        raise FetchFailed(str(fetched.error))
+    tic = time.perf_counter()
+    loaded, fetched.loaded = fetched.loaded, None  # loaded ahead (emergence/prefetch.py), else here
+    if loaded is None:
+        try:
+            loaded = load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+                          progress=progress, folder=fetched.value, precision=cfg.matmul_precision)
+        except EmergenceError as exc:  # a missing, truncated or corrupt checkpoint: this revision only
+            raise RevisionFailed(str(exc)) from None
+        load_seconds, ahead = time.perf_counter() - tic, False
+    else:
+        load_seconds, ahead = fetched.load_s, True
+    tic = time.perf_counter()
+    probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
+    reserve = model_bytes(loaded.model) if sweep_prefetch.loads_ahead(cfg) else 0  # the next one may be loading
+    plan = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
+                           cfg.screen.get("memory_gb"), cfg.corpus.batch_size,
+                           rows=recipe_for(cfg.screen).attention_rows(cfg.screen, probe.seq_len), reserve_bytes=reserve)
+    probe.batch_size = plan.batch_size
+    result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
+                    description=f"{cfg.model.name}@{revision.name}", precision=loaded.matmul_precision)
+    screen_seconds = time.perf_counter() - tic
+    metrics = dict(result.metrics)
+    metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
+                    "screen_seconds": screen_seconds, "load_seconds": load_seconds,
+                    "fetch_wait_seconds": fetched.waited_s})
+    params = run_params(cfg, revision, loaded.adapter, known)
+    params.update(result.params)
+    params.update({PROBE_PARAM: probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
+                   "device": str(loaded.device), "source": loaded.source,
+                   "batch_size": str(plan.batch_size), "memory_budget": plan.describe(),
+                   "matmul_precision": loaded.matmul_precision, "loaded_ahead": str(ahead).lower()})
+    tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
+                     config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,
+                     note=_run_note(cfg, revision))
+    return metrics  # (the model is freed here, before the next revision is loaded and this one evicted)
 
 
 # --- adaptive refinement (revision=refine) ---------------------------------------------------------
@@ -399,7 +452,7 @@ def format_table(results: List[RevisionResult]) -> str:
                 f"{'' if frac is None else f'{frac:.1%}':>10}"
                 + "".join(f"{'' if k is None else f'{k:.0f}':>{w}}" for k, w in zip(counts, widths))
                 + f"{'' if loss is None else f'{loss:.3f}':>11}"
-                f"  {r.run_id[:8]}{' (done before)' if r.skipped else ''}")
+                f"  {r.run_id[:8]}{f' ({r.note})' if r.note else ' (done before)' if r.skipped else ''}")
     return "\n".join(lines)
 
 
@@ -415,6 +468,7 @@ def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
     the layers that hold BOS heads (at any screened revision), and the induction loss
     at the first and last screened revisions. ``none`` where no head ever crosses."""
     rows = []
+    results = [r for r in results if r.metrics]  # (a revision another sweep screens has none here)
     for model in dict.fromkeys(r.model for r in results):
         ordered = sorted((r for r in results if r.model == model), key=lambda r: r.revision)
 

@@ -131,9 +131,71 @@ def write_snapshot(model: str, repo: str, revisions: Sequence[Revision], source:
     return path
 
 
+#: A revision name as a file or folder name and a Hydra override value (``revision.pin=<name>``):
+#: ASCII letters, digits and ``._+-``, starting with a letter or digit; so never a path
+#: (no ``/``, ``..`` or absolute name) and never something Hydra's grammar reads otherwise.
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+REVISION_FILE_FORM = '{"revisions": [{"name": "step1000", "step": 1000, "tokens": 2097152000}, ...]}'
+
+
+def _count(value) -> Optional[int]:
+    """``value`` as a non-negative integer (an int, or a float with an integer value), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value == int(value)):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def _entry_text(entry) -> str:
+    text = json.dumps(entry) if isinstance(entry, (dict, list, str, int, float)) else repr(entry)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def read_revision_file(path: Path) -> List[Revision]:
-    data = json.loads(Path(path).read_text())
-    return sorted(Revision(int(r["tokens"]), int(r["step"]), str(r["name"])) for r in data["revisions"])
+    """The revisions a snapshot file or a folder's ``revisions.json`` lists.
+
+    Refuses in one line naming the file and the entry (:class:`EmergenceError`): a file
+    that cannot be read or is not JSON, no ``revisions`` list, an entry that is not an
+    object with ``name``, ``step`` and ``tokens``, a name that is not a plain name
+    (:data:`PLAIN_NAME`: a folder's revision is ``<model.path>/<name>``, so ``../x`` or an
+    absolute path would leave the model folder), a step or token count that is not a
+    non-negative integer, and a name listed twice."""
+    path = Path(path)
+    where = f"revision file {str(path)!r}"
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise EmergenceError(f"cannot read the {where}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EmergenceError(f"{where} is not valid JSON ({str(exc).splitlines()[0]}); expected "
+                             f"{REVISION_FILE_FORM}") from None
+    listed = data.get("revisions") if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        raise EmergenceError(f"{where} has no \"revisions\" list; expected {REVISION_FILE_FORM}")
+    if not listed:
+        raise EmergenceError(f"{where} lists no revisions; expected {REVISION_FILE_FORM}")
+    out, seen = [], {}
+    for i, entry in enumerate(listed):
+        at = f"{where}, entry {i} ({_entry_text(entry)})"
+        if not isinstance(entry, dict):
+            raise EmergenceError(f"{at}: not an object with name, step and tokens")
+        missing = [k for k in ("name", "step", "tokens") if k not in entry]
+        if missing:
+            raise EmergenceError(f"{at}: missing {', '.join(missing)}; every entry has name, step and tokens")
+        name = entry["name"]
+        if not isinstance(name, str) or not PLAIN_NAME.fullmatch(name):
+            raise EmergenceError(f"{at}: name {name!r} is not a plain name (letters, digits and ._+- , "
+                                 "starting with a letter or digit; no path: a revision is a folder inside "
+                                 "the model folder)")
+        for key in ("step", "tokens"):
+            if _count(entry[key]) is None:
+                raise EmergenceError(f"{at}: {key}={entry[key]!r} is not a non-negative integer")
+        if name in seen:
+            raise EmergenceError(f"{at}: name {name!r} is listed twice (entries {seen[name]} and {i})")
+        seen[name] = i
+        out.append(Revision(_count(entry["tokens"]), _count(entry["step"]), name))
+    return sorted(out)
 
 
 def folder_revisions(path: Path, tokens_per_step: Optional[int]) -> List[Revision]:

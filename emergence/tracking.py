@@ -12,21 +12,34 @@ The rules that let many jobs (one machine, a cluster, two people) share one stor
 - **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job
   creates the run, RUNNING, tagged with the identity hash (model config, revision
   name, corpus, screen), its host, pid and a heartbeat, then re-reads the live
-  RUNNING runs of that hash; the earliest (start time, then run id) wins, a loser
+  RUNNING runs of that hash and its complete FINISHED runs: a complete run wins
+  (a rival finished while this claim was made; under ``force``, only one finished since
+  this claim began), else the earliest live claim (start time, then run id); a loser
   deletes its own claim and skips the revision. With a SQLite store the whole claim
   runs under the store's file lock (atomic); with a server the re-read waits
-  ``tracking.claim_settle_s`` so that a rival's earlier claim has been written.
+  ``tracking.claim_settle_s`` so that a rival's earlier claim has been written. The
+  same rule on every store kind: two jobs never both screen one identity.
 - **Dead claims are cleaned, never duplicated.** A RUNNING claim is dead when its
   process is gone (same host and its pid is not alive) or its heartbeat (refreshed
   every ``tracking.heartbeat_s`` by the screening job) is older than
   ``tracking.stale_after_s``. A dead claim, and a FAILED or KILLED run of the same
-  identity, is deleted by the next job of that identity before it claims; so a job
+  identity, is deleted by the next job of that identity before it claims, with its
+  artifacts (a run killed while writing them leaves a partial folder); so a job
   killed by SIGKILL or Ctrl-C and rerun leaves exactly one run.
+- **A dead sweep's parent run is ended.** A sweep's parent run carries the sweeper's
+  host, pid and a heartbeat too (:func:`parent_heartbeat`); the next sweep or job in the
+  experiment (:func:`end_dead_runs`) marks a RUNNING parent, or screen claim, whose
+  process is gone KILLED, with what happened in ``emergence.error``, so ``kill -9`` of a
+  sweep leaves no run RUNNING for good.
 - **A run is complete or marked.** Params, metrics and artifacts are written into the
   claimed run and it is tagged ``emergence.status = complete`` last, then FINISHED;
   a screen that raises marks its run FAILED with the error in ``emergence.error``.
   A job whose hash matches a complete FINISHED run skips it (unless ``force=true``).
 - **Writes retry** on SQLite's "database is locked" (many jobs, one file).
+- **A failing store is one line.** An I/O failure of the store (a full disk, a read-only
+  folder, a server that stopped answering) raises :class:`StoreError` naming the store
+  and the cause (:func:`store_io`); what was logged before stays (each run is written
+  whole or left as a claim that the next job cleans).
 
 Metrics are logged at ``step = tokens`` (the revision's training tokens), so that
 every chart over runs shares one axis across models; the training step is the
@@ -107,14 +120,17 @@ def is_locked(exc: BaseException) -> bool:
     return any(s in text for s in _LOCKED)
 
 
-class _DropLockedNoise(logging.Filter):
-    """MLflow logs every OperationalError with a traceback; a locked database is retried here."""
+class _DropStoreNoise(logging.Filter):
+    """MLflow logs every database error with a traceback before it raises it; the error reaches
+    the caller anyway (a locked database is retried, an I/O failure is one :class:`StoreError`
+    line), so the log record is noise."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not is_locked(record.getMessage())
+        text = record.getMessage()
+        return not (is_locked(text) or text.startswith("SQLAlchemy database error"))
 
 
-logging.getLogger("mlflow.store.db.utils").addFilter(_DropLockedNoise())
+logging.getLogger("mlflow.store.db.utils").addFilter(_DropStoreNoise())
 
 
 def retry(fn: Callable, *args, attempts: int = 40, **kwargs):
@@ -126,6 +142,65 @@ def retry(fn: Callable, *args, attempts: int = 40, **kwargs):
             if not is_locked(exc) or attempt == attempts - 1:
                 raise
             time.sleep(min(3.0, 0.05 * 2 ** min(attempt, 6)) * (0.5 + random.random()))
+
+
+class StoreError(Exception):
+    """The MLflow store cannot be read or written (full disk, read-only folder, a server that
+    does not answer): the message is one line naming the store and the cause."""
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("(raised as")]
+    return lines[0] if lines else type(exc).__name__
+
+
+def io_cause(exc: BaseException) -> Optional[str]:
+    """The I/O failure behind ``exc`` in a few words (``database or disk is full``, ``No space left
+    on device: '/x/heads.csv'``, ``the server does not answer``), or None when ``exc`` is not one
+    (a bug, a refused request: raised as it is)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        name = type(exc).__name__
+        module = type(exc).__module__
+        if isinstance(exc, OSError):
+            where = f": {exc.filename!r}" if getattr(exc, "filename", None) else ""
+            return f"{exc.strerror or _first_line(exc)}{where}"
+        if module.startswith("sqlite3") or (module.startswith("sqlalchemy") and name in ("OperationalError",
+                                                                                        "DatabaseError")):
+            return _first_line(getattr(exc, "orig", None) or exc).replace("(sqlite3.OperationalError) ", "")
+        if module.startswith("requests") and name in ("ConnectionError", "Timeout", "ConnectTimeout", "ReadTimeout"):
+            return f"the server does not answer ({_first_line(exc)[:200]})"
+        if name == "MlflowException":
+            text = str(exc)
+            if "API request to" in text and ("failed with exception" in text or "Max retries" in text):
+                return f"the server does not answer ({_first_line(exc)[:200]})"
+            if getattr(exc, "error_code", "") in ("INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE"):
+                return f"the server failed: {_first_line(exc)[:300]}"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def store_name(uri: str) -> str:
+    """The store as a message names it: the SQLite file, else the URI (a password hidden)."""
+    from emergence.storecheck import shown
+
+    path = sqlite_file(uri)
+    return str(path) if path is not None else shown(uri)
+
+
+@contextmanager
+def store_io(uri: str, what: str = "use"):
+    """Turn an I/O failure of the store (:func:`io_cause`) into one :class:`StoreError` line."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (only I/O failures are translated; others are re-raised)
+        cause = io_cause(exc)
+        if cause is None:
+            raise
+        raise StoreError(f"cannot {what} the MLflow store {store_name(uri)}: {cause}") from exc
 
 
 # --- the store ------------------------------------------------------------------------------
@@ -172,7 +247,7 @@ def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) ->
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    with store_lock(uri):
+    with store_io(uri, "create or open"), store_lock(uri):
         path = sqlite_file(uri)
         if path is not None:
             _repair_sqlite(path)
@@ -246,8 +321,60 @@ class Heartbeat:
         self._thread.join(timeout=10)
 
 
+def _complete(run) -> bool:
+    return run.info.status == "FINISHED" and run.data.tags.get(STATUS_TAG) == STATUS_COMPLETE
+
+
+def drop_artifacts(run, tracking_uri: str) -> None:
+    """Delete a run's artifacts (a run cleaned as an orphan may have left a partial folder):
+    its artifact repository's ``delete_artifacts``, then its empty run folder when local."""
+    uri = run.info.artifact_uri or ""
+    try:
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+        get_artifact_repository(uri, tracking_uri=tracking_uri).delete_artifacts()
+    except Exception:  # noqa: BLE001  (nothing there, or a store that cannot delete: the run is deleted anyway)
+        pass
+    if uri.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        folder = Path(unquote(urlparse(uri).path))
+        for empty in (folder, folder.parent):  # <experiment>/<run id>/artifacts, then <run id>/
+            try:
+                empty.rmdir()
+            except OSError:
+                break
+
+
+def end_dead_runs(client, experiment_id: str, stale_after_s: float) -> list:
+    """Mark KILLED every RUNNING run of the experiment, sweep parent or screen claim, whose
+    process is gone (:func:`claim_alive`), with the reason in ``emergence.error``; returns their
+    ids. A killed sweep leaves its parent RUNNING otherwise; its claims are also deleted when
+    their identity is claimed again."""
+    runs = retry(client.search_runs, [experiment_id], filter_string="attributes.status = 'RUNNING'",
+                 max_results=5000)
+    ended = []
+    for run in runs:
+        tags = run.data.tags
+        if tags.get(KIND_TAG) not in ("sweep", "screen") or claim_alive(run, stale_after_s):
+            continue
+        what = "sweep" if tags.get(KIND_TAG) == "sweep" else "job"
+        try:
+            retry(client.set_tag, run.info.run_id, ERROR_TAG,
+                  f"the {what}'s process ended without closing this run (killed?): host {tags.get(HOST_TAG, '?')}, "
+                  f"pid {tags.get(PID_TAG, '?')}, last heartbeat {tags.get(HEARTBEAT_TAG, 'none')}")
+            retry(client.set_terminated, run.info.run_id, "KILLED")
+            ended.append(run.info.run_id)
+        except Exception:  # noqa: BLE001  (a rival cleaner got there first)
+            pass
+    return ended
+
+
 class Tracker:
-    """The MLflow store and experiment of a study (``tracking`` config group)."""
+    """The MLflow store and experiment of a study (``tracking`` config group).
+
+    Every method that reads or writes the store raises :class:`StoreError` (one line) on an
+    I/O failure of the store."""
 
     def __init__(self, tracking_cfg):
         import mlflow
@@ -262,6 +389,13 @@ class Tracker:
         self.heartbeat_s = float(tracking_cfg.get("heartbeat_s", 60.0))
         self.stale_after_s = float(tracking_cfg.get("stale_after_s", 600.0))
         self.settle_s = float(tracking_cfg.get("claim_settle_s", 1.0))
+        #: The live run that held the identity at this job's last lost claim (None: done, or won).
+        self.last_holder = None
+        with self._io():
+            end_dead_runs(self.client, self.experiment_id, self.stale_after_s)
+
+    def _io(self, what: str = "use"):
+        return store_io(self.uri, what)
 
     # -- reading
     def _runs_of(self, digest: str):
@@ -269,62 +403,78 @@ class Tracker:
                      filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}'", max_results=1000)
 
     def finished_run(self, digest: str):
-        runs = retry(self.client.search_runs, [self.experiment_id],
-                     filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and tags.`{STATUS_TAG}` = '{STATUS_COMPLETE}' "
-                                   "and attributes.status = 'FINISHED'",
-                     max_results=1)
+        with self._io("read"):
+            runs = retry(self.client.search_runs, [self.experiment_id],
+                         filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and tags.`{STATUS_TAG}` = "
+                                       f"'{STATUS_COMPLETE}' and attributes.status = 'FINISHED'",
+                         max_results=1)
         return runs[0] if runs else None
 
     def complete_runs(self, model: str):
         """Every complete, FINISHED run of ``model`` in the experiment (any corpus or screen)."""
-        return retry(self.client.search_runs, [self.experiment_id],
-                     filter_string=f"tags.`{MODEL_TAG}` = '{model}' and tags.`{STATUS_TAG}` = '{STATUS_COMPLETE}' "
-                                   "and attributes.status = 'FINISHED'",
-                     max_results=50000)
+        with self._io("read"):
+            return retry(self.client.search_runs, [self.experiment_id],
+                         filter_string=f"tags.`{MODEL_TAG}` = '{model}' and tags.`{STATUS_TAG}` = '{STATUS_COMPLETE}' "
+                                       "and attributes.status = 'FINISHED'",
+                         max_results=50000)
 
     # -- claiming
-    def _delete(self, run_id: str) -> None:
+    def _delete(self, run) -> None:
+        """Delete an orphan (or a lost claim) and its artifacts."""
         try:
-            retry(self.client.delete_run, run_id)
+            retry(self.client.delete_run, run.info.run_id)
         except Exception:  # noqa: BLE001  (already deleted by a rival cleaner)
             pass
+        drop_artifacts(run, self.uri)
 
     def claim(self, digest: str, run_name: str, tags: Mapping[str, str],
               force: bool = False) -> Tuple[Optional[str], str]:
         """Claim the run of one identity. Returns ``(run_id, "")`` when this job is to screen
-        it, ``(None, why)`` when it is done already or a live job holds it."""
-        with store_lock(self.uri):
+        it, ``(None, why)`` when it is done already or another job holds it (module rules; that
+        job's run is then :attr:`last_holder`)."""
+        self.last_holder = None
+        with self._io("write to"), store_lock(self.uri):
             if not force:
                 done = self.finished_run(digest)
                 if done is not None:
                     return None, f"done before (run {done.info.run_id[:8]})"
+            kept = set()
             for run in self._runs_of(digest):
-                status = run.info.status
-                complete = run.data.tags.get(STATUS_TAG) == STATUS_COMPLETE
-                if status == "FINISHED" and complete:
-                    continue  # force=true: kept beside the new one
-                if status == "RUNNING" and claim_alive(run, self.stale_after_s):
+                if _complete(run):
+                    kept.add(run.info.run_id)  # force=true: kept beside the new one
+                elif run.info.status == "RUNNING" and claim_alive(run, self.stale_after_s):
                     if sqlite_file(self.uri) is not None:  # under the lock: that live claim holds it
+                        self.last_holder = run
                         return None, self._holder(run)
-                    continue
-                self._delete(run.info.run_id)  # dead claim, FAILED, KILLED or unfinished: an orphan
+                else:
+                    self._delete(run)  # dead claim, FAILED, KILLED or unfinished: an orphan
             now = time.time()
             all_tags = {**tags, RUN_NAME_TAG: run_name, HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
                         HEARTBEAT_TAG: f"{now:.3f}", KIND_TAG: "screen", CONFIG_HASH_TAG: digest}
             if self.parent_run:
                 all_tags[PARENT_TAG] = self.parent_run
-            run = retry(self.client.create_run, self.experiment_id, run_name=run_name, tags=all_tags)
-            mine = run.info.run_id
+            mine = retry(self.client.create_run, self.experiment_id, run_name=run_name, tags=all_tags)
             if sqlite_file(self.uri) is None and self.settle_s > 0:
                 time.sleep(self.settle_s)
-            live = [r for r in self._runs_of(digest)
-                    if r.info.status == "RUNNING" and r.data.tags.get(STATUS_TAG) != STATUS_COMPLETE
-                    and (r.info.run_id == mine or claim_alive(r, self.stale_after_s))]
-            winner = min(live, key=lambda r: (r.info.start_time, r.info.run_id)) if live else None
-            if winner is not None and winner.info.run_id != mine:
+            winner = self._winner(self._runs_of(digest), mine.info.run_id, kept)
+            if winner.info.run_id != mine.info.run_id:
                 self._delete(mine)
+                if _complete(winner):
+                    return None, f"done by another job (run {winner.info.run_id[:8]})"
+                self.last_holder = winner
                 return None, self._holder(winner)
-        return mine, ""
+        return mine.info.run_id, ""
+
+    def _winner(self, runs, mine: str, kept: set):
+        """Who screens the identity, from its runs re-read after this job's claim ``mine``: a
+        complete run not in ``kept`` (the complete runs seen before the claim, kept under
+        ``force``; without ``force`` ``kept`` is empty), else the earliest live claim."""
+        done = [r for r in runs if _complete(r) and r.info.run_id not in kept]
+        if done:
+            return min(done, key=lambda r: (r.info.start_time, r.info.run_id))
+        live = [r for r in runs if r.info.status == "RUNNING" and r.data.tags.get(STATUS_TAG) != STATUS_COMPLETE
+                and (r.info.run_id == mine or claim_alive(r, self.stale_after_s))]
+        return min(live, key=lambda r: (r.info.start_time, r.info.run_id))
 
     @staticmethod
     def _holder(run) -> str:
@@ -344,16 +494,17 @@ class Tracker:
         from mlflow.entities import Metric, Param, RunTag
 
         stamp = int(time.time() * 1000)
-        retry(self.client.log_batch, run_id,
-              params=[Param(k, str(v)[:6000]) for k, v in params.items()],
-              metrics=[Metric(k, float(v), stamp, int(step)) for k, v in metrics.items()],
-              tags=[RunTag(NOTE_TAG, note)] if note else [])
-        retry(self.client.log_text, run_id, heads.to_csv(index=False), HEADS_ARTIFACT)
-        retry(self.client.log_text, run_id, config_yaml, CONFIG_ARTIFACT)
-        for name, text in (extra_artifacts or {}).items():
-            retry(self.client.log_text, run_id, text, name)
-        retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
-        retry(self.client.set_terminated, run_id, "FINISHED")
+        with self._io("write to"):
+            retry(self.client.log_batch, run_id,
+                  params=[Param(k, str(v)[:6000]) for k, v in params.items()],
+                  metrics=[Metric(k, float(v), stamp, int(step)) for k, v in metrics.items()],
+                  tags=[RunTag(NOTE_TAG, note)] if note else [])
+            retry(self.client.log_text, run_id, heads.to_csv(index=False), HEADS_ARTIFACT)
+            retry(self.client.log_text, run_id, config_yaml, CONFIG_ARTIFACT)
+            for name, text in (extra_artifacts or {}).items():
+                retry(self.client.log_text, run_id, text, name)
+            retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
+            retry(self.client.set_terminated, run_id, "FINISHED")
 
     def fail(self, run_id: str, error: BaseException, status: str = "FAILED") -> None:
         """Mark a claimed run FAILED (or KILLED for Ctrl-C) with the error as a tag."""
@@ -383,17 +534,29 @@ class Tracker:
 # --- a sweep's parent run -------------------------------------------------------------------
 
 def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str,
-                 n_jobs: int) -> Tuple[str, str]:
-    """Prepare the store and experiment, and create the sweep's parent run (RUNNING).
-    Returns ``(experiment_id, run_id)``."""
+                 n_jobs: int, stale_after_s: float = 600.0) -> Tuple[str, str]:
+    """Prepare the store and experiment, end the runs of dead sweeps and jobs there
+    (:func:`end_dead_runs`), and create the sweep's parent run (RUNNING; the sweeper keeps its
+    heartbeat with :func:`parent_heartbeat`). Returns ``(experiment_id, run_id)``."""
     import mlflow
 
     exp_id = prepare_store(uri, experiment, artifacts)
     client = mlflow.MlflowClient(uri)
-    run = retry(client.create_run, exp_id, run_name=name,
-                tags={KIND_TAG: "sweep", SWEEP_TAG: sweep, RUN_NAME_TAG: name, "emergence.jobs": str(n_jobs),
-                      HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())})
+    with store_io(uri, "write to"):
+        end_dead_runs(client, exp_id, stale_after_s)
+        run = retry(client.create_run, exp_id, run_name=name,
+                    tags={KIND_TAG: "sweep", SWEEP_TAG: sweep, RUN_NAME_TAG: name, "emergence.jobs": str(n_jobs),
+                          HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
+                          HEARTBEAT_TAG: f"{time.time():.3f}"})
     return exp_id, run.info.run_id
+
+
+def parent_heartbeat(uri: str, run_id: str, every_s: float = 60.0) -> Heartbeat:
+    """The heartbeat of a sweep's parent run, kept by the sweeper while its jobs run (a context
+    manager): a sweep killed on another host is then seen dead once the beat is stale."""
+    import mlflow
+
+    return Heartbeat(mlflow.MlflowClient(uri), run_id, every_s)
 
 
 def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None) -> None:

@@ -337,7 +337,7 @@ def precheck(argv: Sequence[str], config_dir: str, config_name: str, schema: Typ
         try:
             parser.parse_override(text)
         except HydraException as exc:
-            raise error(f"cannot read the override {text!r}: {str(exc).splitlines()[0]}") from None
+            raise error(f"cannot read the override {text!r}: {str(exc).splitlines()[0]}{_quote_hint(text)}") from None
     try:
         variants = sweep_variants(overrides) if multirun else [overrides]
     except (HydraException, OmegaConfBaseException) as exc:
@@ -382,3 +382,45 @@ def _options_setting(compose: Callable, config_name: str, groups: List[str], par
         if OmegaConf.select(cfg, parent, default=None) is not None:
             found.append(f"{group}={option}")
     return f"valid with: {', '.join(found)}" if found else f"set it whole first: {parent}={{...}}"
+
+
+# --- a refused run leaves nothing behind ---------------------------------------------------------
+
+def discard_run_dir(outputs: Optional[str] = None) -> None:
+    """Remove what Hydra wrote for a single run refused before any work (its ``.hydra/`` record
+    and its ``<job>.log``), then the run folder when that leaves it empty, and its empty parents
+    up to and including ``outputs`` (the app's outputs folder) when the run folder lies inside
+    it. A folder holding anything else is kept. Nothing to do outside a Hydra run or in a sweep
+    (the sweeper creates its folder only once every job's input is checked)."""
+    import shutil
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode == RunMode.MULTIRUN:
+        return
+    hc = HydraConfig.get()
+    run_dir = Path(hc.runtime.output_dir).resolve()
+    if hc.output_subdir:
+        shutil.rmtree(run_dir / hc.output_subdir, ignore_errors=True)
+    (run_dir / f"{hc.job.name}.log").unlink(missing_ok=True)
+    top = Path(outputs).resolve() if outputs else None
+    folders = [run_dir]
+    if top is not None and top in run_dir.parents:
+        folders += [p for p in run_dir.parents if p == top or top in p.parents]
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or gone): stop here
+            break
+
+
+def _quote_hint(override: str) -> str:
+    """How to quote an override whose value Hydra's grammar cannot read bare (a path with
+    non-ASCII letters, spaces or brackets): the value in double quotes, the whole in single
+    quotes for the shell."""
+    key, sep, value = override.partition("=")
+    if not sep or not value or value[0] in "\"'[{" or '"' in value:
+        return ""
+    return f"; quote the value for Hydra: '{key}=\"{value}\"'"

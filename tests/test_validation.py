@@ -10,6 +10,7 @@ seconds); two real subprocesses prove the exit status and the one-line stderr en
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import typing
@@ -80,6 +81,18 @@ def schema_cases(schema, exempt=(), needs=None) -> list:
 
 SCHEMA_CASES = schema_cases(EmergenceConfig, EXEMPT, needs={"screen.ablation": "screen=ablation"})
 
+
+def closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+CLOSED_PORT = closed_port()
+
 #: The cases of the issue, and the cross-field checks of ``validate`` (substrings of the one line).
 LISTED_CASES = [
     (["+screen.treshold.bos=3"], ["screen.treshold", "thresholds"]),
@@ -104,6 +117,17 @@ LISTED_CASES = [
     (["screen=ablation", "screen.ablation.group=list", "screen.ablation.heads=[9.0]"], ["9.0", "layers 0-3"]),
     (["screen=ablation", "screen.ablation.heads=[3x]"], ["screen.ablation.heads[0]='3x'", "layer.head"]),
     (["revision=named"], ["revision.name"]),
+    # the store (issue 23, point 5): its scheme and whether it answers, before any work, dry runs too
+    (["tracking.uri=garbage:///"], ["tracking.uri='garbage:///' has an unknown scheme 'garbage'", "sqlite:///"]),
+    (["tracking.uri=garbage:///", "dry_run=true"], ["tracking.uri='garbage:///' has an unknown scheme"]),
+    (["tracking.uri=sqlite://mlflow.db"], ["tracking.uri='sqlite://mlflow.db'", "three slashes"]),
+    ([f"tracking.uri=http://127.0.0.1:{CLOSED_PORT}"], [f"http://127.0.0.1:{CLOSED_PORT}' cannot be reached",
+                                                         "Connection refused"]),
+    ([f"tracking.uri=http://127.0.0.1:{CLOSED_PORT}", "dry_run=true"], ["cannot be reached"]),
+    (["-m", "screen=bos,induction", "tracking.uri=garbage:///"], ["unknown scheme 'garbage'"]),
+    ([f"tracking.uri=postgresql://user:secret@127.0.0.1:{CLOSED_PORT}/mlflow"], [":***@127.0.0.1", "cannot be reached"]),
+    (["tracking.uri=sqlite:////etc/hostname/mlflow.db"], ["'/etc/hostname' is a file, not a folder"]),
+    (["model.path=/tmp/Müller/x"], ["token recognition error", "quote the value for Hydra: 'model.path=\"/tmp/Müller/x\"'"]),
 ]
 
 
@@ -121,8 +145,10 @@ def cli(monkeypatch, capsys, tmp_path):
         monkeypatch.setattr(emergence.job, name, work)
 
     def run(*args):
-        argv = [*args, f"hydra.run.dir={tmp_path}/run", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
-                f"cache.toy_dir={tmp_path}/toy"]
+        given = {a.split("=", 1)[0] for a in args}
+        argv = [*args, f"hydra.run.dir={tmp_path}/run", f"cache.toy_dir={tmp_path}/toy"]
+        if "tracking.uri" not in given:
+            argv.append(f"tracking.uri=sqlite:///{tmp_path}/mlflow.db")
         if "-m" in args:
             argv.append(f"hydra.sweep.dir={tmp_path}/sweep")
         monkeypatch.setattr(sys, "argv", ["emergence", *argv])
@@ -131,6 +157,8 @@ def cli(monkeypatch, capsys, tmp_path):
             entry()
         err = capsys.readouterr().err
         assert not (tmp_path / "toy").exists() and not (tmp_path / "mlflow.db").exists()
+        # Nothing written for refused input: no store, no Hydra log or run folder, no sweep folder.
+        assert not (tmp_path / "run").exists() and not (tmp_path / "sweep").exists()
         return info.value.code, [line for line in err.splitlines() if line.strip()]
 
     return run
@@ -144,6 +172,122 @@ def test_bad_value_is_one_line_and_exit_2(cli, overrides, shows):
     assert lines[0].startswith("error: ")
     for text in shows:
         assert text in lines[0], (text, lines[0])
+
+
+#: Malformed ``revisions.json`` files (issue 23, points 2-3): (contents, texts the one line shows).
+REVISION_FILE_CASES = [
+    ('{"revisions": [{"name": "../outside", "step": 1, "tokens": 1000}]}', ["entry 0", "'../outside' is not a plain name"]),
+    ('{"revisions": [{"name": "/etc", "step": 1, "tokens": 1000}]}', ["entry 0", "'/etc' is not a plain name"]),
+    ('{"revisions": [{"name": "step10", "step": 10, "tokens": 10000}, {"name": "a/../../b", "step": 2, "tokens": 5}]}',
+     ["entry 1", "'a/../../b' is not a plain name"]),
+    ('{"revisions": [', ["is not valid JSON", "line 1 column"]),
+    ('{"revisions": {"step10": 1}}', ['has no "revisions" list']),
+    ('["step10"]', ['has no "revisions" list']),
+    ('{"revisions": []}', ["lists no revisions"]),
+    ('{"revisions": ["step10"]}', ["entry 0", "not an object"]),
+    ('{"revisions": [{"name": "step10", "step": 10}]}', ["entry 0", "missing tokens"]),
+    ('{"revisions": [{"name": "step10", "step": 10, "tokens": "many"}]}', ["entry 0", "tokens='many' is not a non-negative"]),
+    ('{"revisions": [{"name": "step10", "step": 10, "tokens": -5}]}', ["entry 0", "tokens=-5 is not a non-negative"]),
+    ('{"revisions": [{"name": "step10", "step": 1.5, "tokens": 5}]}', ["entry 0", "step=1.5 is not a non-negative"]),
+    ('{"revisions": [{"name": "step10", "step": 10, "tokens": true}]}', ["entry 0", "tokens=True is not"]),
+    ('{"revisions": [{"name": "step10", "step": 10, "tokens": 5}, {"name": "step10", "step": 20, "tokens": 9}]}',
+     ["entry 1", "'step10' is listed twice (entries 0 and 1)"]),
+]
+
+
+@pytest.fixture(scope="module")
+def one_checkpoint(tmp_path_factory):
+    from tiny_models import save_revisions
+
+    return save_revisions(tmp_path_factory.mktemp("rev_ckpt"), "gpt_neox", steps=(10,)) / "step10"
+
+
+REVISION_FILE_RUNS = [(c, shows, False) for c, shows in REVISION_FILE_CASES] + \
+    [(c, shows, True) for c, shows in REVISION_FILE_CASES[:1] + REVISION_FILE_CASES[3:4] + REVISION_FILE_CASES[-1:]]
+
+
+@pytest.mark.parametrize("contents, shows, multirun", REVISION_FILE_RUNS,
+                         ids=[("-m " if m else "") + c for c, _, m in REVISION_FILE_RUNS])
+def test_a_bad_revisions_json_is_one_line_and_exit_2(cli, tmp_path, one_checkpoint, contents, shows, multirun):
+    """A revision name is a plain name inside model.path: ``../x`` or an absolute path would load
+    and screen a folder outside it. Every malformed file is one line naming the file and the entry,
+    before any model is loaded (the fixture fails the test otherwise)."""
+    import shutil
+
+    models = tmp_path / "models"
+    shutil.copytree(one_checkpoint, models / "step10")
+    shutil.copytree(one_checkpoint, tmp_path / "outside")  # what ../outside would reach
+    (models / "revisions.json").write_text(contents)
+    args = ["model=pythia_70m", "model.name=tiny", f"model.path={models}", "model.repo=null", "model.revisions=folder",
+            "revision=all", "stats=false"]
+    code, lines = cli(*(["-m"] if multirun else []), *args)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"error: revision file '{models / 'revisions.json'}'"), lines[0]
+    for text in shows:
+        assert text in lines[0], (text, lines[0])
+
+
+def test_an_unreachable_server_is_refused_within_the_timeout(cli):
+    """A server that accepts the connection and never answers (the worst case: 254 s of MLflow's
+    retries, then 118 lines): refused after tracking.connect_timeout_s, in one line."""
+    import socket
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel completes the handshake; nothing ever answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        tic = time.perf_counter()
+        code, lines = cli(f"tracking.uri={url}", "tracking.connect_timeout_s=1")
+        took = time.perf_counter() - tic
+    assert code == 2 and lines == [f"error: tracking.uri='{url}' cannot be reached (no answer within 1 s); start the "
+                                   "server, check the address or raise tracking.connect_timeout_s"], lines
+    assert took < 20
+
+
+def test_a_read_only_store_folder_is_one_line_before_any_work(cli, tmp_path):
+    """A study folder one cannot write in (48 lines of traceback before): refused before anything
+    is loaded, naming the folder and the cause; the store in it is left as it was."""
+    from emergence.tracking import prepare_store
+
+    folder = tmp_path / "study"
+    prepare_store(f"sqlite:///{folder}/mlflow.db", "emergence")
+    before = (folder / "mlflow.db").read_bytes()
+    ro = read_only_folder(folder)
+    try:
+        code, lines = cli(f"tracking.uri=sqlite:///{folder}/mlflow.db")
+        code_dry, lines_dry = cli(f"tracking.uri=sqlite:///{folder}/mlflow.db", "dry_run=true")
+    finally:
+        ro()
+    assert code == code_dry == 2 and len(lines) == 1 and lines == lines_dry, lines
+    assert lines[0].startswith(f"error: tracking.uri='sqlite:///{folder}/mlflow.db': cannot write in the store folder "
+                               f"'{folder}'"), lines[0]
+    assert "Operation not permitted" in lines[0] or "Permission denied" in lines[0]
+    assert (folder / "mlflow.db").read_bytes() == before
+
+
+def test_refused_input_leaves_no_outputs_folder(monkeypatch, capsys, tmp_path):
+    """Input refused inside the app (here a revision the model does not have, found once the
+    registry is read) used to leave Hydra's log in ./outputs/hydra/<date>/<time>/: nothing now."""
+    from emergence.__main__ import cli as entry
+
+    monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["emergence", "model=pythia_70m", "revision=named", "revision.name=step7"])
+    with pytest.raises(SystemExit) as info:
+        entry()
+    assert info.value.code == 2 and "unknown revision 'step7'" in capsys.readouterr().err
+    assert not (tmp_path / "outputs").exists()
+
+
+def read_only_folder(folder):
+    """Make ``folder`` read-only for whoever runs the test (immutable for root, mode 0555 for
+    another user); returns the function that undoes it. Skips where neither can be done."""
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+            pytest.skip("root without chattr +i: no folder is read-only for this user")
+        return lambda: subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+    folder.chmod(0o555)
+    return lambda: folder.chmod(0o755)
 
 
 def test_every_number_and_choice_has_a_constraint():

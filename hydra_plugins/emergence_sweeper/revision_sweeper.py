@@ -17,6 +17,9 @@ additions:
   created (``emergence.tracking.prepare_store``, under the store's lock), and a
   parent run is opened for the sweep; every job gets ``tracking.parent_run=<id>``
   and tags its run ``mlflow.parentRunId``;
+- the sweeper keeps the parent run's heartbeat while the jobs run, so a sweep killed
+  outright (``kill -9``) is seen dead by the next sweep or job, which ends its parent
+  KILLED (emergence.tracking.end_dead_runs);
 - when the jobs run one after another in this process (the basic launcher), the next job's
   hub revision is downloaded (and on CUDA loaded onto the device) while a job screens
   (``emergence.sweep_prefetch``), so a ``-m`` study overlaps its downloads as one job does;
@@ -34,7 +37,7 @@ there.
 import io
 import sys
 import time
-from contextlib import redirect_stderr
+from contextlib import ExitStack, redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -125,7 +128,7 @@ class RevisionSweeper(BasicSweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         from emergence import sweepstate
-        from emergence.tracking import end_parent, start_parent
+        from emergence.tracking import StoreError, end_parent, parent_heartbeat, start_parent
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         sweepstate.reset()
@@ -149,24 +152,34 @@ class RevisionSweeper(BasicSweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
 
-        # The store, the experiment and the sweep's parent run exist before any job starts.
+        # The store, the experiment and the sweep's parent run exist before any job starts; the
+        # parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended later).
         sweep_id = str(self.config.tracking.get("sweep") or sweep_dir)
         parents: Dict[tuple, str] = {}
         parent_of: Dict[tuple, str] = {}
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        for key, jobs in groups.items():
-            uri, experiment, artifacts = key
-            _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp} ({len(jobs)} jobs)",
-                                     len(jobs))
-            parents[key] = parent
-            for job in jobs:
-                parent_of[tuple(job)] = parent
+        tracking = self.config.tracking
+        beats = ExitStack()
+        try:
+            for key, jobs in groups.items():
+                uri, experiment, artifacts = key
+                _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp} ({len(jobs)} jobs)",
+                                         len(jobs), float(tracking.stale_after_s))
+                parents[key] = parent
+                beats.enter_context(parent_heartbeat(uri, parent, float(tracking.heartbeat_s)))
+                for job in jobs:
+                    parent_of[tuple(job)] = parent
+        except StoreError as exc:
+            beats.close()
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
         batches = [[job + [f"tracking.parent_run={parent_of[tuple(job)]}"] for job in batch] for batch in batches]
 
         failed: Dict[str, List[str]] = {p: [] for p in parents.values()}
         try:
-            returns = self._launch(batches, failed)
-            returns += self._refine(parent_of, failed)
+            with beats:
+                returns = self._launch(batches, failed)
+                returns += self._refine(parent_of, failed)
             n_jobs = len(sweepstate.RETURNS)
         except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
             for key, parent in parents.items():
