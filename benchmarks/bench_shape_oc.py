@@ -27,6 +27,14 @@ C. The ``none`` rule: false-positive rate (a transition called) on flat curves, 
    the detection rate (not none) of small circuits that switch on and stay. The
    old rule's criterion (the constant model within 2 AICc of the best) on the same
    flat curves is printed for comparison.
+D. Both regimes on the named families of :data:`stats.simulate.FAMILIES`, at 10
+   and 20 log-spaced revisions: per family, the share of curves whose verdict is
+   right (the true shape; ``none`` for a censored truth, whose rise lies outside
+   the range), whose censoring flag is right (flat truths have no side and are not
+   scored), and for the rise-then-decline families the share with the decline
+   found; per regime, the shape accuracy over all its families (criterion: >= 0.90).
+   Widths in D are chosen away from the borderline (sharp: 10-90 width 0.1-0.5
+   spacings; gradual: 3-5 spacings); sections A and B show the borderline.
 """
 
 import argparse
@@ -61,9 +69,11 @@ def main():
     spacing = float(x[1] - x[0])
     revs = np.array([f"r{i}" for i in range(len(tok))])
 
-    def verdict(k, n):
+    def verdict(k, n, flags=None):
+        """The verdict of counts ``k`` of ``n``: a head population (``flags`` given) in the identity
+        regime, fresh draws in the aggregate one."""
         n = np.broadcast_to(np.asarray(n, float), tok.shape).copy()
-        c = Curve("sim", "bos", revs, tok, np.asarray(k, float), n)
+        c = Curve("sim", "bos", revs, tok, np.asarray(k, float), n, identity=flags is not None, flags=flags)
         return analyse_curve(c, cfg, rng).verdict
 
     def t50():
@@ -97,7 +107,7 @@ def main():
         for _ in tqdm(range(D), desc=f"population w={w}", leave=False):
             pop = HeadPopulation(256, int(rng.integers(60, 201)), t50(), w * spacing / NORMAL_WIDTH_PER_SD,
                                  n_flicker=4, dropout=0.01).simulate(tok, rng)
-            s = verdict(pop.k, pop.n).shape
+            s = verdict(pop.k, pop.n, pop.flags).shape
             true = pop.truth()["max_share"]
             shapes.append(s)
             truth_share.append(true)
@@ -113,8 +123,7 @@ def main():
     def rates(draw, label):
         called, old = 0, 0
         for _ in tqdm(range(D), desc=label, leave=False):
-            k, n = draw()
-            v = verdict(k, n)
+            v = verdict(*draw())
             called += v.shape != "none"
             dc = (v.evidence.get("delta_aicc") or {}).get("constant", 0.0)
             old += dc > 2.0 and v.evidence.get("rise", 0.0) >= 0.02
@@ -124,7 +133,7 @@ def main():
         def draw():
             pop = HeadPopulation(256, 0, 1e11, 0.1, n_always=int(rng.integers(0, n_always_hi + 1)), n_flicker=n_flicker,
                                  flicker_p=p).simulate(tok, rng)
-            return pop.k, pop.n
+            return pop.k, pop.n, pop.flags
         return draw
 
     flat = [
@@ -144,7 +153,7 @@ def main():
         def draw():
             pop = HeadPopulation(n_heads, n_switch, 10 ** rng.uniform(x[lo], x[hi]), 0.05, n_flicker=n_flicker,
                                  flicker_p=0.2, dropout=dropout).simulate(tok, rng)
-            return pop.k, pop.n
+            return pop.k, pop.n, pop.flags
         return draw
 
     small = [
@@ -157,8 +166,49 @@ def main():
     for label, draw in small:
         new, old = rates(draw, label[:20])
         print(f"  {label:<56} {new:18.3f} {old:16.3f}", flush=True)
-    print(f"done in {time.perf_counter() - t_start:.0f} s")
-    return 0
+    failed = families_section(D, args.n_boot, rng)
+    print(f"done in {time.perf_counter() - t_start:.0f} s" + (f": {failed} criteria fail" if failed else ": criteria pass"))
+    return 1 if failed else 0
+
+
+def families_section(D: int, n_boot: int, rng) -> int:
+    """Section D (module docstring); returns the number of failed criteria."""
+    from tqdm import tqdm
+
+    from stats.analysis import analyse_curve
+    from stats.config import AnalysisConfig
+    from stats.simulate import FAMILIES, family, logspaced_tokens, score
+
+    cfg = AnalysisConfig(n_boot=n_boot, progress=False)
+    print("\nD. the two regimes on the simulated families (aggregate: independent draws; population: followed heads)")
+    print(f"  {'family':<34} {'revisions':>9} {'verdict right':>14} {'censoring right':>16} {'decline found':>14}")
+    failed = 0
+    for regime in ("aggregate", "population"):
+        right = total = 0
+        for m in (10, 20):
+            tok = logspaced_tokens(1e9, 3e12, m)
+            for name in [f for f in FAMILIES if f.startswith(regime)]:
+                shape, cens, decline = [], [], []
+                for _ in tqdm(range(D), desc=f"{name} m={m}", leave=False):
+                    sim = family(name, tok, rng)
+                    ca = analyse_curve(sim.curve(), cfg, rng)
+                    sc = score(ca, sim.truth)
+                    shape.append(sc["shape"])
+                    if sc["censored"] is not None:
+                        cens.append(sc["censored"])
+                    if sim.truth.decline:
+                        decline.append(ca.phases is not None and ca.phases.decline is not None)
+                right += sum(shape)
+                total += len(shape)
+                c = f"{np.mean(cens):16.3f}" if cens else f"{'-':>16}"
+                dl = f"{np.mean(decline):14.3f}" if decline else f"{'-':>14}"
+                print(f"  {name:<34} {m:>9} {np.mean(shape):14.3f} {c} {dl}", flush=True)
+        acc = right / total
+        ok = acc >= 0.90
+        failed += not ok
+        print(f"  {regime + ': shape accuracy over its families':<45} {acc:14.3f}  [>= 0.90] {'PASS' if ok else 'FAIL'}",
+              flush=True)
+    return failed
 
 
 if __name__ == "__main__":

@@ -107,7 +107,9 @@ def censoring_without_rise(curve: Curve, phases: CurvePhases, p_change: float, m
         return Censoring("left", f"left-censored: {_heads(start)} {what} at the first revision ({first}) and {why}: "
                                  f"the class formed at or before it (t50 <= {first}){tail}")
     if most < floor - 1e-9:
-        return Censoring("right", f"right-censored: at most {_heads(most)} {what} at any revision and {why}: not "
+        bg = (f" (below the background floor, {background_share:g} of the heads, that aggregate counts cannot tell "
+              "from heads passing the threshold by chance)" if floor > min_rise_heads else "")
+        return Censoring("right", f"right-censored: at most {_heads(most)} {what} at any revision{bg} and {why}: not "
                                   f"formed by the last revision ({last}; t50 > {last})")
     bg = f" (below background_share {background_share:g} of the heads at the start)" if regime == "aggregate" else ""
     return Censoring(None, f"{why}; {_heads(start)} {what} at the first revision{bg} and up to {_heads(most)} later: "

@@ -64,12 +64,14 @@ def _mark_censoring(ax, ca) -> None:
     """An arrow from the bounding revision outwards, and its label, for a censored curve."""
     c, side = ca.curve, ca.censored
     t = float(c.tokens[0] if side == "left" else c.tokens[-1])
-    y = float(c.fraction[0] if side == "left" else c.fraction[-1])
-    dx = 1 / 2.2 if side == "left" else 2.2
-    ax.annotate("", xy=(t * dx, y), xytext=(t, y), arrowprops=dict(arrowstyle="->", color="C4", lw=1.6))
-    text = f"{side}-censored: t50 {'<=' if side == 'left' else '>'} {t:.3g} tokens"
-    ax.text(0.98 if side == "right" else 0.02, 0.96, text, transform=ax.transAxes, ha="right" if side == "right" else "left",
-            va="top", fontsize=8, color="C4")
+    y = float(np.max(c.fraction)) / 2
+    end = t / 3 if side == "left" else t * 3
+    ax.annotate("", xy=(end, y), xytext=(t, y), arrowprops=dict(arrowstyle="->", color="C4", lw=1.6))
+    ax.axvline(t, color="C4", ls=":", lw=1)
+    text = f"{side}-censored:\nt50 {'<=' if side == 'left' else '>'} {t:.3g} tokens"
+    ax.text(end, y, text, ha="left" if side == "left" else "right", va="bottom", fontsize=8, color="C4")
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(min(lo, end / 1.5), max(hi, end * 1.5))
 
 
 def _mark_decline(ax, ca) -> None:
@@ -90,8 +92,6 @@ def curve_figure(ca, path: Path) -> Path:
         grid = np.logspace(np.log10(rise.min()) - 0.1, np.log10(rise.max()) + 0.1, 300)
         if ca.phases is not None and ca.phases.decline is not None:
             _mark_decline(ax, ca)
-        if ca.censored:
-            _mark_censoring(ax, ca)
         if ca.boot is not None and ca.fits is not None:
             model = ca.fits["logistic"].model
             sub = ca.boot.theta[: min(len(ca.boot.theta), 400)]
@@ -112,14 +112,16 @@ def curve_figure(ca, path: Path) -> Path:
                 ax.errorbar([t.t50], [yl], xerr=[[t.t50 - lo_t], [hi_t - t.t50]], fmt="D", color="C4", ms=6, capsize=3,
                             label="t50 (95% CI" + (", open end" if open_lo or open_hi else "") + ")", zorder=6)
         ax.set_xscale("log")
+        if ca.censored:
+            _mark_censoring(ax, ca)
     ax.set_xlabel("training tokens")
     ax.set_ylabel(f"fraction of heads: {c.cls}")
     ax.set_ylim(-0.02, max(0.1, float(np.max(c.fraction)) * 1.15 if len(c) else 1.0))
     extra = f", {ca.censored}-censored" if ca.censored else ""
     extra += ", rise then decline" if ca.phases is not None and ca.phases.decline is not None else ""
     ax.set_title(f"{c.model} / {c.cls}: {ca.verdict.shape}{extra}", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
-    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.13, top=0.92)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

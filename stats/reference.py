@@ -244,7 +244,8 @@ def _gaps(rep, study, model):
         tool = "not computed: " + "; ".join(g.notes)
         agrees = None if value is None else False
     else:
-        tool = f"{g.ratio:.3g} [{_num(g.ratio_ci[0])}, {_num(g.ratio_ci[1])}], p = {_num(g.p_value)}"
+        sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
+        tool = f"{sign}{g.ratio:.3g} [{_num(g.ratio_ci[0])}, {_num(g.ratio_ci[1])}], p = {_num(g.p_value)}"
         sep = g.ratio > 1 and g.p_value < study.config.alpha
         agrees = None if value is None else bool(sep)
     reported = "induction first, BOS later (separable)" if value is not None else text

@@ -327,12 +327,16 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
         if c.get("max_jump_share") is not None:
             client.log_metric(rid, f"max_jump_share.{key}", float(c["max_jump_share"]))
         client.set_tag(rid, f"shape.{key}", c["shape"])
+        if c.get("censored"):
+            client.set_tag(rid, f"censored.{key}", c["censored"])
     for g in summary["gaps"]:
         prefix = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap"
         if g.get("ratio") is not None:
             client.log_metric(rid, f"{prefix}_ratio.{g['model']}", float(g["ratio"]))
         if g.get("p_value") is not None:
             client.log_metric(rid, f"{prefix}_p.{g['model']}", float(g["p_value"]))
+        if g.get("bound"):
+            client.set_tag(rid, f"{prefix}_bound.{g['model']}", g["bound"])
     client.log_artifacts(rid, str(out_dir))
     client.set_terminated(rid, "FINISHED")
     return rid

@@ -1,6 +1,27 @@
 """Shape verdict of a curve: ``sharp``, ``gradual`` or ``none``, with its evidence.
 
-Data model. A curve is ``k_j`` of ``n`` heads flagged at revisions
+Two regimes, by what the counts are (``analysis.shape.regime``; ``auto`` chooses
+by the data, :func:`stats.analysis.curve_regime`):
+
+- ``identity``: the counts follow the *same* heads across revisions (a per-head
+  table: the runs' ``heads.csv``, or a ``heads_csv`` file). The data model below
+  holds, and the share of the rise in one interval is counted in heads from the
+  observed counts, with its Clopper-Pearson interval.
+- ``aggregate``: counts without head identity (``source=csv``), which the analysis
+  treats as independent (beta-)binomial draws around a curve ``p(t)``. Every
+  observed jump and both extremes carry sampling noise (the observed range of
+  noisy fractions is inflated, the largest observed jump biased), so the share is
+  that of the fitted logistic at the revisions, ``max_j (p_{j+1} - p_j) / range p``,
+  with the percentile interval of the same share over the logistic's parametric
+  bootstrap replicates; the rise in heads is the fitted range.
+
+Both regimes share the ``none`` rule, the ``min_jump_share`` criterion and the
+censoring and decline handling done before the verdict (:mod:`stats.censoring`,
+:mod:`stats.phases`: the verdict is of the rise, inside the screened range). Their
+operating characteristics are measured separately on simulated families of each
+kind (``benchmarks/bench_shape_oc.py``, section D).
+
+Data model (identity regime). A curve is ``k_j`` of ``n`` heads flagged at revisions
 ``t_1 < ... < t_m``. The *same* heads are followed across revisions, so the counts
 are cumulative, not fresh draws: a head that forms switches on at its own time
 ``tau_h`` and stays on, up to *flicker* (a few heads near the threshold read on at
@@ -171,7 +192,7 @@ def monotone_r2(k, n):
 def unimodal_r2(k, n):
     """Share of the weighted variance of ``k/n`` explained by the best unimodal fit (rise
     then fall, or fall then rise; :func:`stats.phases.unimodal_fit`), rows of (B, m) arrays."""
-    from stats.phases import unimodal_fit  # stats.phases builds on this module's isotonic_fit
+    from stats.phases import unimodal_ss  # stats.phases builds on this module's isotonic_fit
 
     k = np.atleast_2d(np.asarray(k, float))
     n = np.broadcast_to(np.asarray(n, float), k.shape)
@@ -179,7 +200,7 @@ def unimodal_r2(k, n):
     y = k / np.where(n > 0, n, 1)
     ybar = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
     ss0 = (w * (y - ybar) ** 2).sum(-1)
-    ss = np.minimum(unimodal_fit(y, w)[1], unimodal_fit(-y, w)[1])
+    ss = np.minimum(unimodal_ss(y, w)[0], unimodal_ss(-y, w)[0])
     return np.where(ss0 > 0, (ss0 - ss) / np.where(ss0 > 0, ss0, 1), 0.0)
 
 

@@ -424,3 +424,44 @@ FAMILIES = tuple(f"aggregate/{k}" for k in ("logistic-sharp", "logistic-gradual"
                                             "right-censored", "rise-decline", "unequal-n")) + \
     tuple(f"population/{k}" for k in ("sharp", "gradual", "flat", "left-censored", "right-censored", "rise-decline",
                                       "circuit-3-of-256"))
+
+
+def score(analysis, truth: Truth) -> dict:
+    """How a curve analysis (:class:`stats.analysis.CurveAnalysis`) fares against its truth.
+
+    ``shape``: the verdict equals the true shape (``none`` for a censored truth: no
+    transition inside the range); ``censored``: the censoring flag equals the truth's
+    (None for a flat truth, which has no side); ``covers``: the reported t50 interval
+    contains the true t50 (an open end reaches to 0 or infinity; a censored bound
+    covers when the truth lies on its side), None for a flat truth.
+    """
+    shape = analysis.verdict.shape == ("none" if truth.censored else truth.shape)
+    if truth.shape == "none" and not truth.censored:
+        return {"shape": shape, "censored": None, "covers": None}
+    t = analysis.times
+    covers = False
+    if t is not None:
+        lo, hi = t.t50_ci
+        covers = bool((0.0 if lo is None else lo) <= truth.t50 <= (np.inf if hi is None else hi))
+    return {"shape": shape, "censored": analysis.censored == truth.censored, "covers": covers}
+
+
+def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random.Generator,
+             width_spacings=(0.5, 2.0)) -> tuple:
+    """An (early, late) pair of simulated curves whose t50s are ``t50_early`` and ``ratio`` x
+    it (the separation benchmark): ``aggregate`` logistic draws on 128 heads (early ceiling
+    U(0.2, 0.5), late U(0.4, 0.8)), or ``population`` heads of 256 (early 20-60 switching,
+    late 60-200); 10-90 widths U(``width_spacings``) checkpoint spacings."""
+    x = np.log10(np.asarray(tokens, float))
+    d = float(np.median(np.diff(x)))
+    out = []
+    for t50, top in ((t50_early, (0.2, 0.5)), (t50_early * ratio, (0.4, 0.8))):
+        w = rng.uniform(*width_spacings) * d
+        if regime == "aggregate":
+            c = AggregateCurve("logistic", rng.uniform(0, 0.03), rng.uniform(*top), t50, w)
+            out.append(c.simulate(tokens, np.full(len(x), 128), rng))
+        else:
+            switching = int(rng.integers(20, 61) if top[0] < 0.4 else rng.integers(60, 201))
+            pop = HeadPopulation(256, switching, t50, w / NORMAL_WIDTH_PER_SD, n_flicker=4, dropout=0.01)
+            out.append(simulate_population(pop, tokens, rng))
+    return tuple(out)
