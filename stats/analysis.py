@@ -354,7 +354,7 @@ class StudyAnalysis:
                     fit_rows.append({"model": c.model, "class": c.klass, "fit": name, "parameter": p, "estimate": float(v),
                                      "lower": float(ci.loc[p, "lower"]), "upper": float(ci.loc[p, "upper"]),
                                      "loglik": f.loglik, "aicc": f.aicc, "dispersion": f.dispersion})
-        conv = [c.table.assign(model=c.model) for c in self.convergence]
+        conv = [c.table.assign(model=c.model, threshold=c.threshold) for c in self.convergence]
         pr = [pd.DataFrame([h.to_dict() for h in p.heads]).assign(model=p.model) for p in self.pr_lead if p.heads]
         sens = self.sensitivity.to_dict()["rows"] if self.sensitivity is not None else []
         gaps = self.gap_dicts()
@@ -463,13 +463,16 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
                 floors.append(f)
         counts = class_layer_counts(results, fc.onset_class, model)
         if not counts.empty:
-            o = layer_onset(counts, model, fc.onset_class, fc.onset_min_count, fc.floor_layers, fc.n_perm, rng)
+            o = layer_onset(counts, model, fc.onset_class, fc.onset_min_count, fc.floor_layers, fc.n_perm, rng,
+                            persist=fc.onset_persist, just_above_floor=fc.just_above_floor, alpha=cfg.alpha)
             if o is not None:
                 onsets.append(o)
         if results.heads is not None:
-            c = circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level)
-            if c is not None:
-                convs.append(c)
+            main = thresholds.get(fc.convergence_class)
+            for thr in sorted({float(t) for t in fc.convergence_thresholds} | ({float(main)} if main else set())):
+                c = circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr)
+                if c is not None:
+                    convs.append(c)
             pc = cfg.pr_lead
             p = pr_lead(results.heads, model, pc.column, pc.k_mad, pc.induction_class, pc.top_heads, pc.persist)
             if p is not None:

@@ -120,10 +120,17 @@ class FindingsConfig:
     floor_rate: float = field(default=0.05, metadata=SHARE)
     #: a layer's onset: first revision with at least this many heads of the class
     onset_min_count: int = field(default=1, metadata={"min": 1})
+    #: ... kept at this many consecutive revisions (a head gone at the next revision is no onset)
+    onset_persist: int = field(default=2, metadata={"min": 1})
+    #: the layers just above the floor that the middle-first claim says gain heads last
+    just_above_floor: int = field(default=2, metadata={"min": 1})
     onset_class: str = field(default="bos", metadata=CLASS)
     #: circuit convergence: recall of the final induction set to reach
     recall_level: float = field(default=0.6666666666666666, metadata={"gt": 0, "max": 1})
     convergence_class: str = field(default="induction", metadata=CLASS)
+    #: circuit convergence is also computed with the circuit defined at these thresholds (the study's
+    #: F4 figures follow from its 30x class rule; 50x is its induction count), besides the analysis threshold
+    convergence_thresholds: List[float] = field(default_factory=lambda: [30.0, 50.0], metadata={"items": POSITIVE})
     n_perm: int = field(default=9999, metadata={"min": 99})
 
 

@@ -240,7 +240,8 @@ def convergence_figure(convs, path: Path) -> Path:
         t = c.table[(c.table["tokens"] > 0) & c.table["recall"].notna()]
         if t.empty:
             continue
-        ax.plot(t["tokens"], t["recall"], marker="o", color=f"C{i}", label=f"{c.model} (n={c.n_final})")
+        at = "" if c.threshold is None else f", >= {c.threshold:g}x"
+        ax.plot(t["tokens"], t["recall"], marker="o", color=f"C{i}", label=f"{c.model} (n={c.n_final}{at})")
         plotted = True
         if c.tokens_at_level:
             ax.axvline(c.tokens_at_level, color=f"C{i}", ls=":", lw=0.8)

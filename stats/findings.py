@@ -10,12 +10,27 @@ independent (the same head at ten revisions), so the bound over *distinct heads*
 the conservative reading.
 
 Per-layer onset. A layer's onset is the first revision at which it holds at least
-``onset_min_count`` heads of the class (never: +inf). Reported per model: the
-onset of every layer, the layers that gain heads first and last, and the
-"middle first, spreading outward" statistic: Spearman's rho between a layer's
-distance from the middle layer ``(L - 1) / 2`` and its onset, over the layers
-outside the floor, with a one-sided permutation p-value (H0: onsets exchangeable
-across layers; H1: rho > 0, farther layers later).
+``onset_min_count`` heads of the class *and keeps them* at the next
+``onset_persist - 1`` revisions (fewer at the end of the series): an onset carried
+by a head that is gone at the next revision is no onset (never: +inf). Reported
+per model: the onset of every layer, the layers that gain heads first and last,
+and the study's claim, "BOS heads appear first in the middle of the network and
+spread outwards; the layers just above the floor are the last to gain them", as
+one-sided permutation tests over the layers outside the floor (H0: onsets
+exchangeable across layers), on log10 onset tokens (never: latest):
+
+- *onset against depth*, where the claim is: over the layers from just above the
+  floor up to the middle layer ``(L - 1) / 2``, Spearman's rho between depth and
+  onset (H1: rho < 0, the deeper of them earlier: the onset spreads down from the
+  middle towards the floor);
+- *just above the floor last*: the mean onset rank of the ``just_above_floor``
+  layers above the floor (L2, L3) against the other layers (H1: later);
+
+and a verdict: ``yes`` when both reject at alpha, ``mixed`` when one does, ``no``
+when neither (``n/a`` with fewer than three layers with an onset). The symmetric
+*middle out* statistic, rho between a layer's distance from the middle and its
+onset over all layers outside the floor (H1: rho > 0), is reported as evidence:
+it also asks the upper layers to be late, which the claim does not stress.
 
 Circuit convergence (F4). ``S_final`` = the heads flagged (induction) at the final
 revision (largest token count). At each revision r, recall(r) = |S_r n S_final| /
@@ -32,7 +47,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from emergence.contract import flag_column
+from emergence.contract import flag_column, selectivity_column
 from stats.hypotheses import TestResult, clopper_pearson_upper, layer_floor_test, permutation_spearman
 
 
@@ -129,6 +144,21 @@ class LayerOnset:
     never_layers: list
     test: Optional[TestResult]
     floor_layers: list = field(default_factory=list)
+    #: the one-sided test that the layers just above the floor gain heads last
+    last_test: Optional[TestResult] = None
+    just_above: list = field(default_factory=list)
+    persist: int = 1
+    alpha: float = 0.05
+    #: the one-sided test of onset against depth below the middle (deeper earlier)
+    depth_test: Optional[TestResult] = None
+
+    @property
+    def verdict(self) -> str:
+        """``yes`` / ``mixed`` / ``no`` for "middle first, the layers just above the floor last"."""
+        if self.depth_test is None or self.last_test is None:
+            return "n/a"
+        hits = (self.depth_test.p_value <= self.alpha) + (self.last_test.p_value <= self.alpha)
+        return ("no", "mixed", "yes")[hits]
 
     def to_dict(self):
         return {
@@ -140,35 +170,65 @@ class LayerOnset:
             "never_layers": self.never_layers,
             "middle_out_rho": None if self.test is None else self.test.statistic,
             "middle_out_p_value": None if self.test is None else self.test.p_value,
+            "depth_rho": None if self.depth_test is None else -self.depth_test.statistic,
+            "depth_p_value": None if self.depth_test is None else self.depth_test.p_value,
+            "just_above_floor": self.just_above,
+            "just_above_last_p_value": None if self.last_test is None else self.last_test.p_value,
+            "verdict": self.verdict,
+            "onset_persist": self.persist,
             "floor_layers_excluded": self.floor_layers,
         }
 
 
+def _later_rank_test(vals, group: np.ndarray, n_perm: int, rng) -> TestResult:
+    """One-sided permutation test that the layers in ``group`` have later onsets (mean rank)."""
+    from scipy.stats import rankdata
+
+    r = rankdata(vals)
+    t = float(r[group].mean())
+    perms = rng.permuted(np.tile(r, (n_perm, 1)), axis=1)
+    t_star = perms[:, group].mean(1)
+    p = (1.0 + np.sum(t_star >= t - 1e-12)) / (n_perm + 1.0)
+    return TestResult("just_above_floor_last_permutation", "onsets exchangeable across layers", t, float(p), n_perm)
+
+
 def layer_onset(counts: pd.DataFrame, model: str, klass: str = "bos", min_count: int = 1, floor_layers=(0, 1),
-                n_perm: int = 9999, rng: Optional[np.random.Generator] = None, n_layers: Optional[int] = None) -> Optional[LayerOnset]:
-    """Per-layer onset and the middle-out test of one model (see module docstring)."""
+                n_perm: int = 9999, rng: Optional[np.random.Generator] = None, n_layers: Optional[int] = None,
+                persist: int = 1, just_above_floor: int = 2, alpha: float = 0.05) -> Optional[LayerOnset]:
+    """Per-layer onset and the tests of the middle-first claim of one model (see module docstring)."""
+    from stats.pr_lead import first_persistent
+
     if counts.empty:
         return None
     rng = np.random.default_rng(0) if rng is None else rng
     L = int(n_layers if n_layers is not None else counts["layer"].max() + 1)
     onset = {}
     for layer in range(L):
-        d = counts[(counts["layer"] == layer) & (counts["k"] >= min_count)]
-        onset[layer] = float(d["tokens"].min()) if not d.empty else None
+        d = counts[counts["layer"] == layer].sort_values("tokens")
+        i = first_persistent(d["k"].to_numpy() >= min_count, persist)
+        onset[layer] = float(d["tokens"].iloc[i]) if i is not None else None
     finite = {l: t for l, t in onset.items() if t is not None}
     never = [l for l, t in onset.items() if t is None]
     first = sorted(l for l, t in finite.items() if t == min(finite.values())) if finite else []
     eligible = [l for l in range(L) if l not in set(int(v) for v in floor_layers)]
     elig_finite = {l: finite[l] for l in eligible if l in finite}
     last = sorted(l for l, t in elig_finite.items() if t == max(elig_finite.values())) if elig_finite else []
-    test = None
-    if len(eligible) >= 3 and finite:
+    test = last_test = depth_test = None
+    top = max([int(v) for v in floor_layers], default=-1)
+    just = [l for l in range(top + 1, top + 1 + just_above_floor) if l in eligible]
+    if len(eligible) >= 3 and len(elig_finite) >= 3:
         mid = (L - 1) / 2
         dist = np.array([abs(l - mid) for l in eligible])
         vals = np.array([onset[l] if onset[l] is not None else np.inf for l in eligible])
         vals = np.where(np.isfinite(vals), np.log10(np.where(np.isfinite(vals), vals, 1.0)), np.inf)
         test = permutation_spearman(dist, vals, n_perm, rng)
-    return LayerOnset(model, klass, onset, first, last, never, test, [int(v) for v in floor_layers])
+        if just and len(just) < len(eligible):
+            last_test = _later_rank_test(vals, np.isin(eligible, just), n_perm, rng)
+        lower = np.array([l <= mid for l in eligible])
+        if lower.sum() >= 3:  # rho(-depth, onset) > 0: the deeper lower layers gain heads earlier
+            depth_test = permutation_spearman(-np.asarray(eligible, float)[lower], vals[lower], n_perm, rng)
+    return LayerOnset(model, klass, onset, first, last, never, test, [int(v) for v in floor_layers], last_test, just,
+                      int(persist), float(alpha), depth_test)
 
 
 @dataclass
@@ -181,11 +241,18 @@ class Convergence:
     tokens_at_level: Optional[float]
     pct_training: Optional[float]
     n_final: int
+    #: the selectivity threshold that defines the circuit (None: the analysis threshold's flags)
+    threshold: Optional[float] = None
+
+    def recall_at(self, revision: str) -> Optional[float]:
+        row = self.table[self.table["revision"] == revision]
+        return None if row.empty else float(row["recall"].iloc[0])
 
     def to_dict(self):
         return {
             "model": self.model,
             "class": self.klass,
+            "threshold": self.threshold,
             "n_final": self.n_final,
             "level": self.level,
             "revision_at_level": self.revision_at_level,
@@ -198,10 +265,17 @@ class Convergence:
         }
 
 
-def circuit_convergence(heads: pd.DataFrame, model: str, klass: str = "induction", level: float = 2 / 3) -> Optional[Convergence]:
-    """Recall of the final circuit at each revision (see module docstring)."""
+def circuit_convergence(heads: pd.DataFrame, model: str, klass: str = "induction", level: float = 2 / 3,
+                        threshold: Optional[float] = None) -> Optional[Convergence]:
+    """Recall of the final circuit at each revision (see module docstring); with ``threshold`` the
+    circuit is the heads with ``selectivity >= threshold`` instead of the table's flags."""
     col = flag_column(klass)
     h = heads[heads["model"] == model]
+    if threshold is not None:
+        sel = selectivity_column(klass)
+        if sel not in h.columns:
+            return None
+        h = h.assign(**{col: (h[sel].fillna(0.0) >= threshold).astype(int)})
     if h.empty or col not in h.columns:
         return None
     final_tokens = float(h["tokens"].max())
@@ -215,7 +289,8 @@ def circuit_convergence(heads: pd.DataFrame, model: str, klass: str = "induction
     table = pd.DataFrame(rows, columns=["revision", "tokens", "recall", "n_found", "n_final"]).sort_values("tokens").reset_index(drop=True)
     hit = table[table["recall"] >= level - 1e-12]
     if hit.empty or not s_final:
-        return Convergence(model, klass, table, level, None, None, None, len(s_final))
+        return Convergence(model, klass, table, level, None, None, None, len(s_final), threshold)
     first = hit.iloc[0]
     pct = 100.0 * first["tokens"] / final_tokens if final_tokens > 0 else None
-    return Convergence(model, klass, table, level, str(first["revision"]), float(first["tokens"]), pct, len(s_final))
+    return Convergence(model, klass, table, level, str(first["revision"]), float(first["tokens"]), pct, len(s_final),
+                       threshold)

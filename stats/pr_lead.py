@@ -1,22 +1,32 @@
-"""PR lead: is a head's participation ratio elevated before it becomes an induction head?
+"""PR lead: is a head's participation ratio elevated at or before it becomes an induction head?
 
 For every head flagged induction at the final revision (largest token count):
 
-- *PR-elevation rule*: the head's PR is elevated at revision r when it exceeds the
+- *Elevation line*: the head's PR is elevated at revision r when it exceeds the
   median PR of all the model's heads at r by ``k_mad`` (default 3) robust standard
-  deviations, ``PR > median_r + k_mad * 1.4826 * MAD_r`` (MAD_r the median absolute
-  deviation across heads at r; where MAD_r = 0, any PR above the median). The
-  elevation revision is the first revision from which this holds at ``persist``
-  (default 2) consecutive revisions (fewer at the end of the series: all the
-  remaining ones), so that a one-revision blip does not count. The rule is
-  cross-sectional, so a drift of every head's PR over training does not count.
-- *Crossing*: the first revision at which the head is flagged induction (its
+  deviations, ``PR > line_r = median_r + k_mad * 1.4826 * MAD_r`` (MAD_r the median
+  absolute deviation across heads at r; where MAD_r = 0, any PR above the median).
+  The line is cross-sectional, so a drift of every head's PR over training does not
+  count.
+- *Crossing* ``c``: the first revision at which the head is flagged induction (its
   selectivity passes the induction threshold).
-- *Lead ratio* (tokens): ``t_crossing / t_elevation``; > 1 when PR leads. A head
-  whose PR is never elevated has no ratio and counts as a negative (PR did not lead).
-- *Sign test* over heads (:func:`stats.hypotheses.sign_test`): positives are heads
-  elevated strictly before crossing, negatives strictly after (or never), ties
-  (same revision) dropped; H0: median lead ratio 1; one-sided, H1: PR leads.
+- *Lead revision* ``e``: the earliest revision ``e <= c`` at which the head is
+  elevated and from which its rise *persists*: its PR stays above ``line_e``, the
+  line it crossed at ``e``, at every revision from ``e`` through ``c``. A bump that
+  falls back below that line before the crossing is not a lead (a later revision
+  may still be). ``e < c``: the PR leads (``sign = +1``, lead ratio ``t_c / t_e`` in
+  tokens); ``e = c``: it rises at the crossing revision itself, which is "at or
+  before" as the study states it (``sign = 0``, reported as *same revision*); no
+  such ``e``: elevated only after the crossing (the first revision after ``c`` from
+  which it is elevated at ``persist`` consecutive revisions) or never (``sign = -1``).
+- *Not observable*: a head that crosses at the first revision has no earlier
+  revision to show a lead; it is reported as not observable (``sign`` None), not as
+  a negative.
+- *Sign test* over the observable heads (:func:`stats.hypotheses.sign_test`):
+  positives lead, negatives are elevated after the crossing or never, same-revision
+  heads are ties (dropped); H0: median lead ratio 1; one-sided, H1: PR leads. The
+  study's own claim, "at or before", is the share ``at_or_before`` of observable
+  heads with ``sign >= 0``.
 """
 
 from __future__ import annotations
@@ -55,10 +65,16 @@ class HeadLead:
     revision_crossed: Optional[str]
     tokens_crossed: Optional[float]
     lead_ratio: Optional[float]
-    sign: int  # +1 elevated before crossing, 0 same revision, -1 after or never
+    #: +1 elevated (persistently) before the crossing, 0 at the crossing revision, -1 after or never,
+    #: None: not observable (crosses at the first revision)
+    sign: Optional[int]
+
+    @property
+    def outcome(self) -> str:
+        return {1: "before", 0: "same revision", -1: "after or never", None: "not observable"}[self.sign]
 
     def to_dict(self):
-        return dict(self.__dict__)
+        return dict(self.__dict__) | {"outcome": self.outcome}
 
 
 @dataclass
@@ -76,7 +92,13 @@ class PRLead:
     @property
     def counts(self):
         s = [h.sign for h in self.heads]
-        return {"before": s.count(1), "same": s.count(0), "after_or_never": s.count(-1)}
+        return {"before": s.count(1), "same": s.count(0), "after_or_never": s.count(-1), "not_observable": s.count(None)}
+
+    @property
+    def at_or_before(self) -> Optional[float]:
+        """Share of the observable heads whose PR rises at or before their crossing (the study's claim)."""
+        s = [h.sign for h in self.heads if h.sign is not None]
+        return sum(x >= 0 for x in s) / len(s) if s else None
 
     @property
     def median_lead_ratio(self):
@@ -87,14 +109,26 @@ class PRLead:
         return {
             "model": self.model,
             "column": self.column,
-            "rule": f"PR > median + {self.k_mad} x 1.4826 MAD across heads at the revision, "
-                    f"held for {self.persist} consecutive revisions",
+            "rule": f"PR > median + {self.k_mad} x 1.4826 MAD across heads at the revision, from the lead revision "
+                    f"on staying above the line it crossed there through the crossing (after the crossing: held for "
+                    f"{self.persist} consecutive revisions)",
             "heads": [h.to_dict() for h in self.heads],
             **self.counts,
+            "at_or_before": self.at_or_before,
             "median_lead_ratio": self.median_lead_ratio,
             "p_value": self.test.p_value if self.heads else None,
             "null": self.test.null,
         }
+
+
+def lead_revision(pr, line, elevated, c: int) -> Optional[int]:
+    """The lead revision ``e <= c`` of one head (module docstring), or None: the earliest
+    elevated revision from which ``pr`` stays above ``line[e]`` through ``c``."""
+    pr, line = np.asarray(pr, float), np.asarray(line, float)
+    for e in range(c + 1):
+        if elevated[e] and np.all(pr[e:c + 1] > line[e]):
+            return e
+    return None
 
 
 def first_persistent(flags, persist: int = 2) -> Optional[int]:
@@ -125,23 +159,24 @@ def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 
         final = final.sort_values(sel_col, ascending=False)
     leads = []
     for layer, head in final[["layer", "head"]].to_numpy().tolist():
-        g = h[(h["layer"] == layer) & (h["head"] == head)].sort_values("order")
-        i_el = first_persistent(g["elevated"].to_numpy(), persist)
-        el = g.iloc[[i_el]] if i_el is not None else g.iloc[[]]
-        cr = g[g[flag] > 0]
-        e_rev = str(el["revision"].iloc[0]) if not el.empty else None
-        e_tok = float(el["tokens"].iloc[0]) if not el.empty else None
-        c_rev = str(cr["revision"].iloc[0])
-        c_tok = float(cr["tokens"].iloc[0])
-        if el.empty:
-            sign = -1
+        g = h[(h["layer"] == layer) & (h["head"] == head)].sort_values("order").reset_index(drop=True)
+        elevated = g["elevated"].to_numpy()
+        c = int(np.flatnonzero(g[flag].to_numpy() > 0)[0])
+        e = lead_revision(g[column].to_numpy(), g["threshold"].to_numpy(), elevated, c)
+        if e is None:  # elevated only after the crossing (held `persist` revisions), or never
+            after = first_persistent(elevated[c + 1:], persist)
+            e, sign = (None if after is None else c + 1 + after), -1
         else:
-            d = int(cr["order"].iloc[0]) - int(el["order"].iloc[0])
-            sign = int(np.sign(d))
+            sign = int(np.sign(c - e))
+        if c == 0:
+            sign = None  # nothing screened before the crossing: a lead cannot be seen
+        e_rev = None if e is None else str(g["revision"].iloc[e])
+        e_tok = None if e is None else float(g["tokens"].iloc[e])
+        c_rev, c_tok = str(g["revision"].iloc[c]), float(g["tokens"].iloc[c])
         ratio = c_tok / e_tok if (e_tok is not None and e_tok > 0 and c_tok > 0) else None
         leads.append(HeadLead(int(layer), int(head), e_rev, e_tok, c_rev, c_tok, ratio, sign))
-    n_pos = sum(1 for x in leads if x.sign > 0)
-    n_neg = sum(1 for x in leads if x.sign < 0)
+    n_pos = sum(1 for x in leads if x.sign is not None and x.sign > 0)
+    n_neg = sum(1 for x in leads if x.sign is not None and x.sign < 0)
     test = sign_test(n_pos, n_neg)
     top = [(x.layer, x.head) for x in leads[:top_heads]]
     traj = h[[tuple(v) in set(top) for v in h[["layer", "head"]].to_numpy().tolist()]][

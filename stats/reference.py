@@ -123,8 +123,6 @@ PR_LEAD_HEADS = {
 
 STUDY_MODELS = tuple(SHAPES)
 
-F4_CAVEAT = ("F4 is not pinned down by this data: the study's recall figures do not follow from a >= 50x screen of "
-             "these rows (Pythia has no head at >= 50x before step3000, yet the study reports 33% recall at step256)")
 
 
 @dataclass
@@ -257,35 +255,58 @@ def _num(v):
     return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.3g}"
 
 
-def _convergence(rep, study, model):
-    ref = CONVERGENCE[model]
-    conv = next((c for c in study.convergence if c.model == model), None)
-    reported = f"67% at {ref['67%']} (~{ref['pct_67']}% of training); 33% at {ref['33%']}"
-    if conv is None:
-        rep.add("F4", model, "recall of the final induction set", reported, "no per-head table: not computed", None, F4_CAVEAT)
+#: The study's claim on where BOS heads appear first (every model).
+MIDDLE_FIRST = "first in the middle of the network, spreading outwards; the layers just above L0/L1 last"
+
+
+def _middle_first(rep, study, model):
+    """The middle-first claim as a verdict, from its two one-sided tests (stats/findings.py)."""
+    o = next((x for x in study.layer_onset if x.model == model), None)
+    if o is None:
+        rep.add("middle first", model, "where BOS heads appear first", MIDDLE_FIRST, "no per-layer counts", None)
         return
-    t = conv.table
-    at33 = t[t["revision"] == ref["33%"]]
-    tool = (f"{conv.level:.0%} at {conv.revision_at_level or 'never'}"
-            + (f" ({conv.pct_training:.2g}% of training)" if conv.pct_training is not None else "")
-            + (f"; recall at {ref['33%']}: {at33['recall'].iloc[0]:.0%}" if not at33.empty else "")
-            + f" (final set: {conv.n_final} heads)")
-    rep.add("F4", model, "recall of the final induction set (>= 50x)", reported, tool, conv.revision_at_level == ref["67%"],
-            F4_CAVEAT)
+    d = o.to_dict()
+    tool = (f"{d['verdict']}: first in L{', L'.join(map(str, o.first_layers))}; onset against depth below the middle "
+            f"rho = {_num(d['depth_rho'])} (p = {_num(d['depth_p_value'])}); L{', L'.join(map(str, o.just_above))} last "
+            f"p = {_num(d['just_above_last_p_value'])}")
+    agrees = {"yes": True, "no": False, "mixed": False}.get(d["verdict"])
+    note = {"yes": "both parts of the claim hold", "mixed": "one part of the claim holds, not the other",
+            "no": "neither part of the claim holds at this checkpoint resolution"}.get(d["verdict"], "too few layers")
+    rep.add("middle first", model, f"where BOS heads appear first (onset kept {o.persist} revisions)", MIDDLE_FIRST, tool,
+            agrees, note)
 
 
-def _single_revision_elevation(study, lead, layer, head):
-    """First revision at which the head's PR is above its revision's elevation threshold
-    (the PR-lead rule without the persistence requirement), or None."""
-    h = study.results.heads
-    col = lead.column
-    g = h[(h["model"] == lead.model) & (h["layer"] == layer) & (h["head"] == head)]
-    g = g.merge(lead.thresholds[["revision", "threshold", "median"]], on="revision").sort_values("tokens")
-    up = (g[col] > g["threshold"]) | ((g["threshold"] == g["median"]) & (g[col] > g["median"]))
-    return None if not up.any() else g.loc[up, ["revision", "tokens"]].iloc[0]
+def _convergence(rep, study, model):
+    """F4 at every threshold the analysis computed it at (the study's figures follow from its 30x
+    class rule), each row worded from its own data."""
+    ref = CONVERGENCE[model]
+    reported = f"67% at {ref['67%']} (~{ref['pct_67']}% of training); 33% at {ref['33%']}"
+    convs = [c for c in study.convergence if c.model == model]
+    if not convs:
+        rep.add("F4", model, "recall of the final induction set", reported, "no per-head table: not computed", None)
+        return
+    for conv in convs:
+        at = "" if conv.threshold is None else f" (>= {conv.threshold:g}x)"
+        r33 = conv.recall_at(ref["33%"])
+        tool = (f"{conv.level:.0%} at {conv.revision_at_level or 'never'}"
+                + (f" ({conv.pct_training:.2g}% of training)" if conv.pct_training is not None else "")
+                + ("" if r33 is None else f"; recall at {ref['33%']}: {r33:.0%}") + f" (final set: {conv.n_final} heads)")
+        agrees = conv.revision_at_level == ref["67%"]
+        level = "the analysis threshold" if conv.threshold is None else f">= {conv.threshold:g}x"
+        if agrees:
+            note = f"the 67% point is reproduced at {level}"
+            if r33 is not None and r33 < 1 / 3 - 1e-9:
+                note += f"; the 33% point at {ref['33%']} is not (recall {r33:.0%} there)"
+        else:
+            note = (f"at {level} the final circuit reaches 67% at {conv.revision_at_level or 'no revision'}, "
+                    f"not {ref['67%']}")
+        rep.add("F4", model, f"recall of the final induction set{at}", reported, tool, agrees, note)
 
 
 def _pr_lead(rep, study, model):
+    """F5 as the study states it: the PR rises at or before the crossing (a rise at the crossing
+    revision itself counts, reported as the same revision; a lead must persist through the
+    crossing; a head crossing at the first revision is not observable)."""
     lead = next((p for p in study.pr_lead if p.model == model), None)
     for layer, head in PR_LEAD_HEADS[model]:
         name = f"L{layer}_H{head}"
@@ -297,23 +318,16 @@ def _pr_lead(rep, study, model):
         if h is None:
             rep.add("F5", model, f"PR lead of {name}", reported, "not a final induction head at the analysis threshold", None)
             continue
-        single = _single_revision_elevation(study, lead, layer, head)
-        single_lead = single is not None and single["tokens"] < h.tokens_crossed
-        tool = (f"crosses {h.revision_crossed}; PR elevated (held {lead.persist} revisions) "
-                + (f"from {h.revision_elevated}" if h.revision_elevated else "never")
-                + (f" (lead {h.lead_ratio:.3g}x)" if h.lead_ratio is not None and h.sign > 0 else ""))
-        if single is not None and single["revision"] != h.revision_elevated:
-            tool += (f"; at a single revision from {single['revision']}"
-                     + (f" (lead {h.tokens_crossed / single['tokens']:.3g}x)" if single_lead else ""))
-        if h.sign > 0:
-            note = "clear lead"
-        elif single_lead:
-            note = "lead at single-revision resolution only: the PR spike is not held at the next revision"
-        elif h.sign == 0:
-            note = "PR jumps at the crossing revision itself: no lead at this resolution"
-        else:
-            note = "PR elevated only after the crossing (or never)"
-        rep.add("F5", model, f"PR lead of {name}", reported, tool, bool(h.sign > 0 or single_lead), note)
+        tool = f"crosses {h.revision_crossed}; " + {
+            1: f"PR elevated from {h.revision_elevated}, held through the crossing (lead {_num(h.lead_ratio)}x)",
+            0: "PR elevated at the crossing revision itself, not before (same revision)",
+            -1: f"PR elevated only after the crossing, from {h.revision_elevated}" if h.revision_elevated
+                else "PR never elevated",
+            None: "crosses at the first screened revision",
+        }[h.sign]
+        note = {1: "lead", 0: "at or before: the same revision (no lead visible at this resolution)",
+                -1: "PR rises after the crossing", None: "not observable: no screened revision before the crossing"}[h.sign]
+        rep.add("F5", model, f"PR lead of {name}", reported, tool, None if h.sign is None else h.sign >= 0, note)
 
 
 def reproduce(study) -> Optional[Reproduction]:
@@ -330,4 +344,5 @@ def reproduce(study) -> Optional[Reproduction]:
         _gaps(rep, study, model)
         _convergence(rep, study, model)
         _pr_lead(rep, study, model)
+        _middle_first(rep, study, model)
     return rep

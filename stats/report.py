@@ -174,16 +174,24 @@ def render_report(summary: dict, figures: dict) -> str:
     L += ["", "## Where BOS heads appear first", ""]
     if f["layer_onset"]:
         for x in f["layer_onset"]:
-            L.append(f"- {x['model']}: first in layer(s) {x['first_layers']}, last (outside the floor) in {x['last_layers']}, "
-                     f"never in {x['never_layers']}; middle-out rho = {_num(x['middle_out_rho'])}, p = {_num(x['middle_out_p_value'])}")
+            L.append(f"- {x['model']}: middle first **{x.get('verdict', 'n/a')}**. First in layer(s) {x['first_layers']}, "
+                     f"last (outside the floor) in {x['last_layers']}, never in {x['never_layers']} (an onset kept "
+                     f"{x.get('onset_persist', 1)} revisions); onset against depth below the middle rho = "
+                     f"{_num(x.get('depth_rho'))}, p = {_num(x.get('depth_p_value'))} (H1: deeper earlier); layers "
+                     f"{x.get('just_above_floor')} last p = {_num(x.get('just_above_last_p_value'))}; middle-out rho = "
+                     f"{_num(x['middle_out_rho'])}, p = {_num(x['middle_out_p_value'])}")
     else:
         L.append("No per-layer counts.")
     L += ["", "## Circuit convergence", ""]
     if f["convergence"]:
-        L += ["| model | final set | recall level | first revision | tokens | % of training |", "|---|---|---|---|---|---|"]
+        L += ["The final circuit: the heads at or above the threshold at the final revision; recall at a revision: the "
+              "share of them already at or above it there.", "",
+              "| model | threshold | final set | recall level | first revision | tokens | % of training |",
+              "|---|---|---|---|---|---|---|"]
         for x in f["convergence"]:
-            L.append(f"| {x['model']} | {x['n_final']} | {x['level']:.2f} | {x['revision_at_level'] or '-'} | "
-                     f"{_fmt_tokens(x['tokens_at_level'])} | {_num(x['pct_training'], '{:.2f}%')} |")
+            L.append(f"| {x['model']} | {_num(x.get('threshold'), '{:g}x')} | {x['n_final']} | {x['level']:.2f} | "
+                     f"{x['revision_at_level'] or '-'} | {_fmt_tokens(x['tokens_at_level'])} | "
+                     f"{_num(x['pct_training'], '{:.2f}%')} |")
     else:
         L.append("No per-head table: not computed.")
     L += ["", "## PR lead", ""]
@@ -192,13 +200,15 @@ def render_report(summary: dict, figures: dict) -> str:
     elif not summary["pr_lead"]:
         L.append("PR data present but no model has final induction heads.")
     else:
-        L += ["| model | heads | elevated before | same revision | after or never | median lead ratio | sign-test p |",
-              "|---|---|---|---|---|---|---|"]
+        L += ["| model | heads | elevated before | same revision | after or never | not observable | at or before "
+              "| median lead ratio | sign-test p |",
+              "|---|---|---|---|---|---|---|---|---|"]
         for x in summary["pr_lead"]:
             if not x["heads"]:
-                L.append(f"| {x['model']} | 0 (no induction heads at the final revision) | - | - | - | - | - |")
+                L.append(f"| {x['model']} | 0 (no induction heads at the final revision) | - | - | - | - | - | - | - |")
                 continue
             L.append(f"| {x['model']} | {len(x['heads'])} | {x['before']} | {x['same']} | {x['after_or_never']} | "
+                     f"{x.get('not_observable', 0)} | {_num(x.get('at_or_before'), '{:.0%}')} | "
                      f"{_num(x['median_lead_ratio'])} | {_num(x['p_value'])} |")
         L.append("")
         L.append(f"Rule: {summary['pr_lead'][0]['rule']}.")
