@@ -17,11 +17,11 @@ midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
   has formed by the last revision), or a rise whose fitted midpoint lies after
   ``t_m`` (only the start of the rise is seen).
 
-"Present" is judged by regime (:mod:`stats.shape`), at the first revision and at
-most at any revision, against a floor:
+"Present" is judged by regime (:mod:`stats.shape`), at the start and at the end of
+the screened range, against a floor:
 
-- identity known, with the heads' flags: *settled* heads, flagged at each of
-  :data:`SETTLED_REVISIONS` (4) revisions in a row; heads near the threshold that
+- identity known, with the heads' flags: *settled* heads, flagged at each of the
+  first (or last) :data:`SETTLED_REVISIONS` (4) revisions; heads near the threshold that
   flicker on and off are no class (a head on at random half the time is settled
   with probability 1/16). The floor is ``min_rise_heads``. Without flags, the
   unimodal fit's level in heads (:mod:`stats.phases`);
@@ -29,10 +29,12 @@ most at any revision, against a floor:
   ``max(min_rise_heads, background_share x n)``: below that share a level cannot be
   told from a background of heads that pass the threshold by chance.
 
-Present at the start: ``left``. Never present: ``right``. Present later but with
-no rise against noise (a change seen at the last revision alone, a level that only
-the later revisions reach): the side cannot be told, and the curve is left
-uncensored (shape ``none``, the reason saying so) rather than guessed.
+Present at the start: ``left``. Not present at the end (nor at the start):
+``right``. Present at the end only, with no rise against noise (a change seen at
+the last revision alone): the side cannot be told, and the curve is left
+uncensored (shape ``none``, the reason saying so) rather than guessed. At the end
+means the last revisions (settled heads: the last four; otherwise the unimodal
+fit's last level).
 
 A censored curve's shape verdict is ``none`` (no transition inside the range; the
 reason says on which side it lies), its times are the bound
@@ -77,15 +79,15 @@ def _heads(v: float) -> str:
     return f"{v:.3g} head" + ("" if abs(v - 1) < 1e-9 else "s")
 
 
-def presence(curve: Curve, phases: CurvePhases, regime: str, background_share: float) -> tuple:
-    """(at the start, at most anywhere, what): the class's heads present at the first
-    revision and at most at any revision, by regime (module docstring)."""
+def presence(curve: Curve, phases: CurvePhases) -> tuple:
+    """(at the start, at the end, what): the class's heads present at the first and at the
+    last revisions (module docstring)."""
     if curve.flags is not None and len(curve) >= SETTLED_REVISIONS:
         w = SETTLED_REVISIONS
-        settled = np.stack([curve.flags[j:j + w].all(0) for j in range(len(curve) - w + 1)]).sum(1)
-        return float(settled[0]), float(settled.max()), f"settled (flagged at {w} revisions in a row)"
+        start, end = curve.flags[:w].all(0).sum(), curve.flags[-w:].all(0).sum()
+        return float(start), float(end), f"settled (flagged at {w} revisions in a row)"
     n_ref = float(np.median(curve.n))
-    return float(phases.fit[0]) * n_ref, phases.peak_heads, "in the unimodal fit"
+    return float(phases.fit[0]) * n_ref, float(phases.fit[-1]) * n_ref, "in the unimodal fit"
 
 
 def censoring_without_rise(curve: Curve, phases: CurvePhases, p_change: float, min_rise_heads: float,
@@ -97,7 +99,7 @@ def censoring_without_rise(curve: Curve, phases: CurvePhases, p_change: float, m
     rise_heads = float(rise.max() - rise[0]) * n_ref
     if rise_heads >= min_rise_heads - 1e-9 and p_change <= alpha:
         return None
-    start, most, what = presence(curve, phases, regime, background_share)
+    start, end, what = presence(curve, phases)
     floor = max(min_rise_heads, background_share * n_ref if regime == "aggregate" else 0.0)
     first, last = curve.revisions[0], curve.revisions[-1]
     why = (f"no evidence of change against noise (monotone-change permutation test p = {p_change:.3f} > {alpha})"
@@ -106,13 +108,13 @@ def censoring_without_rise(curve: Curve, phases: CurvePhases, p_change: float, m
         tail = f"; then {phases.decline.describe()}" if phases.decline is not None else ""
         return Censoring("left", f"left-censored: {_heads(start)} {what} at the first revision ({first}) and {why}: "
                                  f"the class formed at or before it (t50 <= {first}){tail}")
-    if most < floor - 1e-9:
+    if end < floor - 1e-9:
         bg = (f" (below the background floor, {background_share:g} of the heads, that aggregate counts cannot tell "
               "from heads passing the threshold by chance)" if floor > min_rise_heads else "")
-        return Censoring("right", f"right-censored: at most {_heads(most)} {what} at any revision{bg} and {why}: not "
+        return Censoring("right", f"right-censored: {_heads(end)} {what} at the last revisions{bg} and {why}: not "
                                   f"formed by the last revision ({last}; t50 > {last})")
     bg = f" (below background_share {background_share:g} of the heads at the start)" if regime == "aggregate" else ""
-    return Censoring(None, f"{why}; {_heads(start)} {what} at the first revision{bg} and up to {_heads(most)} later: "
+    return Censoring(None, f"{why}; {_heads(start)} {what} at the first revision{bg} and {_heads(end)} at the last: "
                            "whether the class formed before the first revision or is forming cannot be told")
 
 
