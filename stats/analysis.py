@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from emergence.contract import MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
+from emergence.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
 from stats.bootstrap import BootstrapResults
 from stats.changepoint import ChangePoints, detect_changepoints
 from stats.censoring import Censoring, censoring_from_fit, censoring_without_rise
@@ -40,7 +40,8 @@ from stats.pr_lead import pr_lead
 from stats.errors import StatsError
 from stats.sensitivity import Sensitivity, threshold_sensitivity
 from stats.story import gap_story
-from stats.shape import ShapeVerdict, classify_shape, jump_evidence, jump_share, level_change_test, sharp_or_gradual
+from stats.shape import (ShapeVerdict, classify_shape, jump_evidence, jump_share, level_change_test, qualify_verdict,
+                         sharp_or_gradual)
 from stats.times import GapRatio, TransitionTimes, bootstrap_transition_times, bracket_times, censored_times, gap_ratio
 
 #: Minimum revisions for any fit.
@@ -90,6 +91,8 @@ class CurveAnalysis:
             "shape": self.verdict.shape,
             "reason": self.verdict.reason,
             "censored": self.censored,
+            "strength": ev.get("strength"),
+            "continuous_disagrees": ev.get("continuous_disagrees"),
             "regime": self.regime,
             "decline": None if self.phases is None or self.phases.decline is None else self.phases.decline.to_dict(),
             "rise_revisions": None if self.phases is None else [str(c.revisions[0]), str(c.revisions[self.phases.rise_end - 1])],
@@ -141,21 +144,26 @@ class CurveAnalysis:
 
 
 def _continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float]) -> dict:
-    """Largest-jump share of the class's continuous metric(s) at the curve's revisions."""
+    """Largest-jump share of the class's continuous metric(s) at the curve's revisions (the rise):
+    its mean selectivity (log10), and the mean first-token attention (BOS) or the induction loss
+    (induction, which falls as the circuit forms)."""
     cont = results.continuous
     if cont is None or cont.empty:
         return {}
-    metrics = [mean_selectivity_metric(curve.cls)] + ([MEAN_FIRST_TOKEN_METRIC] if curve.cls == "bos" else [])
+    metrics = [(mean_selectivity_metric(curve.cls), 1.0)]
+    metrics += {"bos": [(MEAN_FIRST_TOKEN_METRIC, 1.0)], "induction": [(INDUCTION_LOSS_METRIC, -1.0)]}.get(curve.cls, [])
+    revs = set(map(str, curve.revisions))
     out = {}
-    for metric in metrics:
-        d = cont[(cont["model"] == curve.model) & (cont["metric"] == metric) & (cont["tokens"] > 0)].sort_values("tokens")
+    for metric, sign in metrics:
+        d = cont[(cont["model"] == curve.model) & (cont["metric"] == metric) & (cont["tokens"] > 0)
+                 & cont["revision"].astype(str).isin(revs)].sort_values("tokens")
         if len(d) < 2:
             continue
         v = d["value"].to_numpy(float)
         scale = "value"
         if metric.startswith("mean_selectivity") and np.all(v > 0):
             v, scale = np.log10(v), "log10"
-        js = jump_share(v, direction)
+        js = jump_share(v, None if direction is None else sign * direction)
         out[metric] = {"scale": scale, "max_jump_share": js["max_jump_share"], "n_points": int(len(v))}
     return out
 
@@ -244,7 +252,7 @@ def _analyse_curve(curve: Curve, config: Optional[AnalysisConfig], rng: Optional
     pre = classify_shape(*args, fits=fits, change=change, **rule)
     params = fits["logistic"].params
     direction = float(params["ceiling"] - params["floor"])
-    cont = _continuous_evidence(results, curve, direction) if results is not None else {}
+    cont = _continuous_evidence(results, rise, direction) if results is not None else {}
     parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, **parts)
@@ -258,6 +266,7 @@ def _analyse_curve(curve: Curve, config: Optional[AnalysisConfig], rng: Optional
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot, **rule)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)
 
+    verdict = qualify_verdict(verdict, cont, sc.min_jump_share)
 
 @dataclass
 class StudyAnalysis:

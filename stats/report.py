@@ -126,13 +126,15 @@ def render_report(summary: dict, figures: dict) -> str:
         disp = c.get("dispersion") or {}
         censored = bool(c.get("censored"))
         onset, sat = ("-", "-") if censored else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
-        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {_t50_cell(c)} | {_fmt_ci(c.get('t50_ci'))} | "
+        strength = ", weak evidence" if c.get("strength") == "weak" else ""
+        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}**{strength} | {_t50_cell(c)} | {_fmt_ci(c.get('t50_ci'))} | "
                  f"{onset} | {sat} | {width} | {jump} | {cp} | "
                  f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num(disp.get('phi'))} | "
                  f"{c.get('regime') or '-'} | {_course_cell(c)} |")
     L += ["", "Reasons:", ""]
     for c in summary["curves"]:
-        L.append(f"- {c['model']} / {c['class']}: {c['shape']} - {c['reason']}")
+        strength = ", weak evidence" if c.get("strength") == "weak" else ""
+        L.append(f"- {c['model']} / {c['class']}: {c['shape']}{strength} - {c['reason']}")
         cont = c.get("continuous") or {}
         for metric, v in cont.items():
             if v.get("max_jump_share") is not None:

@@ -390,3 +390,38 @@ def classify_shape(
     if reason is not None:
         return ShapeVerdict("none", reason, ev)
     return sharp_or_gradual(ev, cfg, level, p_step, alpha, regime)
+
+
+def qualify_verdict(verdict: ShapeVerdict, continuous: dict, min_jump_share: float) -> ShapeVerdict:
+    """The strength of a ``sharp`` / ``gradual`` verdict, and its cross-check.
+
+    ``strength`` is ``weak`` when the share's interval (``max_jump_share_ci``)
+    contains ``min_jump_share`` (e.g. 2 of 3 heads, 9-99 %: the heads cannot tell
+    sharp from gradual), else ``strong``. ``continuous_disagrees`` lists the class's
+    continuous metrics (``continuous``: the analysis's largest-jump shares of its mean
+    selectivity, mean first-token attention, induction loss) whose own largest
+    adjacent jump reads the other shape (a threshold can make a smooth change look
+    sharp, Schaeffer et al. 2023). Both are stated in the reason.
+    """
+    if verdict.shape not in ("sharp", "gradual"):
+        return verdict
+    ev = verdict.evidence
+    lo, hi = ev.get("max_jump_share_ci") or [float("nan")] * 2
+    weak = not (np.isfinite(lo) and np.isfinite(hi)) or lo <= min_jump_share <= hi
+    ev["strength"] = "weak" if weak else "strong"
+    sharp = verdict.shape == "sharp"
+    disagree = {m: v["max_jump_share"] for m, v in continuous.items()
+                if v.get("max_jump_share") is not None and np.isfinite(v["max_jump_share"])
+                and (v["max_jump_share"] >= min_jump_share) != sharp}
+    ev["continuous_disagrees"] = sorted(disagree)
+    notes = []
+    if weak:
+        notes.append(f"weak evidence: the share's interval contains {_pct(min_jump_share)}")
+    if disagree:
+        other = "gradual" if sharp else "sharp"
+        notes.append("the continuous metric " + ", ".join(f"{m} reads {other} (largest jump {_pct(v)} of its range)"
+                                                          for m, v in sorted(disagree.items()))
+                     + (": sharp at the threshold only" if sharp else ""))
+    if notes:
+        verdict = ShapeVerdict(verdict.shape, verdict.reason + "; " + "; ".join(notes), ev)
+    return verdict
