@@ -337,7 +337,7 @@ def main() -> None:
         return
     routes = [r for r in args.routes.split(",") if r]
     T = 2 * SEGMENT + 1
-    print(f"GPT-NeoX pythia-160m shape (12 x 12 heads, d_model 768, vocab 50304), random init, eager attention; "
+    print(f"GPT-NeoX pythia-160m shape (12 x 12 heads, d_model 768, vocab 50304), random init, SDPA attention; "
           f"{args.n_sequences} sequences of length {T} ({args.n_sequences * T} tokens) in batches of "
           f"{args.batch_size}; {args.threads} threads; {load_average()}", flush=True)
     common = [f"--n-sequences={args.n_sequences}", f"--batch-size={args.batch_size}", f"--threads={args.threads}"]
