@@ -27,6 +27,11 @@ alone in a fresh process, the rise of its resident-set high-water mark, plus the
 The default shape is pythia-160m's (12 x 12 heads, d_model 768, d_ff 3072, vocab 50304),
 random weights, built from its config (no download).
 
+``--recipes ablation`` times a whole revision of the study's recipe with its ablation (the
+group ``ABLATION_GROUP``, 10 matched controls, the whole-layer bound) as the job now runs it
+(the screen's pass as the clean pass, prefix reuse) against the route before (the screen, a
+clean pass and 12 full ablated passes), interleaved the same way.
+
 Goal (issue 25): screen <= 1.1x the decoder-only forward it wraps.
 """
 
@@ -52,6 +57,9 @@ PYTHIA_160M = dict(vocab_size=50304, hidden_size=768, num_hidden_layers=12, num_
                    max_position_embeddings=2048, layer_norm_eps=1e-5, use_parallel_residual=True,
                    tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
 ROUTES = ("decoder", "floor", "screen", "bare")
+#: ``--recipes ablation``: a whole revision of the study's recipe now (screen + ablation sharing work)
+#: against before (screen, a clean pass and 12 full ablated passes), and the decoder for scale.
+ABLATION_ROUTES = ("decoder", "revision", "revision_before")
 GOAL = 1.1
 
 
@@ -84,6 +92,9 @@ def build_recipe(recipe: str, model, n_sequences: int, batch_size: int):
     from emergence.registry import compose
 
     vocab = model.config.vocab_size
+    if recipe == "ablation":
+        probe, cfg = build_recipe("xu2026", model, n_sequences, batch_size)
+        return probe, cfg
     if recipe == "project":
         probe = synthetic_induction(range(1, vocab), n_sequences, 31, first_token=0, seed=0, batch_size=batch_size)
         return probe, OmegaConf.structured(ScreenConfig(participation_ratio=True))
@@ -132,7 +143,43 @@ def route_functions(recipe: str, model, probe, cfg):
                 model(ids)
 
     return {"decoder": run_decoder, "floor": run_floor, "bare": run_bare,
-            "screen": lambda p: screen(model, adapter, p, cfg, progress=False)}
+            "screen": lambda p: screen(model, adapter, p, cfg, progress=False),
+            "revision": lambda p: screen(model, adapter, p, ablation_cfg(cfg), progress=False),
+            "revision_before": lambda p: revision_before(model, adapter, p, cfg)}
+
+
+#: The ablation group of ``--recipes ablation``: Pythia-1B's reported induction heads, at
+#: pythia-160m's depth (layers 4 and 7 of 12), so the ablated suffix is 8 of 12 layers.
+ABLATION_GROUP = ["4.4", "7.1", "7.0"]
+
+
+def ablation_cfg(cfg):
+    """The study's screen with its ablation (zero; the group, 10 matched controls, the whole-layer bound)."""
+    from omegaconf import OmegaConf
+
+    from emergence.registry import compose
+
+    full = compose(["model=toy_neox", "corpus=xu2026", "screen=xu2026"]).screen
+    full.ablation.group, full.ablation.heads = "list", list(ABLATION_GROUP)
+    return OmegaConf.merge(cfg, {"ablation": full.ablation})
+
+
+def revision_before(model, adapter, probe, cfg):
+    """What a revision cost before issue 25: the screen, then a clean pass and one full forward per
+    ablated head set (the group, the controls, the bound), none sharing work."""
+    from emergence.screens import screen
+    from emergence.screens.ablation import ablated
+    from emergence.screens.base import run_pass
+    from emergence.screens.xu2026 import LastPositionLossReducer
+    from emergence.screens.xu2026_ablation import matched_controls, upper_bound
+
+    full = ablation_cfg(cfg)
+    screen(model, adapter, probe, cfg, progress=False)
+    group = sorted(tuple(int(x) for x in h.split(".")) for h in full.ablation.heads)
+    sets = [[], group, *matched_controls(group, adapter.n_heads, full.ablation.controls), upper_bound(group, adapter.n_heads)]
+    for heads in sets:
+        with ablated(adapter, heads, "zero"):
+            run_pass(model, adapter, probe, [LastPositionLossReducer()], progress=False)
 
 
 def flop_floor(config, recipe: str, seq_len: int, logits_per_sequence: float) -> dict:
@@ -151,8 +198,8 @@ def interleaved(recipe: str, args) -> dict:
 
     model = build_model(args.threads)
     probe, cfg = build_recipe(recipe, model, args.n_sequences, args.batch_size)
-    fns = route_functions(recipe, model, probe, cfg)
-    routes = [r for r in ROUTES if r in args.routes.split(",")]
+    fns = route_functions("xu2026" if recipe == "ablation" else recipe, model, probe, cfg)
+    routes = ABLATION_ROUTES if recipe == "ablation" else [r for r in ROUTES if r in args.routes.split(",")]
     chunks = [Probe(probe.input_ids[i:i + args.batch_size], probe.kind, probe.first_token, args.batch_size,
                     probe.description, None if probe.layout is None else probe.layout.rows(i, i + args.batch_size))
               for i in range(0, probe.n_sequences, args.batch_size)]
@@ -171,7 +218,7 @@ def interleaved(recipe: str, args) -> dict:
                 this[r] = time.perf_counter() - tic
                 total[r] += this[r]
             rounds.append(this)
-    per_seq = float(logit_rows(recipe, probe.input_ids).sum()) / probe.n_sequences
+    per_seq = float(logit_rows("xu2026" if recipe == "ablation" else recipe, probe.input_ids).sum()) / probe.n_sequences
     return {"total_s": total, "rounds": rounds, "tokens": args.repeats * probe.input_ids.numel(),
             "seq_len": probe.seq_len, "flops": flop_floor(model.config, recipe, probe.seq_len, per_seq)}
 
@@ -226,6 +273,11 @@ def report(recipe: str, tim: dict, mem: dict) -> None:
               "what the reducers and the map rows cost over the least the recipe computes")
     if "screen" in tot and "bare" in tot:
         print(f"time screen / bare (model(ids), full logits: the old yardstick) = {tot['screen'] / tot['bare']:.2f}x")
+    if "revision" in tot and "revision_before" in tot:
+        ratio = tot["revision_before"] / tot["revision"]
+        print(f"a revision of the study's recipe with ablation: before / now = {ratio:.2f}x "
+              f"({spread('revision_before', 'revision')}); now {tot['revision'] / tot['decoder']:.1f} decoder "
+              f"forwards, before {tot['revision_before'] / tot['decoder']:.1f}")
     if "naive" in mem and "screen" in mem:
         print(f"peak memory naive output_attentions / screen = "
               f"{mem['naive']['peak_rise_mb'] / max(mem['screen']['peak_rise_mb'], 1e-9):.1f}x")
