@@ -174,10 +174,11 @@ def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Re
         if revision.name in done:
             return None
         got = sweep_prefetch.take(cfg, revision)
-        if got is None:
-            return source.fetch(cfg.model, revision, known, cfg.cache.toy_dir, progress)
-        if got.error is not None:
+        if got is not None and got.error is not None:
             raise got.error
+        if got is None or (got.loaded is None and not sweep_prefetch.still_there(got.value)):
+            # (no sweep pipeline, or an earlier job of the same revision evicted it since)
+            return source.fetch(cfg.model, revision, known, cfg.cache.toy_dir, progress)
         if got.loaded is not None:
             handed[revision.name] = got.loaded
         return got.value

@@ -140,6 +140,14 @@ def sweep_prefetch(cfgs: Sequence[Any], progress: bool = True):
         _ACTIVE = None
 
 
+def still_there(folder) -> bool:
+    """Whether a folder fetched ahead still holds its revision (an earlier job of the same
+    revision, another screen of it, may have evicted it since: then it is fetched again)."""
+    from pathlib import Path
+
+    return folder is not None and (Path(str(folder)) / "config.json").exists()
+
+
 def take(cfg, revision) -> Optional[Fetched]:
     """For a job: its revision from the active sweep prefetch, or None."""
     return _ACTIVE.take(cfg, revision) if _ACTIVE is not None else None
