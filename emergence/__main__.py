@@ -53,7 +53,9 @@ def refuse(exc: BaseException) -> None:
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
     from emergence.job import (JobFailed, format_markdown, format_plan, format_table, formation_rows, plan_jobs,
-                               run_job, stats_report, ui_command)
+                               run_job, stats_report)
+    from emergence.mlflow_ui import open_lines
+    from emergence.parent_run import job_parent
     from emergence.tracking import StoreError
 
     if cfg.get("dry_run") and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
@@ -73,7 +75,8 @@ def main(cfg: DictConfig):
             raise JobFailed(f"{type(exc).__name__}: {exc}") from exc
     else:
         try:
-            results = run_job(cfg)
+            with job_parent(cfg) as parent:  # the job's parent run, its curves and figures (emergence/parent_run.py)
+                results = parent.results = run_job(cfg)
         except EmergenceError as exc:
             refuse(exc)
         except StoreError as exc:  # the store failed mid-job: what was logged before stays
@@ -92,7 +95,7 @@ def main(cfg: DictConfig):
         if cfg.stats and len(results) > 1:
             print(stats_report(cfg, sorted({r.model for r in results})))
         print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
-              f"  {ui_command(cfg.tracking.uri)}")
+              f"{open_lines(cfg.tracking.uri, cfg.tracking.experiment)}")
     return results
 
 

@@ -5,7 +5,8 @@ this process (basic launcher) or in others (joblib workers, submitit jobs); eith
 way their ``JobReturn`` objects come back to the launcher, where the sweeper keeps
 them (``emergence.sweepstate``). The callback reads them there (falling back to what
 ``on_job_end`` saw in this process), and prints the per-model table, the formation
-summary and the failed jobs once, after the last job.
+summary and the failed jobs once, after the last job, and logs the figures of every job's
+curves into the sweep's parent run (emergence/parent_run.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ class SweepSummary(Callback):
         from hydra.core.utils import JobStatus
 
         from emergence import sweepstate
-        from emergence.job import format_markdown, format_table, formation_rows, stats_report, ui_command
+        from emergence.job import format_markdown, format_table, formation_rows, stats_report
+        from emergence.mlflow_ui import open_lines
+        from emergence.parent_run import log_figures, sweep_parent
 
         returns = sweepstate.RETURNS or self.returns
         results = []
@@ -35,6 +38,9 @@ class SweepSummary(Callback):
             if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, list):
                 results.extend(ret._return_value)
         failed = list(sweepstate.FAILED)
+        parent = sweep_parent(config) if results else None
+        if parent is not None:  # the curves of every job's revisions, one line per model (emergence/parent_run.py)
+            log_figures(config.tracking.uri, parent, results)
         if not config.get("report", True):
             return
         if results:
@@ -50,4 +56,4 @@ class SweepSummary(Callback):
             for line in failed:
                 print(f"  {line}")
         if results or failed:
-            print(f"\nOpen the runs with:\n  {ui_command(config.tracking.uri)}")
+            print(f"\nOpen the runs with:\n{open_lines(config.tracking.uri, config.tracking.experiment)}")

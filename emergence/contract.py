@@ -99,6 +99,10 @@ SCREEN_TAG = "emergence.screen"
 PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
 NOTE_TAG = "mlflow.note.content"
+#: Experiment tag of every experiment the tool writes (the screens', the statistics'): a model-development
+#: experiment, not a GenAI one (what the MLflow UI does with it: emergence/mlflow_ui.py).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
 
 # --- params ---------------------------------------------------------------------------------
 

@@ -43,8 +43,15 @@ The rules that let many jobs (one machine, a cluster, two people) share one stor
 
 Metrics are logged at ``step = tokens`` (the revision's training tokens), so that
 every chart over runs shares one axis across models; the training step is the
-``step`` param and the ``train_step`` metric. A sweep's parent run also gets the main
-metrics as curves, ``<model>/<metric>`` at ``step = tokens``.
+``step`` param and the ``train_step`` metric. A parent run (a ``-m`` sweep's, or a job's
+without ``-m``: emergence/parent_run.py) also gets each screened revision's metrics as
+curves at ``step = tokens``: ``fraction.<class>.<model>`` for every head class (so its
+chart of ``fraction.bos.<model>`` is that model's BOS curve) and ``<model>/<metric>`` for
+the main metrics (:data:`CURVE_METRICS`).
+
+Every experiment the tool creates or reuses gets the tags the MLflow UI reads
+(emergence/mlflow_ui.py): its kind (model development), its primary metric and a saved
+view of the curves against tokens.
 """
 
 from __future__ import annotations
@@ -67,15 +74,30 @@ from omegaconf import DictConfig, OmegaConf
 from emergence.contract import (  # noqa: F401  (the tags are re-exported: the run contract names them)
     CONFIG_HASH_TAG, CONFIG_ARTIFACT, ERROR_TAG, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC,
     KIND_TAG, MODEL_TAG, NOTE_TAG, PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
-    THROUGHPUT_PARAMS, artifact_location, count_metric, fraction_metric, sqlite_file)
+    THROUGHPUT_PARAMS, artifact_location, count_metric, fraction_metric, sqlite_file,
+    EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, FRACTION, parse_metric)
+from emergence.mlflow_ui import tags_to_set
 from emergence.revisions import Revision
-#: MLflow 3's UI opens an experiment on its GenAI overview unless this experiment tag says
-#: it is a model-development experiment (then it opens on the runs table).
-EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
-EXPERIMENT_KIND = "custom_model_development"
 #: The main metrics, also logged to a sweep's parent run as ``<model>/<metric>`` curves.
 CURVE_METRICS = (fraction_metric("bos"), count_metric("induction"), count_metric("bos"), INDUCTION_LOSS_METRIC,
                  PR_MEAN_METRIC, "screen_seconds")
+
+
+def metric_safe(name: str) -> str:
+    """``name`` as MLflow allows it in a metric key (letters, digits, ``_ - . /`` and spaces):
+    other characters dropped, spaces made ``_`` (``toy_neox [seed 3]`` -> ``toy_neox_seed_3``)."""
+    kept = "".join(ch for ch in name if ch.isalnum() or ch in "_-./ ")
+    return "_".join(kept.split())
+
+
+def curve_metrics(model: str, values: Mapping[str, float]) -> Dict[str, float]:
+    """A screened revision's curves in a parent run: ``fraction.<class>.<model>`` for every
+    class fraction in ``values`` and ``<model>/<metric>`` for :data:`CURVE_METRICS`."""
+    model = metric_safe(model)
+    out = {f"{key}.{model}": float(v) for key, v in values.items()
+           if (p := parse_metric(key)) is not None and p.kind == FRACTION}
+    out.update({f"{model}/{key}": float(values[key]) for key in CURVE_METRICS if key in values})
+    return out
 
 _LOCKED = ("database is locked", "database table is locked")
 
@@ -265,8 +287,14 @@ def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) ->
                 exp_id = exp.experiment_id
         else:
             exp_id = exp.experiment_id
-            if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
-                retry(client.set_experiment_tag, exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+        # The tags the MLflow UI reads (emergence/mlflow_ui.py), also on an experiment made before or by
+        # another tool. Only the kind must be written: the primary metric and the saved view are conveniences.
+        for key, value in tags_to_set(exp.tags if exp is not None else {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}).items():
+            try:
+                retry(client.set_experiment_tag, exp_id, key, value)
+            except MlflowException:
+                if key == EXPERIMENT_KIND_TAG:
+                    raise
     return exp_id
 
 
@@ -516,14 +544,15 @@ class Tracker:
             pass
 
     def log_curves(self, points: Iterable[Tuple[str, Mapping[str, float], int]]) -> None:
-        """Log ``<model>/<metric>`` at ``step = tokens`` into the sweep's parent run."""
+        """Log each point's curves into the parent run (a sweep's or a job's), at ``step = tokens``:
+        :func:`curve_metrics`."""
         if not self.parent_run:
             return
         from mlflow.entities import Metric
 
         stamp = int(time.time() * 1000)
-        metrics = [Metric(f"{model}/{key}", float(values[key]), stamp, int(tokens))
-                   for model, values, tokens in points for key in CURVE_METRICS if key in values]
+        metrics = [Metric(name, value, stamp, int(tokens))
+                   for model, values, tokens in points for name, value in curve_metrics(model, values).items()]
         if metrics:
             try:
                 retry(self.client.log_batch, self.parent_run, metrics=metrics)

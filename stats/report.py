@@ -311,14 +311,17 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
     """Log the output folder and headline metrics as one MLflow run; return its id."""
     from mlflow.tracking import MlflowClient
 
-    from emergence.contract import artifact_location
+    from emergence.contract import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, artifact_location
 
     client = MlflowClient(tracking_uri=tracking_uri)
     exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        exp_id = client.create_experiment(experiment, artifact_location=artifact_location(tracking_uri, experiment, artifacts))
+    if exp is None:  # a model-development experiment, as the screens' (emergence/mlflow_ui.py)
+        exp_id = client.create_experiment(experiment, artifact_location=artifact_location(tracking_uri, experiment, artifacts),
+                                          tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
     else:
         exp_id = exp.experiment_id
+        if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+            client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
     # Named after what it analysed: the models, the classes, and the source (experiment or file).
     models = sorted({c["model"] for c in summary["curves"]})
     classes = sorted({c["class"] for c in summary["curves"]})

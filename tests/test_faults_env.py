@@ -59,7 +59,8 @@ run() {{ "$PY" -m emergence {args} "hydra.run.dir=$OUT/run$1" "tracking.uri=sqli
         >"$OUT/out$1" 2>"$OUT/err$1"; echo $? >"$OUT/rc$1"; }}
 dump() {{ "$PY" -c 'import json, sys, mlflow
 c = mlflow.MlflowClient(sys.argv[1]); e = c.get_experiment_by_name("emergence")
-print(json.dumps([[r.data.tags.get("emergence.revision"), r.info.status, r.info.run_id] for r in c.search_runs([e.experiment_id])]))' \
+print(json.dumps([[r.data.tags.get("emergence.revision"), r.info.status, r.info.run_id] for r in c.search_runs([e.experiment_id])
+                  if r.data.tags.get("emergence.kind") == "screen"]))' \
         "sqlite:///$STORE/mlflow.db" >"$OUT/runs$1"; }}
 run 1 revision=named revision.name=step10
 dd if=/dev/zero of="$STORE/fill" bs=64k 2>/dev/null

@@ -38,11 +38,12 @@ def test_main_job_on_other_toy_shapes_writes_the_report_and_keeps_artifacts_besi
     assert report.is_file() and "## Curves" in report.read_text()
 
     client = mlflow.MlflowClient(uri)
-    screen_runs = client.search_runs([client.get_experiment_by_name("emergence").experiment_id])
+    runs = client.search_runs([client.get_experiment_by_name("emergence").experiment_id])
+    screen_runs = [r for r in runs if r.data.tags.get("emergence.kind") == "screen"]  # and the job's parent run
     stats_runs = client.search_runs([client.get_experiment_by_name("emergence_stats").experiment_id])
-    assert len(screen_runs) == 4 and len(stats_runs) == 1  # fast_neox: 4 log-spaced checkpoints
+    assert len(screen_runs) == 4 and len(runs) == 5 and len(stats_runs) == 1  # fast_neox: 4 log-spaced checkpoints
     beside = (store / "mlartifacts").resolve()
-    for run in screen_runs + stats_runs:
+    for run in runs + stats_runs:
         local = Path(unquote(urlparse(run.info.artifact_uri).path)).resolve()
         assert local.is_relative_to(beside), (run.info.artifact_uri, beside)
     for run in screen_runs:

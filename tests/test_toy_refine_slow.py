@@ -29,7 +29,8 @@ def screened(store):
 
     client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
     exp = client.get_experiment_by_name("toy_refine")
-    return [r.data.params["revision"] for r in client.search_runs([exp.experiment_id])]
+    return [r.data.params["revision"] for r in client.search_runs([exp.experiment_id])
+            if r.data.tags.get("emergence.kind") == "screen"]  # (each job's parent run is the other kind)
 
 
 @pytest.mark.slow

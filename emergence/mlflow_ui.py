@@ -1,0 +1,153 @@
+"""What the MLflow UI reads, so that a study opens where a researcher looks for it.
+
+Read from the JS bundle of the installed MLflow (3.17.2, ``mlflow/server/js/build``) and
+checked in headless Chromium (``scripts/check_mlflow_ui.py``, docs/checks.md):
+
+- **The landing tab follows the sidebar's "GenAI | Model training" switch**, not a tag of
+  the experiment: the switch is the URL parameter ``workflowType`` when the URL has one,
+  else the browser's own setting (localStorage ``mlflow.workflowType``, default ``genai``).
+  With ``genai`` an experiment opens on its GenAI overview, with ``machine_learning`` on its
+  runs table. No tag and no server setting changes that default (MLflow issue #24498 reports
+  it), so every URL this tool prints carries ``workflowType=machine_learning``
+  (:func:`experiment_url`), and "Model training" picked once in the sidebar is remembered
+  by the browser for every experiment.
+- ``mlflow.experimentKind = custom_model_development`` (:data:`EXPERIMENT_KIND_TAG`) marks
+  a model-development experiment: the UI's code reads it to choose the landing tab only where
+  the switch is disabled (the MLflow 3 releases from before the switch), and the 3.17 UI shows
+  it as the experiment's type; it is set on every experiment the tool creates or reuses.
+- ``mlflow.experiment.primaryMetric.name`` (:data:`PRIMARY_METRIC_TAG`): the metric the UI
+  charts first when it makes an experiment's default charts (``fraction.bos``).
+- **A saved view** is the experiment tag ``mlflow.sharedViewState.<key>``, the JSON
+  ``{"name", "createdAt", "updatedAt", "state"}`` whose ``state`` is the JSON of the runs
+  page's search facets and UI state (the keys the UI reads: ``searchFilter``,
+  ``selectedColumns``, ``compareRunCharts``, ``groupBy``, ...). The UI lists it under
+  "Views" on the runs page and opens it at ``runs?viewStateShareKey=<key>``. The tool's
+  view (:func:`curves_view`) charts the screen runs **grouped by model** (tag
+  ``emergence.model``, average per step): each run holds one point at step = tokens, so a
+  group's line is the model's curve; line charts of the BOS and induction fractions and
+  counts, mean first-token attention and induction loss on a log token axis, one line per
+  model. :func:`view_url` opens it on the charts, one click from the printed line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Mapping, Optional
+from urllib.parse import urlencode
+
+from emergence.contract import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, INDUCTION_LOSS_METRIC, KIND_TAG,
+                                MEAN_FIRST_TOKEN_METRIC, MODEL_TAG, TOKENS_METRIC, count_metric, fraction_metric)
+
+PRIMARY_METRIC_TAG = "mlflow.experiment.primaryMetric.name"
+PRIMARY_METRIC = fraction_metric("bos")
+#: The tool's saved view: its key (the tag is ``mlflow.sharedViewState.<key>``) and name.
+VIEW_KEY = "emergence-curves"
+VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
+VIEW_NAME = "fraction.bos against tokens, per model"
+#: The view's createdAt/updatedAt (ms): fixed, so that a rewrite is seen as the tool's own; a
+#: view the user saved over in the UI has another updatedAt and is left alone.
+VIEW_STAMP = 1764806400000  # 2025-12-04
+#: The metrics the view charts against tokens, one chart each.
+VIEW_CHARTS = (fraction_metric("bos"), fraction_metric("induction"), count_metric("bos"), count_metric("induction"),
+               MEAN_FIRST_TOKEN_METRIC, INDUCTION_LOSS_METRIC)
+#: The runs table's columns in the view.
+VIEW_COLUMNS = (f"tags.`{MODEL_TAG}`", f"metrics.`{TOKENS_METRIC}`") + tuple(f"metrics.`{m}`" for m in VIEW_CHARTS)
+#: Where ``mlflow ui`` serves when it is given no --host/--port.
+DEFAULT_UI = "http://127.0.0.1:5000"
+#: The URL parameters that open the runs table (the sidebar switch on "Model training").
+RUNS_PARAMS = {"workflowType": "machine_learning"}
+
+
+def _line_chart(metric: str, section: str) -> dict:
+    """One line chart of the runs page (the UI's RunsChartsLineCardConfig): ``metric`` against
+    the step (= tokens) on a log axis, points drawn."""
+    return {"uuid": f"{VIEW_KEY}-{metric}", "type": "LINE", "runsCountToCompare": 100, "metricSectionId": section,
+            "deleted": False, "isGenerated": False, "displayName": f"{metric} against tokens", "metricKey": metric,
+            "selectedMetricKeys": [metric], "lineSmoothness": 0, "xAxisScaleType": "log", "scaleType": "linear",
+            "range": {}, "xAxisKey": "step", "selectedXAxisMetricKey": "", "displayPoints": True, "yAxisKey": "metric",
+            "yAxisExpressions": [], "ignoreOutliers": False, "useGlobalXaxisKey": False,
+            "useGlobalLineSmoothing": False}
+
+
+def curves_view() -> dict:
+    """The state of the tool's saved view (see the module notes): the screen runs grouped by
+    model, the table's columns, and the charts against tokens."""
+    section = f"{VIEW_KEY}-section"
+    return {
+        "searchFilter": f"tags.`{KIND_TAG}` = 'screen'",
+        "orderByKey": "attributes.start_time", "orderByAsc": False,
+        "selectedColumns": list(VIEW_COLUMNS),
+        "runsHiddenMode": "SHOW_ALL",
+        "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": MODEL_TAG}]},
+        "groupsExpanded": {}, "useGroupedValuesInCharts": True, "hideEmptyCharts": True,
+        "compareRunCharts": [_line_chart(m, section) for m in VIEW_CHARTS],
+        "compareRunSections": [{"uuid": section, "name": "Against tokens (step = tokens), one line per model",
+                                "display": True, "isReordered": False}],
+        "isAccordionReordered": False, "viewMaximized": False, "runListHidden": False,
+    }
+
+
+def view_tag_value() -> str:
+    """The saved view's tag value: the envelope the UI parses (its ``state`` a JSON string), compact
+    (about 4 kB: older MLflow servers take experiment tag values up to 5000 characters)."""
+    compact = {"sort_keys": True, "separators": (",", ":")}
+    return json.dumps({"name": VIEW_NAME, "createdAt": VIEW_STAMP, "updatedAt": VIEW_STAMP,
+                       "state": json.dumps(curves_view(), **compact)}, **compact)
+
+
+def _ours(value: Optional[str]) -> bool:
+    """Whether a view tag is the tool's own (never saved over in the UI)."""
+    try:
+        return json.loads(value or "").get("updatedAt") == VIEW_STAMP
+    except (ValueError, AttributeError):
+        return False
+
+
+def tags_to_set(current: Mapping[str, str]) -> Dict[str, str]:
+    """The tags to write on an experiment that has the tags ``current`` (``{}`` for a new one):
+    the kind, unless it is set; the primary metric when it has none; the view when it is absent or
+    is the tool's own in an older form (a view the user saved over is kept)."""
+    out = {}
+    if current.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
+        out[EXPERIMENT_KIND_TAG] = EXPERIMENT_KIND
+    if not current.get(PRIMARY_METRIC_TAG):
+        out[PRIMARY_METRIC_TAG] = PRIMARY_METRIC
+    view = view_tag_value()
+    if current.get(VIEW_TAG) != view and (VIEW_TAG not in current or _ours(current.get(VIEW_TAG))):
+        out[VIEW_TAG] = view
+    return out
+
+
+def ui_base(tracking_uri: str) -> str:
+    """Where the UI of a store is: a tracking server serves its own; a local store's is
+    ``mlflow ui --backend-store-uri <uri>`` at :data:`DEFAULT_UI`."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return tracking_uri.rstrip("/")
+    return DEFAULT_UI
+
+
+def experiment_url(tracking_uri: str, experiment_id: str) -> str:
+    """The experiment's runs table (``workflowType=machine_learning``: see the module notes)."""
+    return f"{ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(RUNS_PARAMS)}"
+
+
+def view_url(tracking_uri: str, experiment_id: str) -> str:
+    """The tool's saved view, opened on its charts."""
+    params = {"viewStateShareKey": VIEW_KEY, "compareRunsMode": "CHART", **RUNS_PARAMS}
+    return f"{ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
+
+
+def open_lines(tracking_uri: str, experiment: str) -> str:
+    """How to open the study (printed at the end of a job and a sweep): the UI command for a
+    local store, the runs table and the saved view's charts; the ids read from the store."""
+    import mlflow
+
+    try:
+        exp = mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment)
+    except Exception:  # noqa: BLE001  (the store failed: the command is still worth printing)
+        exp = None
+    lines = [] if tracking_uri.startswith(("http://", "https://")) else [f"  mlflow ui --backend-store-uri {tracking_uri}"]
+    if exp is not None:
+        lines += [f"  runs table: {experiment_url(tracking_uri, exp.experiment_id)}",
+                  f"  curves against tokens, one line per model: {view_url(tracking_uri, exp.experiment_id)}"]
+    return "\n".join(lines)

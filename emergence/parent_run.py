@@ -1,0 +1,142 @@
+"""The parent run of a job or a sweep, with the curves and figures of its revisions.
+
+A ``-m`` sweep's parent run is opened by the sweeper (hydra_plugins/emergence_sweeper); a
+job run without ``-m`` (the default job, ``python -m emergence``) opens its own
+(:func:`job_parent`), so that every study lands in MLflow the same way:
+
+- opened after the job's input is checked (bad input leaves no run), tagged as a sweep's
+  parent is (``emergence.kind = sweep``, the job's ``emergence.sweep`` id, host, pid and a
+  heartbeat kept while the job runs), named ``job <date time>: <model>, <selection> (<N>
+  revisions)``; a live job (``live=adaptive``) opens none;
+- the job's screen runs name it (``mlflow.parentRunId``: the UI nests them under it) and log
+  their curves into it at step = tokens (``fraction.<class>.<model>``, ``<model>/<metric>``:
+  emergence.tracking.curve_metrics), revisions done before included;
+- at the end it gets the figures of those curves (:func:`log_figures`: ``curves/fractions.png``,
+  ``curves/fraction.<class>.png``, ``curves/curves.csv``; emergence/parent_figures.py) and
+  ends FINISHED, FAILED naming the failed revisions, or KILLED on Ctrl-C.
+
+A sweep's parent gets the same figures at the end of the sweep (emergence/callbacks.py, with
+:func:`sweep_parent`). The figures are a convenience: when they cannot be drawn or stored the
+job says so in one line and goes on (its runs hold the data).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import tempfile
+import time
+from contextlib import contextmanager, redirect_stderr
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional
+
+from omegaconf import DictConfig
+
+from emergence.contract import KIND_TAG, SWEEP_TAG
+
+#: Where the figures go in the parent run's artifacts.
+FIGURES_DIR = "curves"
+
+
+class JobParent:
+    """The open parent run of a job: its id, and the job's results once it has them."""
+
+    def __init__(self, run_id: Optional[str]):
+        self.run_id = run_id
+        self.results: List = []
+
+
+def _checked(cfg: DictConfig) -> int:
+    """The job's own input check (emergence.job.validate: raises on bad input, before any run is
+    opened); its notes are held back (the job's check prints them again). Returns the number of
+    revisions selected."""
+    from emergence.job import validate
+
+    held = io.StringIO()
+    try:
+        with redirect_stderr(held):
+            return len(validate(cfg))
+    except BaseException:
+        sys.stderr.write(held.getvalue())
+        raise
+
+
+def opens_parent(cfg: DictConfig) -> bool:
+    """Whether a job opens its own parent run: not when the sweeper gave it one, nor for a live job."""
+    live = cfg.get("live")
+    return not cfg.tracking.get("parent_run") and (live is None or live.mode == "off")
+
+
+@contextmanager
+def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
+    """Open the job's parent run (see the module notes) and set ``cfg.tracking.parent_run`` for the
+    job's runs; set ``.results`` on what it yields to get the figures; the run is ended on leaving."""
+    if not opens_parent(cfg):
+        yield JobParent(None)
+        return
+    from emergence.job import JobFailed, sweep_id
+    from emergence.tracking import end_parent, parent_heartbeat, start_parent
+
+    n = _checked(cfg)
+    t = cfg.tracking
+    name = f"job {time.strftime('%Y-%m-%d %H:%M:%S')}: {cfg.model.name}, {cfg.revision.select} ({n} revisions)"
+    _, run_id = start_parent(t.uri, t.experiment, t.get("artifacts"), sweep_id(cfg), name, 1,
+                             float(t.get("stale_after_s", 600.0)))
+    t.parent_run = run_id
+    parent = JobParent(run_id)
+    try:
+        with parent_heartbeat(t.uri, run_id, float(t.get("heartbeat_s", 60.0))):
+            yield parent
+    except KeyboardInterrupt:
+        end_parent(t.uri, run_id, ["job interrupted (KeyboardInterrupt)"], 1, status="KILLED")
+        raise
+    except JobFailed as exc:
+        log_figures(t.uri, run_id, exc.results)
+        end_parent(t.uri, run_id, [str(exc)], 1)
+        raise
+    except BaseException as exc:
+        end_parent(t.uri, run_id, [f"{type(exc).__name__}: {exc}"], 1)
+        raise
+    log_figures(t.uri, run_id, parent.results)
+    end_parent(t.uri, run_id, [], 1)
+
+
+def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
+    """Draw the curves of ``results`` (``RevisionResult``: emergence/parent_figures.py) and log them
+    into the run ``run_id`` under ``curves/``; returns the artifact paths (none when there is
+    nothing to draw, or with a one-line warning when drawing or storing failed)."""
+    from emergence.parent_figures import curve_table, draw
+
+    table = curve_table(results)
+    if table.empty:
+        return []
+    try:
+        import mlflow
+
+        with tempfile.TemporaryDirectory() as tmp:
+            files = draw(table, Path(tmp))
+            mlflow.MlflowClient(uri).log_artifacts(run_id, tmp, FIGURES_DIR)
+        return [f"{FIGURES_DIR}/{f.name}" for f in files]
+    except Exception as exc:  # noqa: BLE001  (a convenience: the runs hold the data)
+        print(f"warning: the parent run's figures were not logged: {type(exc).__name__}: {exc}".splitlines()[0],
+              file=sys.stderr)
+        return []
+
+
+def sweep_parent(config: DictConfig) -> Optional[str]:
+    """The parent run the sweeper opened for this sweep in the config's store and experiment (its
+    ``emergence.sweep`` tag is the sweep's id: ``tracking.sweep``, else the sweep folder); the
+    newest when there are several; None when there is none (or the store cannot be read)."""
+    import mlflow
+
+    sweep = str(config.tracking.get("sweep") or config.hydra.sweep.dir)
+    try:
+        client = mlflow.MlflowClient(config.tracking.uri)
+        exp = client.get_experiment_by_name(config.tracking.experiment)
+        if exp is None:
+            return None
+        runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{KIND_TAG}` = 'sweep'",
+                                  order_by=["attributes.start_time DESC"], max_results=200)
+    except Exception:  # noqa: BLE001  (the summary is printed anyway)
+        return None
+    return next((r.info.run_id for r in runs if r.data.tags.get(SWEEP_TAG) == sweep), None)

@@ -1,0 +1,167 @@
+"""MLflow as a researcher lands on it (issue 24, point 7), on a real SQLite store.
+
+After ``python -m emergence`` (tiny local checkpoints, no training): the experiment carries
+the tags the MLflow UI reads (emergence/mlflow_ui.py: kind, primary metric, the saved view
+of the curves against tokens, in the form the UI parses); the job's parent run holds every
+screen run (``mlflow.parentRunId``), the curves ``fraction.<class>.<model>`` at step =
+tokens with the screen runs' values, and its figures; a rerun's parent has the curves of the
+revisions done before. A ``-m`` sweep's parent gets the figures too. What the UI then shows
+is checked in headless Chromium by scripts/check_mlflow_ui.py (docs/checks.md).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tiny_models import save_revisions
+
+ROOT = Path(__file__).resolve().parents[1]
+CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    return save_revisions(tmp_path_factory.mktemp("ckpt") / "tiny", "gpt_neox", steps=(10, 100, 1000))
+
+
+def emergence(*args, store: Path, cwd: Path):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-m", "emergence", *args, f"tracking.uri=sqlite:///{store}/mlflow.db", "stats=false"]
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def local_model(folder):
+    return ["model=pythia_70m", "model.name=tiny_neox", f"model.path={folder}", "model.repo=null",
+            "model.revisions=folder", "corpus.n_sequences=32", "corpus.batch_size=32", "corpus.segment_length=12"]
+
+
+def runs_of(client, exp, kind):
+    return [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("emergence.kind") == kind]
+
+
+def history(client, run_id, key):
+    return {m.step: m.value for m in client.get_metric_history(run_id, key)}
+
+
+def assert_figures(client, run_id, tmp_path):
+    import matplotlib.image
+
+    paths = {a.path for a in client.list_artifacts(run_id, "curves")}
+    assert {"curves/fractions.png", "curves/curves.csv"} | {f"curves/fraction.{c}.png" for c in CLASSES} <= paths
+    local = Path(client.download_artifacts(run_id, "curves", str(tmp_path)))
+    image = matplotlib.image.imread(local / "fraction.bos.png")
+    assert image.shape[0] > 300 and image.shape[1] > 500 and image.std() > 0.05  # drawn, not blank
+    return local
+
+
+def test_the_job_lands_in_mlflow_with_its_view_parent_run_curves_and_figures(checkpoints, tmp_path):
+    import mlflow
+
+    from emergence.mlflow_ui import VIEW_KEY, VIEW_NAME, VIEW_STAMP, VIEW_TAG
+
+    store, work = tmp_path / "store", tmp_path / "work"
+    work.mkdir()
+    out = emergence(*local_model(checkpoints), store=store, cwd=work)
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    exp = client.get_experiment_by_name("emergence")
+
+    # The experiment: a model-development one, fraction.bos charted first, the saved view as the UI parses it.
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert exp.tags["mlflow.experiment.primaryMetric.name"] == "fraction.bos"
+    view = json.loads(exp.tags[VIEW_TAG])
+    assert view["name"] == VIEW_NAME and view["createdAt"] == view["updatedAt"] == VIEW_STAMP
+    state = json.loads(view["state"])
+    assert state["groupBy"] == {"aggregateFunction": "average",
+                                "groupByKeys": [{"mode": "tag", "groupByData": "emergence.model"}]}
+    bos = next(c for c in state["compareRunCharts"] if c["metricKey"] == "fraction.bos")
+    assert (bos["type"], bos["xAxisKey"], bos["xAxisScaleType"]) == ("LINE", "step", "log")
+    assert {c["metricSectionId"] for c in state["compareRunCharts"]} == {s["uuid"] for s in state["compareRunSections"]}
+    assert "metrics.`fraction.bos`" in state["selectedColumns"]
+    # The printed way in: the runs table (the sidebar's switch on Model training) and the view on its charts.
+    base = f"http://127.0.0.1:5000/#/experiments/{exp.experiment_id}/runs?"
+    assert base + "workflowType=machine_learning" in out
+    assert base + f"viewStateShareKey={VIEW_KEY}&compareRunsMode=CHART&workflowType=machine_learning" in out
+
+    # The parent run holds the screens, their curves at step = tokens, and the figures.
+    (parent,) = runs_of(client, exp, "sweep")
+    screens = runs_of(client, exp, "screen")
+    assert len(screens) == 3 and parent.info.status == "FINISHED"
+    assert parent.info.run_name.startswith("job ") and "tiny_neox" in parent.info.run_name
+    assert {r.data.tags["mlflow.parentRunId"] for r in screens} == {parent.info.run_id}
+    tokens = {int(r.data.params["tokens"]): r for r in screens}
+    assert sorted(tokens) == [10_000, 100_000, 1_000_000]
+    for c in CLASSES:
+        assert history(client, parent.info.run_id, f"fraction.{c}.tiny_neox") == {
+            t: r.data.metrics[f"fraction.{c}"] for t, r in tokens.items()}, c
+    loss = history(client, parent.info.run_id, "tiny_neox/induction_loss")
+    assert loss == {t: r.data.metrics["induction_loss"] for t, r in tokens.items()} and len(set(loss.values())) == 3
+    csv = assert_figures(client, parent.info.run_id, tmp_path / "dl1") / "curves.csv"
+    assert sorted(int(line.split(",")[2]) for line in csv.read_text().splitlines()[1:]) == sorted(tokens)
+
+    # The same job again: nothing screened, a new parent with the curves of the revisions done before.
+    again = emergence(*local_model(checkpoints), store=store, cwd=work)
+    assert again.count("done before") == 3
+    assert len(runs_of(client, exp, "screen")) == 3
+    newest = max(runs_of(client, exp, "sweep"), key=lambda r: r.info.start_time)
+    assert newest.info.run_id != parent.info.run_id and newest.info.status == "FINISHED"
+    assert sorted(history(client, newest.info.run_id, "fraction.bos.tiny_neox")) == sorted(tokens)
+    assert_figures(client, newest.info.run_id, tmp_path / "dl2")
+
+
+def test_a_sweep_parent_gets_the_figures(checkpoints, tmp_path):
+    import mlflow
+
+    store = tmp_path / "store"
+    emergence("-m", *local_model(checkpoints), "revision=logspaced", "revision.k=2",
+              f"hydra.sweep.dir={tmp_path}/sweep", store=store, cwd=ROOT)
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    exp = client.get_experiment_by_name("emergence")
+    (parent,) = runs_of(client, exp, "sweep")
+    assert parent.info.run_name.startswith("sweep ") and parent.data.tags["emergence.sweep"] == f"{tmp_path}/sweep"
+    assert sorted(history(client, parent.info.run_id, "fraction.bos.tiny_neox")) == [10_000, 1_000_000]
+    assert_figures(client, parent.info.run_id, tmp_path / "dl")
+
+
+def test_an_experiment_made_before_gets_the_tags_and_keeps_a_view_saved_over_in_the_ui(tmp_path):
+    import mlflow
+
+    from emergence.mlflow_ui import VIEW_TAG, view_tag_value
+    from emergence.tracking import prepare_store
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    bare = client.create_experiment("old")
+    assert prepare_store(uri, "old") == bare
+    tags = client.get_experiment(bare).tags
+    assert tags["mlflow.experimentKind"] == "custom_model_development" and tags[VIEW_TAG] == view_tag_value()
+    # An older form of the tool's own view is rewritten; one the user saved over (updatedAt changed) is kept.
+    older = json.loads(view_tag_value())
+    client.set_experiment_tag(bare, VIEW_TAG, json.dumps(dict(older, state="{}")))
+    prepare_store(uri, "old")
+    assert client.get_experiment(bare).tags[VIEW_TAG] == view_tag_value()
+    users = json.dumps(dict(older, state="{}", updatedAt=older["updatedAt"] + 1))
+    client.set_experiment_tag(bare, VIEW_TAG, users)
+    client.set_experiment_tag(bare, "mlflow.experiment.primaryMetric.name", "count.induction")
+    prepare_store(uri, "old")
+    tags = client.get_experiment(bare).tags
+    assert tags[VIEW_TAG] == users and tags["mlflow.experiment.primaryMetric.name"] == "count.induction"
+
+
+def test_the_statistics_experiment_is_a_model_development_one(tmp_path):
+    import mlflow
+
+    from stats.report import log_to_mlflow
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "report.md").write_text("# report\n")
+    mlflow.MlflowClient(uri).create_experiment("emergence_stats")  # made before, without the tag
+    log_to_mlflow(tmp_path / "out", {"curves": [], "gaps": []}, uri, None, "emergence_stats")
+    exp = mlflow.MlflowClient(uri).get_experiment_by_name("emergence_stats")
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
