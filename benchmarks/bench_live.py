@@ -1,19 +1,23 @@
 """Live screening on the toy: overhead, checkpoints saved, and how tightly transitions are bracketed.
 
-    python benchmarks/bench_live.py [--model toy_neox] [--repeats 1] [--out DIR] [--keep DIR]
+    python benchmarks/bench_live.py [--model toy_neox] [--out DIR] [--keep DIR] [--set KEY=VALUE ...]
 
-Each repeat trains the model's recipe twice from scratch, in subprocesses, into fresh
-folders: with its fixed schedule (``live=off``: 65 checkpoints) and with ``live=adaptive``
-(the monitor of conf/live/adaptive.yaml, its runs into a fresh store). Printed:
+The recipe is trained from scratch twice *in lockstep*, in one process: model A with its
+fixed schedule (``live=off``: 65 checkpoints), model B with ``live=adaptive`` (the monitor of
+conf/live/adaptive.yaml, its runs into a fresh store), one update of each in turn (the order
+alternating), with the toy trainer's own update, checkpoint and resume-state writes
+(emergence/toy/train.py). Both see the same load at the same moment, which two separate
+trainings on a shared machine do not. Printed:
 
-- **overhead**: the live training's wall time over the fixed one's, minus 1 (goal: at most
-  10 %), and the monitor's own share of the live session (the time inside ``monitor.step``:
-  screens, lookback copies, checkpoint writes; the store is written by a background thread);
+- **overhead**: B's time over A's, minus 1 (goal: at most 10 %); B's time includes the
+  time inside ``monitor.step`` (screens, lookback copies, its checkpoint writes) and, to be
+  conservative, all the CPU time of the monitor's store-writing thread;
+- that A and B end with the same weights (bit for bit);
 - **checkpoints** saved: the adaptive suite's against the fixed 65;
 - **brackets**: for induction and BOS, the interval between adjacent checkpoints that holds
   the largest jump of the count (emergence.refine.find_bracket, the rule of
   ``revision=refine`` and of the ``sharp`` verdict), its width in decades of tokens; for the
-  adaptive suite over its saved checkpoints (their live runs), for the fixed schedule after
+  adaptive suite over its saved checkpoints (their live runs), for the fixed suite after
   ``revision=logspaced`` then ``revision=refine`` (the job as a user runs it, with the same
   64-sequence probe and screen as the live runs, so both read the same counts), and over
   every live screen (the finest the watch grid sees). Goal for the toy: the induction
@@ -28,10 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,29 +39,74 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ["corpus.n_sequences=64", "screen.participation_ratio=false"]
 
-TRAIN = r"""
-import json, sys, time
-from emergence.registry import compose
-cfg = compose(json.loads(sys.argv[1]))
-start = time.perf_counter()
-if cfg.live.mode == "off":
-    from emergence.toy import ensure_trained
-    folder, extra = ensure_trained(cfg.model.recipe, cfg.cache.toy_dir, cfg.model.name, progress=False), {}
-else:
-    from emergence.live.toy import ensure_trained_live
-    folder, _logged = ensure_trained_live(cfg, progress=False)
-    extra = json.loads((folder / "revisions.json").read_text())["live"]
-print(json.dumps({"folder": str(folder), "wall_s": time.perf_counter() - start, **extra}))
-"""
+def lockstep(model: str, work: Path, live_uri: str, sets=()) -> dict:
+    """Train A (fixed schedule) and B (live monitor) one update each in turn; their times."""
+    import torch
 
+    from emergence.live.checkpoints import CheckpointFolder
+    from emergence.live.monitor import LiveMonitor
+    from emergence.live.toy import live_hash, live_suite_folder, suite_config
+    from emergence.registry import compose
+    from emergence.toy import as_recipe, checkpoint_schedule, recipe_hash, suite_folder
+    from emergence.toy.corpus import ToyCorpus
+    from emergence.toy.models import build_model
+    from emergence.toy.train import (_optimizer, _save_checkpoint, _save_state, _training_context, train_update,
+                                     write_listing)
 
-def train(overrides) -> dict:
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.run([sys.executable, "-c", TRAIN, json.dumps(overrides)], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"training failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    cfg = compose([f"model={model}", "live=adaptive", f"cache.toy_dir={work}", f"tracking.uri={live_uri}", *sets])
+    rec = as_recipe(cfg.model.recipe)
+    fixed_folder, live_folder = suite_folder(rec, work, model), live_suite_folder(cfg)
+    digest, live_digest = recipe_hash(rec), recipe_hash(rec) + f"-live-{live_hash(cfg)}"
+    fixed_folder.mkdir(parents=True, exist_ok=True)
+    monitor = LiveMonitor(suite_config(cfg, live_folder), CheckpointFolder(
+        live_folder, listing_extra={"name": model, "recipe_hash": live_digest, "live_hash": live_hash(cfg)}))
+    schedule = checkpoint_schedule(rec)
+    save_at = {r["step"]: r["name"] for r in schedule}
+    corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, rec.seed)
+    per_step = int(rec.batch_size) * int(rec.seq_len)
+    extra = {"output_router_logits": True} if rec.family == "olmoe" else {}
+    seconds = {"fixed": 0.0, "live": 0.0}
+    losses = {"fixed": [], "live": []}
+    with _training_context(rec.threads):
+        models = {k: build_model(rec) for k in ("fixed", "live")}
+        optimizers = {k: _optimizer(m.train(), rec) for k, m in models.items()}
+
+        def after(kind: str, done: int) -> None:
+            m, opt = models[kind], optimizers[kind]
+            if kind == "fixed" and done in save_at:
+                _save_checkpoint(m, fixed_folder, save_at[done])
+                _save_state(fixed_folder, done, m, opt, digest, losses[kind])
+            if kind == "live" and monitor.step(m, done, done * per_step, final=done == rec.steps):
+                _save_state(live_folder, done, m, opt, live_digest, losses[kind], live=monitor.state_dict())
+
+        for kind in ("fixed", "live"):
+            tic = time.perf_counter()
+            after(kind, 0)
+            seconds[kind] += time.perf_counter() - tic
+        for step in range(rec.steps):
+            for kind in (("fixed", "live") if step % 2 == 0 else ("live", "fixed")):
+                tic = time.perf_counter()
+                losses[kind].append(train_update(models[kind], optimizers[kind], rec, corpus, step, extra))
+                after(kind, step + 1)
+                seconds[kind] += time.perf_counter() - tic
+            if (step + 1) % 250 == 0:
+                print(f"  step {step + 1}: fixed {seconds['fixed']:.0f} s, live {seconds['live']:.0f} s "
+                      f"({monitor.status()})", flush=True)
+        same = all(torch.equal(a, b) for a, b in zip(models["fixed"].state_dict().values(),
+                                                      models["live"].state_dict().values()))
+    tic = time.perf_counter()
+    monitor.finish()
+    seconds["live"] += time.perf_counter() - tic
+    write_listing(fixed_folder, rec, schedule, digest, model, seconds["fixed"], 0, losses["fixed"])
+    write_listing(live_folder, rec, list(monitor.checkpoints.revisions), live_digest, model, seconds["live"], 0,
+                  losses["live"], monitor)
+    for folder in (fixed_folder, live_folder):
+        (folder / "train_state.pt").unlink(missing_ok=True)
+    return {"fixed_s": seconds["fixed"], "live_s": seconds["live"], "monitor_s": monitor.seconds,
+            "writer_cpu_s": monitor.writer.cpu_seconds, "screens": monitor.screens,
+            "screen_s": monitor.screen_seconds, "failed": monitor.failures, "same_weights": same,
+            "live_folder": live_folder, "registry": list(monitor.checkpoints.revisions),
+            "fixed_checkpoints": len(schedule)}
 
 
 def width(bracket) -> float:
@@ -96,12 +141,13 @@ def live_runs(uri: str, model: str):
     return every, saved
 
 
-def fixed_refined(model: str, toy_dir: Path, uri: str) -> dict:
+def fixed_refined(model: str, toy_dir: Path, uri: str, sets=()) -> dict:
     """``revision=logspaced`` then ``revision=refine`` on the fixed suite: the final brackets."""
     from emergence.job import refine_plan, run_job, screened_runs
     from emergence.registry import compose, model_revisions
 
-    base = [f"model={model}", *PROBE, f"cache.toy_dir={toy_dir}", f"tracking.uri={uri}", "stats=false"]
+    base = [f"model={model}", *PROBE, f"cache.toy_dir={toy_dir}", f"tracking.uri={uri}", "stats=false",
+            *[x for x in sets if not x.startswith("live.")]]
     tic = time.perf_counter()
     run_job(compose(base), progress=False)
     cfg = compose(base + ["revision=refine", "revision.refine.rounds=12"])
@@ -141,66 +187,52 @@ def figure(path: Path, model: str, every, saved, brackets) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="toy_neox")
-    parser.add_argument("--repeats", type=int, default=1, help="fixed/live training pairs (overhead: the median)")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench_live"))
     parser.add_argument("--keep", default=None, help="train into this folder and keep it")
+    parser.add_argument("--set", action="append", default=[], help="a config override for both trainings "
+                        "(e.g. recipe@model.recipe=fast_neox, live.dense_every=10); repeatable")
     args = parser.parse_args(argv)
     from emergence.refine import find_bracket
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench_live-"))
     work.mkdir(parents=True, exist_ok=True)
-    pairs = []
-    for i in range(args.repeats):
-        fixed = train([f"model={args.model}", f"cache.toy_dir={work}/fixed{i}"])
-        live_uri = f"sqlite:///{work}/live{i}/mlflow.db"
-        live = train([f"model={args.model}", "live=adaptive", f"cache.toy_dir={work}/live{i}",
-                      f"tracking.uri={live_uri}"])
-        pairs.append((fixed, live, live_uri))
-        print(f"repeat {i + 1}: fixed {fixed['wall_s']:.1f} s, live {live['wall_s']:.1f} s "
-              f"({live['wall_s'] / fixed['wall_s'] - 1:+.1%}); {live['screens_last_session']} screens, "
-              f"{live['screen_seconds_last_session']:.1f} s screening", flush=True)
-    overheads = [lv["wall_s"] / fx["wall_s"] - 1 for fx, lv, _ in pairs]
-    fixed, live, live_uri = pairs[-1]
-    folder = Path(live["folder"])
-    registry_live = json.loads((folder / "revisions.json").read_text())["revisions"]
+    live_uri = f"sqlite:///{work}/live/mlflow.db"
+    print(f"training {args.model} twice in lockstep (fixed schedule / live=adaptive) into {work}", flush=True)
+    t = lockstep(args.model, work, live_uri, args.set)
     every, saved = live_runs(live_uri, args.model)
-    refined = fixed_refined(args.model, work / f"fixed{args.repeats - 1}", f"sqlite:///{work}/fixed.db")
+    refined = fixed_refined(args.model, work, f"sqlite:///{work}/fixed/mlflow.db", args.set)
     classes = ("induction", "bos")
     adaptive = {c: find_bracket({r: m[f"count.{c}"] for r, m in saved.items()}, c, sorted(saved)) for c in classes}
     finest = {c: find_bracket({r: m[f"count.{c}"] for r, m in every.items()}, c, sorted(every)) for c in classes}
+    overhead = (t["live_s"] + t["writer_cpu_s"]) / t["fixed_s"] - 1
 
     print(f"\n{args.model}: live=adaptive against the fixed schedule ({time.strftime('%Y-%m-%d')})")
     print("| | fixed schedule + revision=refine | live=adaptive |")
     print("|---|---|---|")
-    print(f"| checkpoints saved | 65 | {len(registry_live)} |")
+    print(f"| checkpoints saved | {t['fixed_checkpoints']} | {len(t['registry'])} |")
     print(f"| screens | {refined['screens']} (logspaced + refine, after training; {refined['seconds']:.0f} s) | "
           f"{len(every)} during training ({len(saved)} of saved checkpoints) |")
-    print(f"| training wall time | {fixed['wall_s']:.1f} s | {live['wall_s']:.1f} s "
-          f"(overhead {statistics.median(overheads):+.1%}, median of {len(overheads)}) |")
+    print(f"| training time (lockstep) | {t['fixed_s']:.1f} s | {t['live_s']:.1f} s + {t['writer_cpu_s']:.1f} s "
+          f"store-writer CPU: overhead {overhead:+.1%} |")
     for c in classes:
         print(f"| {c}: largest jump | {describe(refined['brackets'].get(c))} | {describe(adaptive[c])} |")
-    monitor_s = live["monitor_seconds_last_session"]
-    print(f"\nmonitor: {live['screens_last_session']} screens ({live['screen_seconds_last_session']:.1f} s), "
-          f"{monitor_s:.1f} s in monitor.step in all: {monitor_s / (live['wall_s'] - monitor_s):.1%} of the "
-          f"live session's training time (measured in the same process, so less exposed to the load of a shared "
-          f"machine than the two wall times); {live['failed_screens_last_session']} failed screens")
+    print(f"\nmonitor: {t['screens']} screens ({t['screen_s']:.1f} s), {t['monitor_s']:.1f} s in monitor.step in all, "
+          f"{t['failed']} failed screens; weights of the two trainings identical: {t['same_weights']}")
     for c in classes:
         print(f"finest the watch grid sees ({c}, over all {len(every)} screens): {describe(finest[c])}")
     ind = adaptive["induction"]
-    ok = ind is not None and width(ind) <= 0.03 and len(registry_live) <= 40
+    ok = ind is not None and width(ind) <= 0.03 and len(t["registry"]) <= 40
     print(f"goal (induction jump within <= 0.03 decades, <= 40 checkpoints): {'PASS' if ok else 'FAIL'}; "
-          f"overhead goal (<= 10%): {'PASS' if statistics.median(overheads) <= 0.10 else 'FAIL'}")
+          f"overhead goal (<= 10%): {'PASS' if overhead <= 0.10 else 'FAIL'}")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     figure(out / f"live_{args.model}.png", args.model, every, saved, adaptive)
-    results = {"model": args.model, "overheads": overheads, "monitor_seconds": monitor_s, "fixed_wall_s": [p[0]["wall_s"] for p in pairs],
-               "live_wall_s": [p[1]["wall_s"] for p in pairs], "checkpoints_live": len(registry_live),
-               "checkpoints_fixed": 65, "screens_live": len(every), "screens_fixed_refine": refined["screens"],
+    results = {"model": args.model, "overhead": overhead, **{k: v for k, v in t.items() if k != "live_folder"},
+               "screens_live": len(every), "screens_fixed_refine": refined["screens"],
                "brackets": {c: {"fixed_refine": describe(refined["brackets"].get(c)), "adaptive": describe(adaptive[c]),
-                                "every_screen": describe(finest[c])} for c in classes},
-               "live_revisions": registry_live}
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+                                "every_screen": describe(finest[c])} for c in classes}}
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     print(f"figure and results: {out}")
     if not args.keep:
         import shutil

@@ -20,9 +20,15 @@ LIVE = ["model=toy_neox", "recipe@model.recipe=fast_neox", "live=adaptive", "liv
         "live.screens_per_decade=10", "live.saves_per_decade=4", "stats=false"]
 
 
-def live_cfg(tmp_path, *extra):
-    return compose(LIVE + [f"cache.toy_dir={tmp_path}/toy", f"tracking.uri=sqlite:///{tmp_path}/store/mlflow.db",
-                           *extra])
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One SQLite store for the module (each test its own experiment): a new store's schema costs seconds."""
+    return f"sqlite:///{tmp_path_factory.mktemp('store')}/mlflow.db"
+
+
+def live_cfg(tmp_path, store, *extra):
+    return compose(LIVE + [f"cache.toy_dir={tmp_path}/toy", f"tracking.uri={store}",
+                           f"tracking.experiment={tmp_path.name}", *extra])
 
 
 def weights(folder, name):
@@ -33,11 +39,11 @@ def listing(folder):
     return json.loads((folder / "revisions.json").read_text())
 
 
-def runs(uri):
+def runs(cfg):
     import mlflow
 
-    client = mlflow.MlflowClient(uri)
-    exp = client.get_experiment_by_name("emergence")
+    client = mlflow.MlflowClient(cfg.tracking.uri)
+    exp = client.get_experiment_by_name(cfg.tracking.experiment)
     return [] if exp is None else client.search_runs([exp.experiment_id], max_results=1000)
 
 
@@ -51,11 +57,11 @@ def fixed(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def monitored(tmp_path_factory):
+def monitored(tmp_path_factory, store):
     from emergence.live.toy import ensure_trained_live
 
     tmp = tmp_path_factory.mktemp("live")
-    cfg = live_cfg(tmp)
+    cfg = live_cfg(tmp, store)
     folder, logged = ensure_trained_live(cfg, progress=False)
     return cfg, folder, logged
 
@@ -107,7 +113,7 @@ def test_every_saved_checkpoint_is_an_hf_folder_listed_and_screened_once(monitor
     names = [r["name"] for r in data["revisions"]]
     assert names[0] == "step0" and names[-1] == "step40" and len(names) >= 5
     AutoModelForCausalLM.from_pretrained(folder / names[-1])
-    all_runs = runs(cfg.tracking.uri)
+    all_runs = runs(cfg)
     by_revision = {}
     for run in all_runs:
         by_revision.setdefault(run.data.params["revision"], []).append(run)
@@ -124,7 +130,7 @@ def test_every_saved_checkpoint_is_an_hf_folder_listed_and_screened_once(monitor
         assert "count.induction" in run.data.metrics and "induction_loss" in run.data.metrics
 
 
-def test_an_interrupted_training_resumes_with_the_monitors_state(monitored, tmp_path):
+def test_an_interrupted_training_resumes_with_the_monitors_state(monitored, tmp_path, store):
     from emergence.live.checkpoints import CheckpointFolder
     from emergence.live.monitor import LiveMonitor
     from emergence.live.toy import ensure_trained_live, live_hash, live_suite_folder, suite_config
@@ -132,7 +138,7 @@ def test_an_interrupted_training_resumes_with_the_monitors_state(monitored, tmp_
     from emergence.toy.train import train_suite
 
     _cfg, reference, _ = monitored
-    cfg = live_cfg(tmp_path)
+    cfg = live_cfg(tmp_path, store)
     folder = live_suite_folder(cfg)
     identity = f"-live-{live_hash(cfg)}"
     extra = {"name": "toy_neox", "recipe_hash": recipe_hash(as_recipe(cfg.model.recipe)) + identity,
@@ -155,20 +161,20 @@ def test_an_interrupted_training_resumes_with_the_monitors_state(monitored, tmp_
     for r in listing(folder)["revisions"]:
         a, b = weights(reference, r["name"]), weights(folder, r["name"])
         assert all(torch.equal(a[k], b[k]) for k in a), r["name"]
-    revisions = [run.data.params["revision"] for run in runs(cfg.tracking.uri)]
+    revisions = [run.data.params["revision"] for run in runs(cfg)]
     assert len(revisions) == len(set(revisions))                   # the screens redone were not logged twice
 
 
-def test_a_failing_screen_is_reported_once_and_training_and_saving_go_on(fixed, tmp_path, capsys):
+def test_a_failing_screen_is_reported_once_and_training_and_saving_go_on(fixed, tmp_path, store, capsys):
     from emergence.live.toy import ensure_trained_live
 
-    cfg = live_cfg(tmp_path, "corpus.segment_length=200")        # a probe the 64-token model cannot hold
+    cfg = live_cfg(tmp_path, store, "corpus.segment_length=200")        # a probe the 64-token model cannot hold
     folder, logged = ensure_trained_live(cfg, progress=False)
     err = capsys.readouterr().err
     assert err.count("live: the screen at") == 1 and "tried again at the next save" in err
     steps = [r["step"] for r in listing(folder)["revisions"]]
     assert steps[0] == 0 and steps[-1] == 40 and len(steps) >= 4  # the sparse saves went on
-    assert not logged and not runs(cfg.tracking.uri)
+    assert not logged and not runs(cfg)
     a, b = weights(fixed, "step40"), weights(folder, "step40")
     assert all(torch.equal(a[k], b[k]) for k in a)
 
@@ -178,7 +184,7 @@ def test_a_store_that_fails_is_reported_once_and_written_when_it_is_back(tmp_pat
 
     blocked = tmp_path / "blocked"
     blocked.write_text("not a folder")                             # the store's folder cannot be created
-    cfg = live_cfg(tmp_path, f"tracking.uri=sqlite:///{blocked}/store/mlflow.db")
+    cfg = live_cfg(tmp_path, f"sqlite:///{blocked}/store/mlflow.db")
     from emergence.toy import train
 
     original = train._save_state
@@ -196,12 +202,12 @@ def test_a_store_that_fails_is_reported_once_and_written_when_it_is_back(tmp_pat
     err = capsys.readouterr().err
     assert err.count("live: could not log the screen") == 1 and "retried at the next save" in err
     names = [r["name"] for r in listing(folder)["revisions"]]
-    logged_runs = runs(cfg.tracking.uri)
+    logged_runs = runs(cfg)
     assert {r.data.params["revision"] for r in logged_runs} >= set(names)   # the backlog was written
     assert set(logged) == {r.data.params["revision"] for r in logged_runs}
 
 
-def test_the_plain_loop_example(tmp_path):
+def test_the_plain_loop_example(tmp_path, store):
     """The 10-line example of emergence/live/monitor.py (and the README), on a tiny GPT-NeoX."""
     from transformers import AutoModelForCausalLM
 
@@ -219,9 +225,9 @@ def test_the_plain_loop_example(tmp_path):
         return data[step]
 
     run = tmp_path / "runs" / "my_run"
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
     cfg = folder_config("my_run", run, family="gpt_neox", tokens_per_step=B * T,
-                        overrides=["live=adaptive", f"tracking.uri={uri}", "live.first_step=5",
+                        overrides=["live=adaptive", f"tracking.uri={store}", f"tracking.experiment={tmp_path.name}",
+                                   "live.first_step=5",
                                    "live.screens_per_decade=10", "live.n_sequences=8", "corpus.segment_length=12"])
     monitor = LiveMonitor(cfg)
     monitor.step(model, 0, 0)
@@ -236,5 +242,5 @@ def test_the_plain_loop_example(tmp_path):
     assert data_["complete"] and names[0] == "step0" and names[-1] == "step30"
     assert sorted(p.name for p in run.glob("optimizer-*.pt")) == sorted(f"optimizer-{n[4:]}.pt" for n in names[1:])
     assert all((run / n / "model.safetensors").is_file() for n in names)
-    screened = {r.data.params["revision"] for r in runs(uri)}
+    screened = {r.data.params["revision"] for r in runs(cfg)}
     assert set(names) <= screened and len(screened) == monitor.screens

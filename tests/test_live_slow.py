@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +44,18 @@ def test_the_adaptive_toy_brackets_the_induction_jump_within_003_decades_with_at
              r.data.metrics["count.induction"] for r in client.search_runs([exp.experiment_id], max_results=5000)}
     finest = find_bracket(every, "induction", sorted(every))
     assert bracket.lo.tokens <= finest.lo.tokens and finest.hi.tokens <= bracket.hi.tokens
+
+
+def test_a_sweep_runs_one_live_job_per_model(tmp_path):
+    """``-m model=...,... live=adaptive``: the sweeper does not expand revisions (known only after training)."""
+    root = Path(__file__).resolve().parents[1]
+    args = ["-m", "model=toy_neox", "recipe@model.recipe=fast_neox,neox", "live=adaptive", "live.first_step=5",
+            "live.screens_per_decade=10", "stats=false", f"cache.toy_dir={tmp_path}/toy",
+            f"tracking.uri=sqlite:///{tmp_path}/mlflow.db", f"hydra.sweep.dir={tmp_path}/sweep",
+            "model.recipe.steps=40", "model.recipe.first_checkpoint=5", "model.recipe.n_checkpoints=4"]
+    proc = subprocess.run([sys.executable, "-m", "emergence", *args], cwd=root, env=dict(os.environ, HF_HUB_OFFLINE="1"),
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "revision.pin" not in proc.stdout + proc.stderr             # one job per model, not one per revision
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.name.isdigit()) == ["0", "1"]
+    assert len(list((tmp_path / "toy").glob("toy_neox-*-live-*"))) == 2

@@ -46,7 +46,7 @@ class LiveConfig:
     screens_per_decade: float = field(default=40.0, metadata={"gt": 0, "max": 1000, "finite": True})
     #: Sparse saves: the first screen at or after each point of a log grid this dense (from first_step).
     saves_per_decade: float = field(default=4.0, metadata={"gt": 0, "max": 1000, "finite": True})
-    #: During a transition: screen and save every this many steps (never sparser than the watch grid).
+    #: During a transition: screen and save every this many steps (the watch grid where it is finer).
     dense_every: int = field(default=25, metadata={"min": 1})
     #: A transition ends after this many dense screens without a trigger.
     settle: int = field(default=2, metadata={"min": 1})

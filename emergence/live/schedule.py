@@ -7,8 +7,8 @@ Steps are training steps (optimizer updates done). Three grids:
 - **sparse saves**: the same with ``saves_per_decade``; a screen *saves sparsely* when a
   point of this grid lies after the last save and at or before it (the first screen,
   step 0, always saves);
-- **dense**: during a transition, screens ``dense_every`` steps apart (or the next watch
-  step, if sooner), every one saved.
+- **dense**: during a transition, screens ``dense_every`` steps apart (the watch grid's
+  steps where that grid is finer, early in training), every one saved.
 
 :class:`AdaptiveSchedule` reads each screen's :class:`~emergence.live.detector.Observation`
 and returns a :class:`Decision`: a trigger of the detector (emergence/live/detector.py)
@@ -112,7 +112,11 @@ class AdaptiveSchedule:
         if self.failing:  # retried at the next save
             return self._sparse_after(max(step, self.last_saved or 0))
         watch = self._watch_after(step)
-        return min(watch, step + int(self.cfg.dense_every)) if self.dense else watch
+        if not self.dense:
+            return watch
+        # dense: every dense_every steps, but where the watch grid is finer than that, the watch grid
+        spacing = step * (10 ** (1 / float(self.cfg.screens_per_decade)) - 1)
+        return watch if spacing <= int(self.cfg.dense_every) else step + int(self.cfg.dense_every)
 
     # -- resumption
     def state_dict(self) -> dict:

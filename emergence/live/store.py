@@ -69,6 +69,8 @@ class RunWriter:
         #: revision name -> run id of the runs this writer logged
         self.logged: Dict[str, str] = {}
         self.failing = False
+        #: CPU time the writer spent (its thread's), for the overhead benchmark
+        self.cpu_seconds = 0.0
         self._reported = False
         self._tracker = None
         self._orphans: List[str] = []
@@ -121,6 +123,13 @@ class RunWriter:
                 return
 
     def _handle(self, kind: str, payload) -> None:
+        tic = time.thread_time()
+        try:
+            self._do(kind, payload)
+        finally:
+            self.cpu_seconds += time.thread_time() - tic
+
+    def _do(self, kind: str, payload) -> None:
         if kind == "log":
             self.backlog.append(payload)
             if not self.failing:
@@ -148,9 +157,15 @@ class RunWriter:
 
     def tracker(self):
         if self._tracker is None:
+            import mlflow
+
             from emergence.tracking import Tracker
 
-            self._tracker = Tracker(self.cfg.tracking)
+            previous = mlflow.get_tracking_uri()  # the training's own MLflow logging (report_to) keeps its store
+            try:
+                self._tracker = Tracker(self.cfg.tracking)
+            finally:
+                mlflow.set_tracking_uri(previous)
         return self._tracker
 
     def _write(self, record: LiveRecord) -> None:

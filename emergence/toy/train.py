@@ -33,7 +33,8 @@ and writes the checkpoints (and lists them in ``revisions.json`` as they are sav
 of the fixed schedule, its state is kept in ``train_state.pt`` at each of its checkpoints,
 and the weights at every step are those of the fixed-schedule training (tested bit for bit).
 
-Determinism: ``torch.manual_seed(seed)`` before building the model,
+Determinism: ``torch.manual_seed(init seed)`` before building the model (the recipe's
+``init_seed``, else ``seed``; the data come from its ``data_seed``, else ``seed``),
 ``torch.use_deterministic_algorithms(True)`` during training, numpy Generators for
 the data, the thread count fixed by ``recipe.threads`` (``null``: torch's
 default). Same recipe, same machine, same thread count: bitwise-equal weights.
@@ -60,13 +61,15 @@ from omegaconf import DictConfig, OmegaConf
 from emergence import EmergenceError
 from emergence.toy.corpus import ToyCorpus, check_corpus
 from emergence.toy.models import build_model, check_recipe
-from emergence.toy.recipe import ToyRecipeConfig
+from emergence.toy.recipe import ToyRecipeConfig, data_seed
 
 #: Bump when a change to the trainer changes the weights a recipe gives (new cache folder).
 TRAINER_VERSION = 1
 REVISIONS_FILE = "revisions.json"
 STATE_FILE = "train_state.pt"
 LR_SCHEDULES = ("constant", "cosine")
+#: Recipe keys left out of its hash while null (:func:`recipe_dict`).
+NULL_FREE_KEYS = ("data_seed", "init_seed")
 
 
 # --------------------------------------------------------------------------- recipe
@@ -95,7 +98,13 @@ def as_recipe(recipe) -> ToyRecipeConfig:
 
 
 def recipe_dict(recipe) -> Dict:
-    return dataclasses.asdict(as_recipe(recipe))
+    """The normalised recipe; ``data_seed`` / ``init_seed`` left out while null (added later: a
+    recipe without them keeps its hash, so its cached suite stays valid)."""
+    out = dataclasses.asdict(as_recipe(recipe))
+    for key in NULL_FREE_KEYS:
+        if out.get(key, 0) is None:
+            out.pop(key)
+    return out
 
 
 def recipe_hash(recipe) -> str:
@@ -217,6 +226,20 @@ def _optimizer(model: torch.nn.Module, rec: ToyRecipeConfig) -> torch.optim.Opti
     return torch.optim.AdamW(groups, lr=float(rec.lr), betas=(float(rec.beta1), float(rec.beta2)))
 
 
+def train_update(model, optimizer, rec: ToyRecipeConfig, corpus: ToyCorpus, step: int, extra: dict) -> float:
+    """One optimizer update of training step ``step`` (0-based); its training loss."""
+    batch = torch.from_numpy(corpus.batch(step))
+    for group in optimizer.param_groups:
+        group["lr"] = lr_at(rec, step)
+    out = model(input_ids=batch, labels=batch, **extra)
+    optimizer.zero_grad(set_to_none=True)
+    out.loss.backward()
+    if rec.grad_clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), float(rec.grad_clip))
+    optimizer.step()
+    return float(out.loss.detach())
+
+
 def _save_checkpoint(model, folder: Path, name: str) -> None:
     final = folder / name
     tmp = folder / f".tmp-{name}-{os.getpid()}"
@@ -289,7 +312,7 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
     for child in folder.glob(".tmp-*"):
         shutil.rmtree(child) if child.is_dir() else child.unlink()
 
-    corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, rec.seed)
+    corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, data_seed(rec))
     t0 = time.perf_counter()
     with _training_context(rec.threads):
         model = build_model(rec, attn_implementation="sdpa")
@@ -321,17 +344,8 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                 _save_checkpoint(model, folder, save_at[0])
                 _save_state(folder, 0, model, optimizer, digest, losses)
             for step in range(start, rec.steps):
-                batch = torch.from_numpy(corpus.batch(step))
-                for group in optimizer.param_groups:
-                    group["lr"] = lr_at(rec, step)
-                out = model(input_ids=batch, labels=batch, **extra)
-                optimizer.zero_grad(set_to_none=True)
-                out.loss.backward()
-                if rec.grad_clip:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), float(rec.grad_clip))
-                optimizer.step()
+                loss = train_update(model, optimizer, rec, corpus, step, extra)
                 done = step + 1
-                loss = float(out.loss.detach())
                 losses.append(loss)
                 bar.update(1)
                 if done in save_at:
@@ -350,7 +364,15 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
     if monitor is not None:
         monitor.finish()
         schedule = list(monitor.checkpoints.revisions)
-    listing = {"revisions": schedule, "recipe": dataclasses.asdict(rec), "recipe_hash": digest,
+    write_listing(folder, rec, schedule, digest, name, seconds, start, losses, monitor)
+    (folder / STATE_FILE).unlink(missing_ok=True)
+    return folder
+
+
+def write_listing(folder: Path, rec: ToyRecipeConfig, revisions: List[Dict], digest: str, name: str, seconds: float,
+                  start: int, losses: List[float], monitor=None) -> None:
+    """``revisions.json`` of a finished suite (the mark of a finished suite: written last, atomically)."""
+    listing = {"revisions": revisions, "recipe": dataclasses.asdict(rec), "recipe_hash": digest,
                "trainer_version": TRAINER_VERSION, "name": name,
                "train": {"seconds_last_session": round(seconds, 2), "resumed_from_step": start,
                          "threads": rec.threads or torch.get_num_threads(),
@@ -364,9 +386,7 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                            "screen_seconds_last_session": round(monitor.screen_seconds, 2),
                            "monitor_seconds_last_session": round(monitor.seconds, 2),
                            "failed_screens_last_session": monitor.failures}
-    _write_atomic(folder / REVISIONS_FILE, lambda p: p.write_text(json.dumps(listing, indent=1)))
-    (folder / STATE_FILE).unlink(missing_ok=True)
-    return folder
+    _write_atomic(Path(folder) / REVISIONS_FILE, lambda p: p.write_text(json.dumps(listing, indent=1)))
 
 
 def ensure_trained(recipe, cache_dir, name: str, progress: bool = True) -> Path:
