@@ -232,7 +232,7 @@ def _analyse_curve(curve: Curve, config: Optional[AnalysisConfig], rng: Optional
         if verdict.shape != "none":  # min_points below MIN_FIT_POINTS
             verdict = ShapeVerdict("none", f"too short: {len(curve)} revisions < {MIN_FIT_POINTS} needed for a fit", verdict.evidence)
         return CurveAnalysis(curve, verdict, notes=notes, regime=regime)
-    phases = curve_phases(curve, sc.min_rise_heads, sc.min_decline_share, cfg.alpha, sc.n_perm, rng)
+    phases = curve_phases(curve, sc.min_rise_heads, sc.min_decline_share, cfg.alpha, sc.n_perm, rng, regime)
     change = level_change_test(curve.k, curve.n, sc.n_perm, rng, "unimodal" if phases.decline else "monotone")
     rise = curve.head(phases.rise_end)
     if phases.decline is not None:
@@ -264,9 +264,9 @@ def _analyse_curve(curve: Curve, config: Optional[AnalysisConfig], rng: Optional
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot, **rule)
+    verdict = qualify_verdict(verdict, cont, sc.min_jump_share)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)
 
-    verdict = qualify_verdict(verdict, cont, sc.min_jump_share)
 
 @dataclass
 class StudyAnalysis:

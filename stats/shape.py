@@ -100,6 +100,7 @@ from scipy import stats as sps
 from stats.config import REGIMES, ShapeConfig
 from stats.errors import StatsError
 from stats.hypotheses import TestResult
+from stats.isotonic import isotonic_fit, monotone_r2, unimodal_r2  # noqa: F401  (isotonic_fit: re-exported)
 
 SHAPES = ("sharp", "gradual", "none")
 
@@ -146,62 +147,6 @@ def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) ->
     lo = 0.0 if j == 0 else float(sps.beta.ppf(a / 2, j, r - j + 1))
     hi = 1.0 if j == r else float(sps.beta.ppf(1 - a / 2, j + 1, r - j))
     return [lo, hi]
-
-
-def isotonic_fit(y, w):
-    """Weighted least-squares non-decreasing fit of ``y`` (B, m) with weights ``w`` (B, m).
-
-    The max-min formula ``fit_i = max_{a <= i} min_{b >= i} M(a, b)``, ``M(a, b)`` the
-    weighted mean of ``y_a .. y_b`` (the pool-adjacent-violators solution, which is
-    also the binomial maximum-likelihood monotone fit), for all rows at once.
-    """
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
-    m = y.shape[-1]
-    cwy = np.concatenate([np.zeros(y.shape[:-1] + (1,)), np.cumsum(w * y, -1)], -1)
-    cw = np.concatenate([np.zeros(y.shape[:-1] + (1,)), np.cumsum(w, -1)], -1)
-    a, b = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
-    valid = b >= a
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = (cwy[..., b + 1] - cwy[..., a]) / (cw[..., b + 1] - cw[..., a])
-    mean = np.where(valid, np.nan_to_num(mean, nan=0.0), np.inf)
-    cmin = np.minimum.accumulate(mean[..., ::-1], axis=-1)[..., ::-1]  # (B, a, i): min over b >= i
-    cmin = np.where(valid, cmin, -np.inf)  # only a <= i
-    return cmin.max(-2)
-
-
-def monotone_r2(k, n):
-    """Share of the weighted variance of ``k/n`` explained by the best monotone fit.
-
-    ``T = max(SS0 - SS_up, SS0 - SS_down) / SS0`` with ``SS = sum n_j (k_j/n_j - fit_j)^2``,
-    the fits non-decreasing and non-increasing (:func:`isotonic_fit`), ``SS0`` around
-    the pooled fraction. Rows of (B, m) arrays; 0 for a constant row.
-    """
-    k = np.atleast_2d(np.asarray(k, float))
-    n = np.broadcast_to(np.asarray(n, float), k.shape)
-    w = np.where(n > 0, n, 0.0)
-    y = k / np.where(n > 0, n, 1)
-    ybar = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
-    ss0 = (w * (y - ybar) ** 2).sum(-1)
-    up = isotonic_fit(y, w)
-    down = -isotonic_fit(-y, w)
-    ss = np.minimum((w * (y - up) ** 2).sum(-1), (w * (y - down) ** 2).sum(-1))
-    return np.where(ss0 > 0, (ss0 - ss) / np.where(ss0 > 0, ss0, 1), 0.0)
-
-
-def unimodal_r2(k, n):
-    """Share of the weighted variance of ``k/n`` explained by the best unimodal fit (rise
-    then fall, or fall then rise; :func:`stats.phases.unimodal_fit`), rows of (B, m) arrays."""
-    from stats.phases import unimodal_ss  # stats.phases builds on this module's isotonic_fit
-
-    k = np.atleast_2d(np.asarray(k, float))
-    n = np.broadcast_to(np.asarray(n, float), k.shape)
-    w = np.where(n > 0, n, 0.0)
-    y = k / np.where(n > 0, n, 1)
-    ybar = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
-    ss0 = (w * (y - ybar) ** 2).sum(-1)
-    ss = np.minimum(unimodal_ss(y, w)[0], unimodal_ss(-y, w)[0])
-    return np.where(ss0 > 0, (ss0 - ss) / np.where(ss0 > 0, ss0, 1), 0.0)
 
 
 def level_change_test(k, n, n_perm: int, rng: np.random.Generator, shape: str = "monotone") -> TestResult:
