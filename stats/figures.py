@@ -1,4 +1,4 @@
-"""Figures (matplotlib, Agg backend, PNG).
+"""Figures (matplotlib, Agg backend; every figure PNG, PDF and SVG: :mod:`stats.plotstyle`).
 
 - ``curve_<model>_<class>.png``: the observed fraction (Wilson 95 % bars), the four
   fits of the rise, the logistic's 95 % bootstrap band (pointwise percentiles of
@@ -13,7 +13,15 @@
 - ``pr_<model>.png``: PR trajectories of the top final induction heads, with the
   elevation threshold, and the elevation and crossing revisions;
 - ``convergence.png``: recall of the final induction set against tokens;
-- ``continuous_<model>.png``: the continuous metrics against tokens.
+- ``continuous_<model>.png``: the continuous metrics against tokens;
+- ``models_<class>.png``: every model's fraction of the gap classes on one log-token axis and on
+  the fraction of each model's training (several models);
+- per-head views (:mod:`stats.headviews`): ``heads_<model>_<class>.png``, the selectivity heatmap
+  of the heads that ever cross, and ``circuit_<model>.png``, the final circuit's heads;
+- seed suites (:mod:`stats.pooling`): ``seeds_<group>.png``, each run's curves of the two gap
+  classes overlaid with the pooled t50 band (interval and prediction interval) on a log-token
+  axis, and ``forest_<group>.png``, the runs' gap ratios with the pooled ratio and the
+  prediction interval for a new run.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import numpy as np  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 from stats.findings import class_layer_counts  # noqa: E402
+from stats.plotstyle import format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402
 
 COLORS = {"logistic": "C0", "step": "C3", "ramp": "C2", "constant": "C7"}
 
@@ -111,20 +120,18 @@ def curve_figure(ca, path: Path) -> Path:
             if np.isfinite(lo_t) and np.isfinite(hi_t):
                 ax.errorbar([t.t50], [yl], xerr=[[t.t50 - lo_t], [hi_t - t.t50]], fmt="D", color="C4", ms=6, capsize=3,
                             label="t50 (95% CI" + (", open end" if open_lo or open_hi else "") + ")", zorder=6)
-        ax.set_xscale("log")
+        token_axis(ax)
         if ca.censored:
             _mark_censoring(ax, ca)
     ax.set_xlabel("training tokens")
     ax.set_ylabel(f"fraction of heads: {c.cls}")
-    ax.set_ylim(-0.02, max(0.1, float(np.max(c.fraction)) * 1.15 if len(c) else 1.0))
-    extra = f", {ca.censored}-censored" if ca.censored else ""
+    fraction_axis(ax, max(0.1, float(np.max(c.fraction))) if len(c) else 1.0)
+    extra = ", weak evidence" if ca.verdict.evidence.get("strength") == "weak" else ""
+    extra += f", {ca.censored}-censored" if ca.censored else ""
     extra += ", rise then decline" if ca.phases is not None and ca.phases.decline is not None else ""
     ax.set_title(f"{c.model} / {c.cls}: {ca.verdict.shape}{extra}", fontsize=10)
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return save(fig, path)
 
 
 def layers_figure(counts, model: str, klass: str, path: Path, floor_layers=(0, 1)) -> Path:
@@ -138,23 +145,20 @@ def layers_figure(counts, model: str, klass: str, path: Path, floor_layers=(0, 1
     im = ax.imshow(grid, aspect="auto", origin="lower", cmap="viridis")
     for i in range(L):
         for j in range(len(revs)):
-            ax.text(j, i, f"{int(grid[i, j])}", ha="center", va="center", fontsize=6,
+            ax.text(j, i, f"{int(grid[i, j])}", ha="center", va="center", fontsize=8,
                     color="w" if grid[i, j] < grid.max() / 2 else "k")
     for lf in floor_layers:
         if lf < L:
             ax.axhline(lf + 0.5, color="r", lw=0.6, ls=":")
     ax.set_xticks(range(len(revs)))
-    ax.set_xticklabels([f"{t:.2g}" for t in revs["tokens"]], rotation=60, fontsize=7)
+    ax.set_xticklabels([format_tokens(t) for t in revs["tokens"]], rotation=45, ha="right")
     ax.set_yticks(range(L))
-    ax.set_yticklabels(range(L), fontsize=7)
+    ax.set_yticklabels(range(L))
     ax.set_xlabel("revision (training tokens)")
     ax.set_ylabel("layer")
     ax.set_title(f"{model}: {klass} heads per layer", fontsize=10)
     fig.colorbar(im, ax=ax, label="heads")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def timeline_figure(analysis, path: Path) -> Path:
@@ -189,22 +193,19 @@ def timeline_figure(analysis, path: Path) -> Path:
         except KeyError:
             pass
     if plotted:
-        ax.set_xscale("log")
+        token_axis(ax)
         handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles))
-        ax.legend(unique.values(), unique.keys(), fontsize=7, loc="upper left")
+        ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.08, 1.0), frameon=False)
     else:
         ax.text(0.5, 0.5, "no transition times (every curve has verdict none)", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9)
     ax.set_yticks(range(len(models)))
-    ax.set_yticklabels(models, fontsize=8)
+    ax.set_yticklabels(models)
     ax.set_ylim(-0.6, len(models) - 0.4)
     ax.set_xlabel("training tokens")
-    ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals")
+    return save(fig, path)
 
 
 def pr_figure(lead, path: Path) -> Path:
@@ -222,15 +223,12 @@ def pr_figure(lead, path: Path) -> Path:
             ax.plot([h.tokens_elevated], g.loc[g["tokens"] == h.tokens_elevated, lead.column].iloc[:1], "^", color=f"C{i}", ms=8)
         if (g["tokens"] == h.tokens_crossed).any():
             ax.plot([h.tokens_crossed], g.loc[g["tokens"] == h.tokens_crossed, lead.column].iloc[:1], "s", mfc="none", color=f"C{i}", ms=8)
-    ax.set_xscale("log")
+    token_axis(ax)
     ax.set_xlabel("training tokens")
     ax.set_ylabel(lead.column)
-    ax.set_title(f"{lead.model}: PR of top induction heads (triangle: elevated, square: crosses threshold)", fontsize=8)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ax.set_title(f"{lead.model}: PR of the top induction heads\n(triangle: lead revision, square: crosses the threshold)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return save(fig, path)
 
 
 def convergence_figure(convs, path: Path) -> Path:
@@ -248,17 +246,14 @@ def convergence_figure(convs, path: Path) -> Path:
     if convs:
         ax.axhline(convs[0].level, color="k", ls="--", lw=0.8, label=f"recall {convs[0].level:.2f}")
     if plotted:
-        ax.set_xscale("log")
+        token_axis(ax)
     else:
         ax.text(0.5, 0.5, "no final induction heads", transform=ax.transAxes, ha="center", va="center")
-    ax.set_ylim(-0.03, 1.03)
+    ax.set_ylim(0.0, 1.03)
     ax.set_xlabel("training tokens")
     ax.set_ylabel("recall of the final induction set")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return save(fig, path)
 
 
 def continuous_figure(cont, model: str, path: Path) -> Path:
@@ -272,20 +267,178 @@ def continuous_figure(cont, model: str, path: Path) -> Path:
         y, title = g["value"].to_numpy(float), metric
         if metric.startswith("mean_selectivity") and (y > 0).all():
             y, title = np.log10(y), f"log10 {metric}"
-        ax.plot(np.log10(g["tokens"].to_numpy(float)), y, marker="o", ms=3)
-        ax.set_title(title, fontsize=8)
-        ax.set_xlabel("log10 tokens", fontsize=6)
-        ax.tick_params(labelsize=6)
+        ax.plot(g["tokens"].to_numpy(float), y, marker="o", ms=3)
+        token_axis(ax)
+        ax.set_title(title)
+        ax.set_xlabel("training tokens")
     for ax in list(axes.flat)[len(metrics):]:
         ax.axis("off")
-    fig.suptitle(f"{model}: continuous metrics", fontsize=10)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.06, top=0.9, hspace=0.55, wspace=0.3)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    fig.suptitle(f"{model}: continuous metrics")
+    fig.tight_layout()
+    return save(fig, path)
+
+
+def seed_curves_figure(group, analysis, path: Path) -> Path:
+    """Per seed group: each run's observed fraction and fitted logistic of the two gap classes
+    (one panel each, log-token axis), the pooled t50 (random-effects, :mod:`stats.pooling`)
+    with its interval shaded and the prediction interval for a new run lighter."""
+    classes = (group.early_class, group.late_class)
+    fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0), sharey=False)
+    for ax, klass in zip(axes, classes):
+        for i, row in enumerate(group.per_seed):
+            try:
+                ca = analysis.curve(row["model"], klass)
+            except KeyError:
+                continue
+            c, color = ca.curve, f"C{i % 10}"
+            ax.plot(c.tokens, c.fraction, "o", ms=3, color=color, alpha=0.8,
+                    label=f"{row['seed_kind'] + '-' if row['seed_kind'] != 'both' else ''}seed {row['seed']}"
+                          + ("" if row["used"] else " (not pooled)"))
+            if ca.fits is not None and len(c):
+                grid = np.logspace(np.log10(c.tokens.min()), np.log10(c.tokens.max()), 200)
+                ax.plot(grid, ca.fits["logistic"].predict(grid), color=color, lw=1.0, alpha=0.8)
+        pooled = group.t50.get(klass)
+        if pooled:
+            lo, hi = _band(pooled["prediction_interval"], ax)
+            if lo is not None:
+                ax.axvspan(lo, hi, color="C4", alpha=0.08, lw=0, label="prediction interval (new run)")
+            lo, hi = _band(pooled["ci"], ax)
+            if lo is not None:
+                ax.axvspan(lo, hi, color="C4", alpha=0.22, lw=0, label=f"pooled t50 {pooled['level']:.0%} CI")
+            if pooled["t50"] is not None:
+                ax.axvline(pooled["t50"], color="C4", lw=1.5, label="pooled t50")
+        ax.set_xscale("log")
+        ax.set_xlabel("training tokens")
+        ax.set_ylabel(f"fraction of heads: {klass}")
+        ax.set_title(f"{group.model} / {klass}: {len(group.per_seed)} runs", fontsize=9)
+        ax.legend(fontsize=6, loc="best")
+    return save(fig, path)
+
+
+def _band(ci, ax) -> tuple:
+    """(lo, hi) of an interval for a shaded band, an open end at the axis edge; (None, None) when
+    both ends are open."""
+    lo, hi = (ci or [None, None])[:2]
+    if lo is None and hi is None:
+        return None, None
+    edge_lo, edge_hi = ax.get_xlim() if ax.get_xscale() == "log" else (lo or hi, hi or lo)
+    return (lo if lo is not None else min(edge_lo, hi / 10)), (hi if hi is not None else max(edge_hi, lo * 10))
+
+
+def forest_figure(group, path: Path) -> Path:
+    """Forest plot of one seed group: each run's gap ratio with its interval (a censored run's
+    bound as an arrow from it), the pooled ratio as a diamond with its interval, and the
+    prediction interval for a new run; log axis, the line ratio = 1."""
+    rows = group.per_seed
+    fig, ax = plt.subplots(figsize=(7.0, 1.6 + 0.36 * (len(rows) + 2)))
+    ys = list(range(len(rows) + 1, 1, -1))
+    vals = []
+    for y, row in zip(ys, rows):
+        r = row["ratio"]
+        if r is None or not np.isfinite(r):
+            ax.text(1.0, y, "no gap", va="center", ha="center", fontsize=7, color="0.4")
+            continue
+        lo, hi = (row["ci"] or [None, None])[:2]
+        color = "k" if row["used"] else "0.6"
+        ax.plot([lo if lo is not None else r, hi if hi is not None else r], [y, y], color=color, lw=1.2)
+        marker = {"lower": ">", "upper": "<"}.get(row["bound"], "s")
+        ax.plot([r], [y], marker, color=color, ms=6)
+        if row["bound"]:
+            ax.annotate("", xy=(r * (3 if row["bound"] == "lower" else 1 / 3), y), xytext=(r, y),
+                        arrowprops=dict(arrowstyle="->", color=color, lw=1.2))
+        vals += [v for v in (r, lo, hi) if v is not None]
+    labels = [f"{r['seed_kind'] + '-' if r['seed_kind'] != 'both' else ''}seed {r['seed']}"
+              + ({"lower": " (>=)", "upper": " (<=)"}.get(r["bound"], "")) for r in rows]
+    d = group.to_dict()
+    if d["ratio"] is not None or d["bound"]:
+        lo, hi = d["ci"]
+        centre = d["ratio"] if d["ratio"] is not None else (lo if lo is not None else hi)
+        lo_e, hi_e = lo if lo is not None else centre, hi if hi is not None else centre * 10
+        ax.fill([lo_e, centre, hi_e, centre], [1, 1.25, 1, 0.75], color="C3", alpha=0.8,
+                label=f"pooled {centre:.3g}x ({group.level:.0%} CI)")
+        plo, phi = d["prediction_interval"]
+        if plo is not None and phi is not None:
+            ax.plot([plo, phi], [0.45, 0.45], color="C3", lw=2.5, alpha=0.5, label="prediction interval (new run)")
+            vals += [plo, phi]
+        vals += [v for v in (lo, hi, centre) if v is not None]
+    ax.axvline(1.0, color="0.3", ls=":", lw=1)
+    ax.set_xscale("log")
+    if vals:
+        ax.set_xlim(min(min(vals), 1.0) / 2, max(max(vals), 1.0) * 2)
+    ax.set_yticks(ys + [1])
+    ax.set_yticklabels(labels + ["pooled"], fontsize=8)
+    ax.set_ylim(0.2, len(rows) + 1.6)
+    ax.set_xlabel(f"gap ratio t50({group.late_class}) / t({group.early_class})")
+    p = d["p_value"]
+    extra = "" if p is None else f", p = {p:.3g}, tau^2 = {d['tau2']:.3g}, I^2 = {d['i2']:.0%}"
+    ax.set_title(f"{group.model}: per-run gap ratios and the pooled gap{extra}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return save(fig, path)
+
+
+def heads_views(analysis, draw) -> None:
+    """The per-head views (:mod:`stats.headviews`) of every model and class with per-head
+    selectivities, at the analysis thresholds."""
+    from emergence.contract import selectivity_column
+    from stats.headviews import circuit_figure, heads_heatmap
+
+    heads = analysis.results.heads
+    thresholds = analysis.results.source.get("thresholds") or {}
+    if heads is None:
+        return
+    circuit_class = analysis.config.findings.convergence_class
+    for model in analysis.results.models:
+        if not (heads["model"] == model).any():
+            continue
+        for klass in analysis.results.classes(model):
+            thr = thresholds.get(klass)
+            if thr is None or selectivity_column(klass) not in heads.columns:
+                continue
+            if (heads.loc[heads["model"] == model, selectivity_column(klass)] >= thr).any():
+                draw("heads", f"heads_{_safe(model)}_{_safe(klass)}.png",
+                     lambda path: heads_heatmap(heads, model, klass, thr, path))
+        thr = thresholds.get(circuit_class)
+        if thr is not None and selectivity_column(circuit_class) in heads.columns:
+            draw("circuit", f"circuit_{_safe(model)}.png",
+                 lambda path: circuit_figure(heads, model, circuit_class, thr, path, analysis.config.pr_lead.column))
+
+
+def models_figure(analysis, klass: str, path: Path) -> Path:
+    """Every model's ``klass`` fraction on one log-token axis (left) and on a normalised axis,
+    the fraction of each model's training (its tokens over its last revision's, right)."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.6), sharey=True)
+    top = 0.0
+    for i, model in enumerate(analysis.results.models):
+        try:
+            c = analysis.curve(model, klass).curve
+        except KeyError:
+            continue
+        if not len(c):
+            continue
+        ax.plot(c.tokens, c.fraction, "o-", ms=3, color=f"C{i}", label=model)
+        bx.plot(c.tokens / c.tokens.max(), c.fraction, "o-", ms=3, color=f"C{i}", label=model)
+        top = max(top, float(c.fraction.max()))
+    token_axis(ax)
+    share_axis(bx)
+    ax.set_xlabel("training tokens")
+    bx.set_xlabel("share of the model's training (to its last revision)")
+    ax.set_ylabel(f"fraction of heads: {klass}")
+    fraction_axis(ax, top)
+    ax.set_title(f"{klass}: every model on one token axis")
+    bx.set_title("normalised to each model's training")
+    bx.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    fig.tight_layout()
+    return save(fig, path)
 
 
 def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
+    """Write every figure under ``out_dir/figures`` (PNG, and PDF and SVG beside it:
+    :mod:`stats.plotstyle`); return {kind: [PNG paths relative to out_dir]}."""
+    with paper_style():
+        return _write_figures(analysis, out_dir, progress)
+
+
+def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
     """Write every figure under ``out_dir/figures``; return {kind: [paths relative to out_dir]}.
 
     A figure that cannot be drawn is skipped, never fatal: the key ``skipped`` lists
@@ -297,7 +450,8 @@ def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
     out_dir = Path(out_dir)
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    made = {"curves": [], "layers": [], "timeline": [], "pr": [], "convergence": [], "continuous": [], "skipped": []}
+    made = {"curves": [], "layers": [], "timeline": [], "pr": [], "convergence": [], "continuous": [], "seeds": [],
+            "forest": [], "models": [], "heads": [], "circuit": [], "skipped": []}
 
     def draw(kind: str, name: str, make) -> None:
         try:
@@ -318,9 +472,17 @@ def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
         if cont is not None and not cont.empty and (cont["model"] == model).any():
             draw("continuous", f"continuous_{_safe(model)}.png", lambda path: continuous_figure(cont, model, path))
     draw("timeline", "timeline.png", lambda path: timeline_figure(analysis, path))
+    tc = analysis.config.times
+    if len(analysis.results.models) > 1:
+        for klass in (tc.early_class, tc.late_class):
+            draw("models", f"models_{_safe(klass)}.png", lambda path: models_figure(analysis, klass, path))
+    heads_views(analysis, draw)
     for lead in analysis.pr_lead:
         if lead.top:
             draw("pr", f"pr_{_safe(lead.model)}.png", lambda path: pr_figure(lead, path))
     if analysis.convergence:
         draw("convergence", "convergence.png", lambda path: convergence_figure(analysis.convergence, path))
+    for group in getattr(analysis, "pooled", []):  # seed suites (stats/pooling.py)
+        draw("seeds", f"seeds_{_safe(group.model)}.png", lambda path: seed_curves_figure(group, analysis, path))
+        draw("forest", f"forest_{_safe(group.model)}.png", lambda path: forest_figure(group, path))
     return made

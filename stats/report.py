@@ -160,6 +160,7 @@ def render_report(summary: dict, figures: dict) -> str:
                      f"{_num(g.get('p_value'))} | {'; '.join(g.get('notes') or []) or '-'} |")
     else:
         L.append("No model has both classes.")
+    L += _pooled_section(summary.get("pooled_gaps") or [])
     L += _milestone_section(summary.get("milestones") or [])
     L += _sensitivity_section(summary.get("sensitivity"))
     f = summary["findings"]
@@ -219,9 +220,13 @@ def render_report(summary: dict, figures: dict) -> str:
         L.append(f"- Figure skipped (it could not be drawn; the rest of the report is complete): {note}")
     if figures.get("skipped"):
         L.append("")
-    titles = {"timeline": "Timeline", "layers": "BOS heads by layer and revision", "curves": "Curves with fits",
+    titles = {"timeline": "Timeline", "models": "Models on one axis", "layers": "BOS heads by layer and revision",
+              "curves": "Curves with fits", "heads": "Heads that cross, by revision", "circuit": "The final circuit",
               "convergence": "Circuit convergence", "pr": "PR trajectories", "continuous": "Continuous metrics"}
-    for kind in ("timeline", "layers", "curves", "convergence", "pr", "continuous"):
+    titles.update({"seeds": "Seed suites: each run's curves and the pooled t50",
+                   "forest": "Seed suites: each run's gap ratio and the pooled gap"})
+    for kind in ("timeline", "models", "seeds", "forest", "layers", "curves", "heads", "circuit", "convergence", "pr",
+                 "continuous"):
         paths = figures.get(kind) or []
         if not paths:
             continue
@@ -302,8 +307,43 @@ def write_outputs(analysis, out_dir, figures: bool = True, progress: bool = Fals
         p = tdir / f"{name}.csv"
         df.to_csv(p, index=False)
         tables[name] = str(p.relative_to(out_dir))
+    if summary.get("reproduction"):
+        p = tdir / "reproduction.tex"
+        p.write_text(reproduction_latex(summary["reproduction"]))
+        tables["reproduction_latex"] = str(p.relative_to(out_dir))
     (out_dir / "report.md").write_text(render_report(summary, figs))
     return {"summary": out_dir / "summary.json", "report": out_dir / "report.md", "tables": tables, "figures": figs}
+
+
+_LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                  ">=": r"$\geq$", "<=": r"$\leq$", "->": r"$\rightarrow$"}
+
+
+def latex_escape(text) -> str:
+    """Plain text for a LaTeX table cell (special characters escaped, >= <= -> as symbols)."""
+    out, s, i = [], str(text), 0
+    keys = sorted(_LATEX_ESCAPES, key=len, reverse=True)
+    while i < len(s):
+        k = next((k for k in keys if s.startswith(k, i)), None)
+        out.append(_LATEX_ESCAPES[k] if k else s[i])
+        i += len(k) if k else 1
+    return "".join(out)
+
+
+def reproduction_latex(rep: dict) -> str:
+    """The reproduction table as a LaTeX ``tabular`` (booktabs rules), for a paper."""
+    mark = {True: "yes", False: "\\textbf{no}", None: "n/a"}
+    cols = ("finding", "model", "quantity", "reported", "tool", "agrees", "note")
+    lines = [f"% {rep['study']} reproduced by emergence (python -m stats); one row per figure of the study",
+             "\\begin{tabular}{llp{3.2cm}p{3.2cm}p{3.6cm}lp{3.6cm}}", "\\toprule",
+             " & ".join(c.capitalize() for c in cols) + " \\\\", "\\midrule"]
+    for r in rep["rows"]:
+        cells = [latex_escape(r[c]) for c in cols if c != "agrees"]
+        cells.insert(5, mark[r["agrees"]])
+        lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", ""]
+    return "\n".join(lines)
 
 
 def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional[str], experiment: str,
@@ -352,6 +392,59 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
             client.log_metric(rid, f"{prefix}_p.{g['model']}", float(g["p_value"]))
         if g.get("bound"):
             client.set_tag(rid, f"{prefix}_bound.{g['model']}", g["bound"])
+    for g in summary.get("pooled_gaps") or []:  # seed suites (stats/pooling.py)
+        for key in ("ratio", "p_value", "tau2", "i2"):
+            if g.get(key) is not None:
+                client.log_metric(rid, f"pooled_gap_{key}.{g['model']}", float(g[key]))
+        if g.get("bound"):
+            client.set_tag(rid, f"pooled_gap_bound.{g['model']}", g["bound"])
     client.log_artifacts(rid, str(out_dir))
     client.set_terminated(rid, "FINISHED")
     return rid
+
+
+def _pooled_section(groups: list) -> list:
+    """Seed suites (stats/pooling.py): per group, each run's gap and shapes, then the pooled gap."""
+    if not groups:
+        return []
+    L = ["", "## Seeds: one model, many training runs", "",
+         "Runs of one model that differ only in their seeds (a seed suite), pooled per group by a random-effects "
+         "meta-analysis of their log gap ratios (stats/pooling.py): the pooled ratio with its interval (Hartung-Knapp, "
+         "t-based, for few runs; with a censored run, whose gap is a bound, the interval-censored likelihood and its "
+         "profile interval), the one-sided test of H0 pooled ratio <= 1, the between-run variance tau^2 (decades^2) "
+         "and I^2, and the prediction interval for a new run. A censored run enters as its bound (`>=` / `<=`), "
+         "never as a point."]
+    for g in groups:
+        sign = {"lower": ">= ", "upper": "<= "}.get(g.get("bound"), "")
+        value = g.get("ratio")
+        if value is None and g.get("bound"):
+            value = g["ci"][0] if g["bound"] == "lower" else g["ci"][1]
+        L += ["", f"### {g['model']}", "",
+              f"Pooled {g['late_class']} / {g['early_class']} gap: **{sign}{_num(value)}x** over {_num(g.get('n_pooled'))} "
+              f"of {g['n_seeds']} runs, {g['level']:.0%} CI {_fmt_ratio_ci(g.get('ci'))}, prediction interval for a new run "
+              f"{_fmt_ratio_ci(g.get('prediction_interval'))}, p = {_num(g.get('p_value'))}, tau^2 = {_num(g.get('tau2'))} "
+              f"{_fmt_ratio_ci(g.get('tau2_ci')) if g.get('tau2_ci') else ''}, I^2 = {_num(g.get('i2'), '{:.0%}')} "
+              f"({g.get('method') or 'not pooled'}).", "",
+              f"| run | kind | t({g['early_class']}) | {g['early_class']} shape | t50({g['late_class']}) | "
+              f"{g['late_class']} shape | gap ratio | 95% interval | p-value | pooled |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in g["per_seed"]:
+            b = {"lower": ">= ", "upper": "<= "}.get(r.get("bound"), "")
+            L.append(f"| {r['model']} | {r['seed_kind']} | {_fmt_tokens(r.get('t50.' + g['early_class']))} | "
+                     f"{r.get('shape.' + g['early_class'])} | {_fmt_tokens(r.get('t50.' + g['late_class']))} | "
+                     f"{r.get('shape.' + g['late_class'])} | {b}{_num(r.get('ratio'))} | {_fmt_ratio_ci(r.get('ci'))} | "
+                     f"{_num(r.get('p_value'))} | {'yes' if r['used'] else 'no: ' + (r.get('left_out') or 'other kind')} |")
+        L.append("")
+        for klass, a in (g.get("shapes") or {}).items():
+            if a.get("modal") is not None:
+                L.append(f"- {klass} shape agreement: {a['modal']} in {a['counts'][a['modal']]} of "
+                         f"{sum(a['counts'].values())} runs ({', '.join(f'{k}: {v}' for k, v in a['counts'].items())})")
+        vs = g.get("variance_share")
+        if vs:
+            L.append(f"- between-run variance: data order tau^2 = {_num(vs['tau2_data'])} ({vs['n_data']} runs), "
+                     f"initialisation tau^2 = {_num(vs['tau2_weight'])} ({vs['n_weight']} runs): share due to the data "
+                     f"order {_num(vs['share_data'], '{:.0%}')}, to the initialisation {_num(vs['share_weight'], '{:.0%}')}"
+                     + (f"; independent runs tau^2 = {_num(vs['tau2_both'])}" if vs.get("tau2_both") is not None else ""))
+        for note in g.get("notes") or []:
+            L.append(f"- Note: {note}")
+    return L

@@ -1,0 +1,132 @@
+"""Figures a paper can use (issue 24): every figure in PNG, PDF and SVG, token axes written as
+token counts, fractions never below zero, text of at least 8 points, legends clear of the data,
+the per-head views, the models on one axis, and the reproduction table in LaTeX."""
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import stats.figures
+import stats.headviews
+from stats import analyse, read_heads_csv
+from stats.config import AnalysisConfig, SensitivityConfig
+from stats.plotstyle import FORMATS, MIN_FONT, format_tokens
+from stats.report import latex_escape, reproduction_latex, write_outputs
+from stats.simulate import logspaced_tokens
+
+TOK = logspaced_tokens(2e9, 3e12, 8)
+
+
+def per_head_table(path):
+    """Two models x 8 revisions x 32 heads: BOS heads switch on one by one, three induction heads early."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for model, shift in (("alpha", 0), ("beta", 2)):
+        for j, t in enumerate(TOK):
+            for h in range(32):
+                on_bos = h >= 8 and j >= 2 + shift + (h % 4)
+                on_ind = h < 3 and j >= 1 + shift
+                rows.append({"model": model, "revision": f"step{j}", "tokens": t, "layer": h // 4, "head": h % 4,
+                             "bos": 60.0 if on_bos else rng.uniform(0.5, 3), "induction": 80.0 if on_ind else rng.uniform(0.5, 3),
+                             "pr": 30.0 if on_ind else rng.uniform(5, 10)})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """Every figure of a small analysis, and each matplotlib figure as it was saved."""
+    path = per_head_table(tmp_path_factory.mktemp("h") / "heads.csv")
+    analysis = analyse(read_heads_csv(path), AnalysisConfig(n_boot=40, progress=False,
+                                                            sensitivity=SensitivityConfig(enabled=False)))
+    figs = {}
+    saves = {mod: mod.save for mod in (stats.figures, stats.headviews)}
+
+    def capture(original):
+        def save(fig, path, *a, **k):
+            figs[path.name] = fig
+            return original(fig, path, *a, **k)
+        return save
+
+    mp = pytest.MonkeyPatch()
+    for mod, original in saves.items():
+        mp.setattr(mod, "save", capture(original))
+    out = tmp_path_factory.mktemp("out")
+    try:
+        written = write_outputs(analysis, out)
+    finally:
+        mp.undo()
+    return out, written, figs
+
+
+def test_every_figure_is_written_as_png_pdf_and_svg(drawn):
+    out, written, figs = drawn
+    pngs = [p for kind, paths in written["figures"].items() if kind != "skipped" for p in paths]
+    assert not written["figures"]["skipped"], written["figures"]["skipped"]
+    assert {"models", "heads", "circuit", "curves", "timeline", "layers"} <= {k for k, v in written["figures"].items() if v}
+    for png in pngs:
+        for ext in FORMATS:
+            f = (out / png).with_suffix(f".{ext}")
+            assert f.is_file() and f.stat().st_size > 1000, f
+    assert (out / pngs[0]).with_suffix(".svg").read_text().lstrip().startswith("<?xml")
+
+
+def _texts(fig):
+    for ax in fig.axes:
+        yield from [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels(), *ax.texts]
+        if ax.get_legend() is not None:
+            yield from ax.get_legend().get_texts()
+    yield from fig.texts
+
+
+def test_text_is_at_least_8_points_and_tokens_read_as_tokens(drawn):
+    _, _, figs = drawn
+    for name, fig in figs.items():
+        small = [(t.get_text(), t.get_fontsize()) for t in _texts(fig) if t.get_text() and t.get_fontsize() < MIN_FONT - 1e-9]
+        assert not small, (name, small)
+        for ax in fig.axes:
+            if ax.get_xscale() == "log" and "tokens" in ax.get_xlabel():
+                fig.canvas.draw()
+                labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+                assert labels and not any("e+" in s or "10^" in s or "$" in s for s in labels), (name, labels)
+                assert any(re.fullmatch(r"[\d.]+[KMBT]", s) for s in labels), (name, labels)
+
+
+def test_fraction_axes_start_at_zero_and_legends_sit_outside(drawn):
+    _, _, figs = drawn
+    curves = [n for n in figs if n.startswith("curve_")]
+    assert curves
+    for name in curves + [n for n in figs if n.startswith("models_")]:
+        ax = figs[name].axes[0]
+        assert ax.get_ylim()[0] == 0.0 and ax.get_ylim()[1] <= 1.02, (name, ax.get_ylim())
+    for name in curves:
+        fig = figs[name]
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        legend = ax.get_legend().get_window_extent()
+        assert legend.x0 >= ax.get_window_extent().x1 - 1, name  # right of the data, not over it
+
+
+def test_per_head_views(drawn):
+    _, written, figs = drawn
+    assert {"heads_alpha_bos.png", "heads_alpha_induction.png", "circuit_alpha.png"} <= set(figs)
+    ax = figs["heads_alpha_induction.png"].axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["L0H0", "L0H1", "L0H2"]  # the three that cross
+    assert [t.get_text() for t in ax.get_xticklabels()][:2] == [format_tokens(TOK[0]), format_tokens(TOK[1])]
+    circuit = figs["circuit_alpha.png"]
+    assert sum(1 for a in circuit.axes if a.get_visible() and a.get_title().startswith("L")) == 3
+
+
+def test_reproduction_table_in_latex():
+    assert latex_escape("67% at step5000_tokens10B (>= 30x) & a -> b") == \
+        r"67\% at step5000\_tokens10B ($\geq$ 30x) \& a $\rightarrow$ b"
+    rep = {"study": "Xu (2026)", "rows": [
+        {"finding": "F1", "model": "olmo_1b_0724", "quantity": "BOS heads in L0/L1", "reported": "0", "tool": "0 of 320",
+         "agrees": True, "note": "-"},
+        {"finding": "F4", "model": "pythia_1b", "quantity": "recall (>= 50x)", "reported": "67%", "tool": "67%",
+         "agrees": False, "note": "at >= 50x"}]}
+    tex = reproduction_latex(rep)
+    assert tex.count(r"\\") == 3 and r"\begin{tabular}" in tex and r"\bottomrule" in tex
+    assert r"olmo\_1b\_0724" in tex and r"\textbf{no}" in tex
