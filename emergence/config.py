@@ -18,6 +18,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from emergence import families, head_classes, sources
+from emergence.contract import SEED_KINDS
+from emergence.sources import polypythia
 from emergence.revisions import SELECTIONS
 from emergence.live.config import LiveConfig
 from emergence.toy.recipe import ToyRecipeConfig
@@ -97,6 +99,13 @@ class ModelConfig:
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
     recipe: Optional[ToyRecipeConfig] = None
+    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py): the model size
+    #: (``14m`` .. ``410m``), the training run's seed and what that seed varies (``data``: the data
+    #: order only, ``weight``: the initialisation only, ``both``). Null for every other model (and
+    #: then left out of a run's identity, so existing runs keep theirs).
+    size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES})
+    seed: Optional[int] = field(default=None, metadata={"min": 1})
+    seed_kind: Optional[str] = field(default=None, metadata={"choices": SEED_KINDS})
 
 
 @dataclass

@@ -28,7 +28,10 @@ Run contract. What a screen run writes and ``stats`` reads, named once here:
   one probe with one screen. Every run logs all head classes (``screen.classes`` only
   chooses what is printed), so runs that share model, revision and probe are points of
   the same curves; :func:`probe_key` and :func:`measure_key` compute the probe and the
-  screen's measurement settings from a run's logged params.
+  screen's measurement settings from a run's logged params;
+- the seed of a run of a seed suite (:class:`RunSeed`: :data:`SEED_PARAM`,
+  :data:`SEED_KIND_PARAM`, :data:`SEED_GROUP_PARAM`; :func:`run_seed` reads it back), part of
+  the identity: runs of one model trained with other seeds are other curves, pooled by ``stats``.
 
 Class names themselves live in the registry :mod:`emergence.head_classes` (also free
 of model code).
@@ -120,6 +123,20 @@ HEAD_DIM_PARAM = "head_dim"
 #: two screened revisions are adjacent checkpoints when their indices differ by 1.
 REGISTRY_INDEX_PARAM = "registry_index"
 REGISTRY_SIZE_PARAM = "registry_size"
+#: Seed suites (many training runs of one model, :class:`RunSeed`): the run's seed, what it varies
+#: (one of :data:`SEED_KINDS`) and the group of runs it belongs to (pooled by ``stats``).
+SEED_PARAM = "seed"
+SEED_KIND_PARAM = "seed_kind"
+SEED_GROUP_PARAM = "seed_group"
+#: ``data``: only the data order differs from the group's reference run; ``weight``: only the
+#: initialisation; ``both``: an independent training run (PolyPythias' ``seed<N>`` repos).
+SEED_KINDS = ("data", "weight", "both")
+#: The toy recipe's seed params in a run's flattened config (runs from before :data:`SEED_PARAM`).
+RECIPE_SEED_PARAMS = ("model.recipe.seed", "model.recipe.data_seed", "model.recipe.init_seed")
+#: Config keys added after runs were made: left out of a run's identity hash while null, so that
+#: adding them changes the identity of no existing run (emergence.tracking.config_hash).
+NULL_FREE_IDENTITY_KEYS = ("model.size", "model.seed", "model.seed_kind", "model.recipe.data_seed",
+                           "model.recipe.init_seed")
 #: The probe in words (``synthetic_induction N=2000 ...``).
 PROBE_PARAM = "probe"
 #: The prefixes of the flattened config groups that define the probe and the screen.
@@ -240,24 +257,81 @@ def column_class(column: str) -> Optional[str]:
 # --- run identity ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class RunSeed:
+    """Which training run of a seed suite a run measured: ``seed`` (text), ``kind`` (one of
+    :data:`SEED_KINDS`) and ``group`` (the suite: the runs ``stats`` pools)."""
+
+    seed: str
+    kind: str
+    group: str
+
+    def __post_init__(self):
+        if self.kind not in SEED_KINDS:
+            raise ValueError(f"seed kind {self.kind!r}: valid {', '.join(SEED_KINDS)}")
+
+    @property
+    def label(self) -> str:
+        """``seed 3``, ``data-seed 1`` or ``weight-seed 2`` (PolyPythias' repo names)."""
+        return f"seed {self.seed}" if self.kind == "both" else f"{self.kind}-seed {self.seed}"
+
+    def params(self) -> dict:
+        return {SEED_PARAM: self.seed, SEED_KIND_PARAM: self.kind, SEED_GROUP_PARAM: self.group}
+
+
+def recipe_seed(group: str, seed, data_seed=None, init_seed=None) -> RunSeed:
+    """The :class:`RunSeed` of a toy run from its recipe's ``seed``, ``data_seed`` and ``init_seed``
+    (null: from ``seed``). Only ``init_seed`` pinned: the data order varies with ``seed`` (kind
+    ``data``); only ``data_seed`` pinned: the initialisation does (``weight``); neither: both (seed
+    ``seed``); both pinned: ``both``, seed ``d<data>-i<init>``."""
+    none = (None, "None", "null", "")
+    data_seed, init_seed = (None if v in none else int(v) for v in (data_seed, init_seed))
+    if data_seed is None and init_seed is None:
+        return RunSeed(str(int(seed)), "both", group)
+    if data_seed is None:
+        return RunSeed(str(int(seed)), "data", group)
+    if init_seed is None:
+        return RunSeed(str(int(seed)), "weight", group)
+    return RunSeed(f"d{data_seed}-i{init_seed}", "both", group)
+
+
+def run_seed(params: Mapping[str, str]) -> Optional[RunSeed]:
+    """The :class:`RunSeed` a run logged (:data:`SEED_PARAM` ...); for a toy run from before those
+    params, the one its recipe's seed params give (:func:`recipe_seed`); None for a run of no
+    seed suite (a hub model, a local folder)."""
+    model = str(params.get(MODEL_PARAM, "?"))
+    if SEED_PARAM in params:
+        kind = str(params.get(SEED_KIND_PARAM) or "both")
+        return RunSeed(str(params[SEED_PARAM]), kind if kind in SEED_KINDS else "both",
+                       str(params.get(SEED_GROUP_PARAM) or model))
+    seed = params.get(RECIPE_SEED_PARAMS[0])
+    if seed is None or not str(seed).lstrip("-").isdigit():
+        return None
+    return recipe_seed(model, seed, params.get(RECIPE_SEED_PARAMS[1]), params.get(RECIPE_SEED_PARAMS[2]))
+
+
+@dataclass(frozen=True)
 class RunIdentity:
-    """What one screen run measured: a model at a revision, on a probe, with a screen.
+    """What one screen run measured: a model at a revision, on a probe, with a screen, of one
+    training run (``seed``) when the model is a seed suite.
 
     ``probe``: :func:`probe_key` of the run's params; ``measure``: :func:`measure_key`.
-    Runs with equal (model, revision, probe) are points of the same curves: ``stats``
+    Runs with equal (model, revision, probe, seed) are points of the same curves: ``stats``
     takes, per metric and per heads.csv column, the newest run that has it, and refuses
-    runs of one (model, probe) whose ``measure`` differs.
+    runs of one (model, probe) whose ``measure`` differs. Runs without a seed are seed None,
+    so a store from before the seed params reads as before.
     """
 
     model: str
     revision: str
     probe: str
     measure: str
+    #: the training run of a seed suite (:func:`run_seed`); None for a model of one run
+    seed: Optional[RunSeed] = None
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> "RunIdentity":
         return cls(params[MODEL_PARAM], params.get(REVISION_PARAM, "t" + str(params.get(TOKENS_PARAM, "?"))),
-                   probe_key(params), measure_key(params))
+                   probe_key(params), measure_key(params), run_seed(params))
 
 
 def _digest(items: Mapping[str, str]) -> str:

@@ -47,6 +47,8 @@ class RevisionResult:
     classes: Tuple[str, ...] = ("induction",)
     #: Why a revision has no metrics here (``screened by another sweep (run ..., host ..., pid ...)``).
     note: str = ""
+    #: The model with its seed for a run of a seed suite (:func:`model_label`); the tables group by it.
+    label: str = ""
 
 
 def validate(cfg: DictConfig) -> List[Revision]:
@@ -129,7 +131,16 @@ def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revisio
         REGISTRY_INDEX_PARAM: str(known.index(revision)) if revision in known else "",
         REGISTRY_SIZE_PARAM: str(len(known)),
     })
+    seed = registry.model_source(cfg.model).run_seed(cfg.model)  # a run of a seed suite: seed, kind, group
+    if seed is not None:
+        params.update(seed.params())
     return params
+
+
+def model_label(model_cfg) -> str:
+    """The model's name, with its seed for a run of a seed suite (``toy_neox [seed 3]``)."""
+    seed = registry.model_source(model_cfg).run_seed(model_cfg)
+    return str(model_cfg.name) if seed is None else f"{model_cfg.name} [{seed.label}]"
 
 
 class JobFailed(Exception):
@@ -218,8 +229,16 @@ def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
         return live_job.run(cfg, progress)
     revisions = validate(cfg)
     if cfg.revision.select == "refine" and cfg.revision.pin is None:
-        return refine_job(cfg, progress)
-    return screen_revisions(cfg, revisions, progress)
+        return labelled(cfg, refine_job(cfg, progress))
+    return labelled(cfg, screen_revisions(cfg, revisions, progress))
+
+
+def labelled(cfg: DictConfig, results: List[RevisionResult]) -> List[RevisionResult]:
+    """``results`` with their :attr:`RevisionResult.label` set (the model with its seed)."""
+    label = model_label(cfg.model)
+    for r in results:
+        r.label = label
+    return results
 
 
 def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool = True,
@@ -274,7 +293,7 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
             print(f"{run_name} failed: {why}", file=sys.stderr)
             continue
         results.append(RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False, classes=reported))
-        tracker.log_curves([(cfg.model.name, metrics, revision.tokens)])
+        tracker.log_curves([(model_label(cfg.model), metrics, revision.tokens)])  # one curve a seed
     if failures:
         raise JobFailed(f"{cfg.model.name}: {len(failures)} of {len(revisions)} revision(s) failed: "
                         + "; ".join(failures), results)
@@ -294,7 +313,7 @@ def _not_screened_here(cfg: DictConfig, tracker: Tracker, revision: Revision, di
 
     done = tracker.finished_run(digest)
     if done is not None:
-        tracker.log_curves([(cfg.model.name, done.data.metrics, revision.tokens)])
+        tracker.log_curves([(model_label(cfg.model), done.data.metrics, revision.tokens)])
         return RevisionResult(cfg.model.name, revision, done.info.run_id, dict(done.data.metrics), skipped=True,
                               classes=reported)
     run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
@@ -436,8 +455,8 @@ def format_table(results: List[RevisionResult]) -> str:
     """Per model and revision: tokens, BOS fraction, the count of flagged heads of each
     reported class (``screen.classes``; every class is logged in the run), induction loss."""
     lines = []
-    for model in dict.fromkeys(r.model for r in results):
-        rows = [r for r in results if r.model == model]
+    for model in dict.fromkeys(r.label or r.model for r in results):
+        rows = [r for r in results if (r.label or r.model) == model]
         classes = list(dict.fromkeys(c for r in rows for c in r.classes))
         widths = [max(len(c) + 2, 7) for c in classes]
         lines.append(f"{model}")
@@ -470,8 +489,8 @@ def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
     at the first and last screened revisions. ``none`` where no head ever crosses."""
     rows = []
     results = [r for r in results if r.metrics]  # (a revision another sweep screens has none here)
-    for model in dict.fromkeys(r.model for r in results):
-        ordered = sorted((r for r in results if r.model == model), key=lambda r: r.revision)
+    for model in dict.fromkeys(r.label or r.model for r in results):
+        ordered = sorted((r for r in results if (r.label or r.model) == model), key=lambda r: r.revision)
 
         def first(metric: str) -> str:
             hit = next((r for r in ordered if r.metrics.get(metric, 0) >= 1), None)
@@ -552,7 +571,7 @@ def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:
     if cfg.revision.select == "refine" and cfg.revision.pin is None:
         revisions = refine_first_round(cfg, revisions)
     sizes = download_sizes(cfg.model, revisions)
-    return [PlannedJob(cfg.model.name, r, sizes[r.name]) for r in revisions]
+    return [PlannedJob(model_label(cfg.model), r, sizes[r.name]) for r in revisions]
 
 
 def refine_first_round(cfg: DictConfig, start: List[Revision]) -> List[Revision]:
@@ -569,10 +588,11 @@ def refine_first_round(cfg: DictConfig, start: List[Revision]) -> List[Revision]
 
 
 def format_plan(jobs: List[PlannedJob], screen: str = "") -> str:
-    lines = [f"{'#':>3}  {'model':<20}{'revision':<26}{'step':>9}{'tokens':>18}  download"]
+    width = max([20] + [len(job.model) + 2 for job in jobs])
+    lines = [f"{'#':>3}  {'model':<{width}}{'revision':<26}{'step':>9}{'tokens':>18}  download"]
     for i, job in enumerate(jobs):
         r = job.revision
-        lines.append(f"{i:>3}  {job.model:<20}{r.name:<26}{r.step:>9,}{r.tokens:>18,}  {job.download}")
+        lines.append(f"{i:>3}  {job.model:<{width}}{r.name:<26}{r.step:>9,}{r.tokens:>18,}  {job.download}")
     lines.append(f"dry run: {len(jobs)} job(s){f', screen {screen}' if screen else ''}; "
                  "no model loaded, no run logged")
     return "\n".join(lines)

@@ -74,7 +74,7 @@ from omegaconf import DictConfig, OmegaConf
 from emergence.contract import (  # noqa: F401  (the tags are re-exported: the run contract names them)
     CONFIG_HASH_TAG, CONFIG_ARTIFACT, ERROR_TAG, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC,
     KIND_TAG, MODEL_TAG, NOTE_TAG, PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
-    THROUGHPUT_PARAMS, artifact_location, count_metric, fraction_metric, sqlite_file,
+    NULL_FREE_IDENTITY_KEYS, THROUGHPUT_PARAMS, artifact_location, count_metric, fraction_metric, sqlite_file,
     EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, FRACTION, parse_metric)
 from emergence.mlflow_ui import tags_to_set
 from emergence.revisions import Revision
@@ -121,6 +121,13 @@ def config_hash(cfg: DictConfig, revision: Revision) -> str:
     for group, keys in THROUGHPUT_KEYS.items():
         for key in keys:
             identity[group].pop(key, None)
+    for name in NULL_FREE_IDENTITY_KEYS:  # keys added later: a null one leaves the hash as it was
+        *parents, key = name.split(".")
+        node = identity
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(key, 0) is None:
+            node.pop(key)
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -1,6 +1,7 @@
 """The whole analysis of a set of curves: fits, change points, verdicts, times, gaps,
-milestones, threshold sensitivity, findings, PR lead and the reproduction of the
-reference study, gathered into a :class:`StudyAnalysis` (``summary()``, ``tables()``).
+milestones, threshold sensitivity, findings, PR lead, the reproduction of the
+reference study and, for seed suites, the pooling across training runs
+(:mod:`stats.pooling`), gathered into a :class:`StudyAnalysis` (``summary()``, ``tables()``).
 
 With a per-head table the selectivity thresholds are applied first, at analysis time
 (:func:`stats.heads.apply_thresholds`, ``analysis.thresholds``): every count, flag
@@ -36,6 +37,7 @@ from stats.heads import apply_thresholds, thresholds_dict
 from stats.milestones import MilestoneRule, compute_milestones, milestone_gaps
 from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
+from stats.pooling import pool_seeds, pooled_table
 from stats.pr_lead import pr_lead
 from stats.errors import StatsError
 from stats.sensitivity import Sensitivity, threshold_sensitivity
@@ -89,10 +91,10 @@ class CurveAnalysis:
             "class": c.cls,
             "pretraining_corpus": c.corpus,
             "shape": self.verdict.shape,
-            "reason": self.verdict.reason,
-            "censored": self.censored,
             "strength": ev.get("strength"),
             "continuous_disagrees": ev.get("continuous_disagrees"),
+            "reason": self.verdict.reason,
+            "censored": self.censored,
             "regime": self.regime,
             "decline": None if self.phases is None or self.phases.decline is None else self.phases.decline.to_dict(),
             "rise_revisions": None if self.phases is None else [str(c.revisions[0]), str(c.revisions[self.phases.rise_end - 1])],
@@ -288,6 +290,8 @@ class StudyAnalysis:
     reproduction: object = None
     #: one :class:`stats.story.GapStory` per model with both gap classes
     stories: list = field(default_factory=list)
+    #: one :class:`stats.pooling.PooledGap` per seed group (several training runs of one model)
+    pooled: list = field(default_factory=list)
 
     def curve(self, model: str, klass: str) -> CurveAnalysis:
         for c in self.curves:
@@ -332,6 +336,7 @@ class StudyAnalysis:
             "stories": [st.to_dict() | {"warning": st.warning()} for st in self.stories],
             "curves": [c.to_dict() for c in self.curves],
             "gaps": self.gap_dicts(),
+            "pooled_gaps": [g.to_dict() for g in self.pooled],
             "milestones": [m.to_dict() for m in self.milestones],
             "sensitivity": None if self.sensitivity is None else self.sensitivity.to_dict(),
             "findings": {
@@ -374,6 +379,7 @@ class StudyAnalysis:
                 t50_lo=[_ci(r["t50_ci"], 0) for r in sens], t50_hi=[_ci(r["t50_ci"], 1) for r in sens],
                 gap_lo=[_ci(r["gap_ratio_ci"], 0) for r in sens], gap_hi=[_ci(r["gap_ratio_ci"], 1) for r in sens]),
             "reproduction": pd.DataFrame(self.reproduction.rows if self.reproduction is not None else []),
+            "pooled_gaps": pooled_table(self.pooled),
             "curves": pd.DataFrame(rows),
             "fits": pd.DataFrame(fit_rows),
             "gaps": pd.DataFrame(gaps).drop(columns=["notes"], errors="ignore") if gaps else pd.DataFrame(),
@@ -496,8 +502,9 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
     if results.heads is None:
         notes.append("no per-head table: circuit convergence, PR lead and threshold sensitivity not computed")
     stories = model_stories(results.models, by_key, gaps, m_gaps, cfg)
+    pooled = pool_seeds(results, by_key, gaps, cfg)
     study = StudyAnalysis(results, cfg, analyses, gaps, floors, onsets, convs, leads, notes, milestones, m_gaps,
-                          sensitivity if sensitivity.rows else None, stories=stories)
+                          sensitivity if sensitivity.rows else None, stories=stories, pooled=pooled)
     from stats.reference import reproduce
 
     study.reproduction = reproduce(study)

@@ -198,6 +198,18 @@ class SensitivityConfig:
 
 
 @dataclass
+class PoolingConfig:
+    """Pooling across the training runs of a seed suite (stats/pooling.py): a random-effects
+    meta-analysis of the runs' log gap ratios, with censored runs as bounds."""
+
+    enabled: bool = True
+    #: pool a group with at least this many informative runs
+    min_seeds: int = field(default=2, metadata={"min": 2})
+    #: between-run variance estimator of statsmodels' combine_effects: Paule-Mandel or DerSimonian-Laird
+    tau2_method: str = field(default="pm", metadata={"choices": ("pm", "dl")})
+
+
+@dataclass
 class AnalysisConfig:
     n_boot: int = field(default=1000, metadata={"min": 1})
     seed: int = field(default=0, metadata=SEED)
@@ -213,6 +225,7 @@ class AnalysisConfig:
     thresholds: ThresholdsConfig = field(default_factory=ThresholdsConfig, metadata={"items": POSITIVE})
     milestones: MilestonesConfig = field(default_factory=MilestonesConfig)
     sensitivity: SensitivityConfig = field(default_factory=SensitivityConfig)
+    pooling: PoolingConfig = field(default_factory=PoolingConfig)
 
 
 @dataclass

@@ -23,11 +23,13 @@ identity come from the run contract, :mod:`emergence.contract`; the head classes
 the registry :mod:`emergence.head_classes` (neither imports model code).
 
 Rules: only runs tagged ``emergence.status = complete`` are read (configurable);
-runs are keyed on (model, revision, probe) (:func:`read_mlflow`): several runs of one
-key are combined, per metric and column the newest run that has it, with a note; a
+runs are keyed on (model, revision, probe, seed) (:func:`read_mlflow`): several runs of
+one key are combined, per metric and column the newest run that has it, with a note; a
 model screened on several probes gets one set of curves per probe, named
-``<model> [<corpus kind>]``; runs of one model and probe measured with different
-screen settings are refused;
+``<model> [<corpus kind>]``, and a model trained with several seeds (a seed suite, the
+``seed`` params; a run without them is seed None) one per seed, ``<model> [seed 3]``,
+recorded in :attr:`TrackedResults.seeds` for the pooling (:mod:`stats.pooling`); runs of
+one model and probe measured with different screen settings are refused;
 revisions with equal token counts are merged (the first by name kept); revisions
 with zero tokens (``step0``), no heads or a missing count are kept in the tables but
 left out of the curves fitted on log10 tokens (noted by the analysis).
@@ -47,8 +49,8 @@ import pandas as pd
 from emergence import contract, head_classes
 from emergence.contract import (COUNT, HEAD_KEY_COLUMNS, HEADS_ARTIFACT, LAYER_COUNT, MEAN_SELECTIVITY, MODEL_PARAM, N_HEADS_PARAM,
                                 N_HEADS_TOTAL_METRIC, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, STATUS_COMPLETE,
-                                REGISTRY_INDEX_PARAM, STATUS_TAG, SWEEP_TAG, TOKENS_PARAM, RunIdentity,
-                                parse_metric, probe_kind, sqlite_file)
+                                REGISTRY_INDEX_PARAM, SEED_KINDS, STATUS_TAG, SWEEP_TAG, TOKENS_PARAM, RunIdentity,
+                                RunSeed, parse_metric, probe_kind, sqlite_file)
 from stats.errors import StatsError
 
 
@@ -67,7 +69,7 @@ CONTINUOUS_METRICS = contract.CONTINUOUS_METRICS
 CURVE_COLUMNS = ["model", "pretraining_corpus", "class", "revision", "tokens", "k", "n"]
 LAYER_COLUMNS = ["model", "class", "revision", "tokens", "layer", "k", "n"]
 CSV_REQUIRED = ("model", "class", "tokens", "k", "n")
-CSV_OPTIONAL = ("layer", "revision", "pretraining_corpus")
+CSV_OPTIONAL = ("layer", "revision", "pretraining_corpus", "seed", "seed_kind")
 
 
 @dataclass
@@ -143,6 +145,18 @@ class TrackedResults:
     #: (model, revision) -> the revision's index in its model's registry (the runs'
     #: ``registry_index`` param; empty for CSV input): which screened revisions are adjacent checkpoints.
     registry_index: dict = field(default_factory=dict)
+    #: model name in the tables -> its :class:`emergence.contract.RunSeed` (training run of a seed
+    #: suite: seed, kind, group), for the models that are one run of a seed suite; the pooling of
+    #: :mod:`stats.pooling` groups them by ``group``. Empty without seeds.
+    seeds: dict = field(default_factory=dict)
+
+    def seed_groups(self) -> dict:
+        """group -> the model names of its runs (in table order), for groups with a seed."""
+        out: dict = {}
+        for model in self.models:
+            if model in self.seeds:
+                out.setdefault(self.seeds[model].group, []).append(model)
+        return out
 
     def registry_between(self, model: str, lo: str, hi: str) -> Optional[int]:
         """Registry revisions strictly between screened revisions ``lo`` and ``hi`` (0: adjacent
@@ -226,7 +240,9 @@ def read_table(path: Path, missing: str, unreadable: str) -> pd.DataFrame:
 
 def read_csv(path) -> TrackedResults:
     """Read curves measured elsewhere: columns ``model,class,tokens,k,n`` (optional
-    ``layer``, ``revision``, ``pretraining_corpus``).
+    ``layer``, ``revision``, ``pretraining_corpus``, and ``seed`` / ``seed_kind`` for the
+    training runs of a seed suite: one set of curves per (model, seed), pooled by model,
+    :func:`label_seeds`).
 
     Rows with an empty ``layer`` are whole-model counts; rows with a layer are
     per-layer counts. A (model, class) with only per-layer rows gets its whole-model
@@ -262,6 +278,7 @@ def read_csv(path) -> TrackedResults:
                          "every row needs 0 <= k <= n")
     df["model"] = df["model"].astype(str)
     df["class"] = df["class"].astype(str)
+    df, seeds = label_seeds(df, f"CSV {str(path)!r}")  # one curve per (model, seed), named per training run
     if "revision" not in df.columns:
         df["revision"] = df["tokens"].map(lambda t: f"t{int(t)}")
     df["revision"] = df["revision"].astype(str)
@@ -288,7 +305,7 @@ def read_csv(path) -> TrackedResults:
     curves = _dedupe_tokens(whole[CURVE_COLUMNS].reset_index(drop=True))
     notes = [f"ignored CSV columns: {extra}"] if extra else []
     return TrackedResults(curves=curves, layers=layers.reset_index(drop=True), heads=None,
-                          source={"kind": "csv", "path": str(path.resolve())}, notes=notes)
+                          source={"kind": "csv", "path": str(path.resolve())}, notes=notes, seeds=seeds)
 
 
 def _empty(cols):
@@ -366,14 +383,16 @@ def read_mlflow(
     run's ``heads.csv`` artifact for the per-head analyses.
 
     Runs are points of curves by their identity (:class:`emergence.contract.RunIdentity`):
-    model, revision and probe. Several runs of one point (a ``screen=bos`` run after a
+    model, revision, probe and seed. Several runs of one point (a ``screen=bos`` run after a
     ``screen=all`` one, a forced rerun) are combined: per metric and per ``heads.csv``
     column, the newest run that has it (so an old run that logged only ``count.bos``
     loses nothing), with a note. A model screened on several probes gets one set of
     curves per probe, named ``<model> [<corpus kind>]`` (``[<probe key>]`` when two
-    probes share a kind). Runs of one model and probe measured with different screen
-    settings (:func:`emergence.contract.measure_key`: the recipe, the local window, ...)
-    are refused in one line.
+    probes share a kind), and one per training run when it is a seed suite (the runs'
+    ``seed`` params, :func:`emergence.contract.run_seed`), named ``<model> [seed 3]``. Runs
+    of one model and probe measured with different screen settings
+    (:func:`emergence.contract.measure_key`: the recipe, the local window, ...) are refused
+    in one line.
     """
     client = _client(tracking_uri)
     exp = client.get_experiment_by_name(experiment)
@@ -408,12 +427,12 @@ def read_mlflow(
             raise StatsError(f"model(s) {unknown} not in {what}; models: {present}")
         runs = [r for r in runs if r.data.params[MODEL_PARAM] in models]
 
-    points, labels, notes = group_runs(runs)
+    points, labels, notes, seeds = group_runs(runs)
     curve_rows, layer_rows, cont_rows, head_frames = [], [], [], []
     registry_index: dict = {}
     tmp = tempfile.TemporaryDirectory() if read_heads else None
     for identity, group in points.items():
-        model = labels[(identity.model, identity.probe)]
+        model = labels[(identity.model, identity.probe, identity.seed)]
         p = combined(r.data.params for r in group)
         m = combined(r.data.metrics for r in group)
         revision = identity.revision
@@ -469,18 +488,21 @@ def read_mlflow(
             notes.append("heads.csv artifacts have no selectivity.<class> column: counts from the logged count.<class> metrics")
     source = {"kind": "mlflow", "tracking_uri": tracking_uri, "experiment": experiment, "filter": filter_string,
               "sweep": sweep, "n_runs": sum(len(g) for g in points.values()), "n_points": len(points),
-              "probes": {label: probe for (_, probe), label in labels.items()}}
+              "probes": {label: probe for (_, probe, _), label in labels.items()}}
     return TrackedResults(curves=curves, layers=layers, heads=heads, continuous=continuous, source=source, notes=notes,
-                          registry_index=registry_index)
+                          registry_index=registry_index, seeds=seeds)
 
 
 def group_runs(runs) -> tuple:
-    """Group runs by identity; returns ``(points, labels, notes)``.
+    """Group runs by identity; returns ``(points, labels, notes, seeds)``.
 
     ``points``: :class:`RunIdentity` -> its runs, newest first; ``labels``: (model, probe
-    key) -> the model name used in the tables (the bare name when the model has one
-    probe). Refuses (:class:`StatsError`) runs of one model and probe whose measure
-    settings differ, and runs of one point whose head layout (n_layers, n_heads) differs.
+    key, seed) -> the model name used in the tables (the bare name when the model has one
+    probe and one seed; else ``<model> [<corpus kind>]`` and ``... [seed 3]``, see
+    :func:`seed_label`); ``seeds``: that name -> its :class:`RunSeed`, whose group is the
+    model's (probe) name unless the runs logged another ``seed_group``. Refuses
+    (:class:`StatsError`) runs of one model and probe whose measure settings differ, and runs
+    of one point whose head layout (n_layers, n_heads) differs.
     """
     runs = sorted(runs, key=lambda r: (r.info.start_time or 0, r.info.run_id), reverse=True)
     points: dict = {}
@@ -500,15 +522,22 @@ def group_runs(runs) -> tuple:
         if len(layouts) > 1:
             raise StatsError(f"model {identity.model!r} revision {identity.revision!r}: runs disagree on the head "
                              f"layout (n_layers, n_heads) {sorted(layouts)}; they cannot be the same model")
-    labels = {}
+    labels, seeds = {}, {}
     for model in dict.fromkeys(i.model for i in points):
         probes = sorted({i.probe for i in points if i.model == model})
         kinds = [probe_kind(p) for p in probes]
         for probe in probes:
             if len(probes) == 1:
-                labels[(model, probe)] = model
+                base = model
             else:
-                labels[(model, probe)] = f"{model} [{probe_kind(probe) if kinds.count(probe_kind(probe)) == 1 else probe}]"
+                base = f"{model} [{probe_kind(probe) if kinds.count(probe_kind(probe)) == 1 else probe}]"
+            runs_of = list(dict.fromkeys(i.seed for i in points if i.model == model and i.probe == probe))
+            n_seeds = len([s for s in runs_of if s is not None])
+            for seed in runs_of:
+                label = labels[(model, probe, seed)] = seed_label(base, seed, n_seeds)
+                if seed is not None:
+                    group = base if seed.group == model else base.replace(model, seed.group, 1)
+                    seeds[label] = RunSeed(seed.seed, seed.kind, group)
     notes = []
     shared = [g for g in points.values() if len(g) > 1]
     if shared:
@@ -516,11 +545,55 @@ def group_runs(runs) -> tuple:
                      f"({sum(len(g) for g in shared)} runs): per metric and heads.csv column the newest run that has it "
                      "is used")
     for model in dict.fromkeys(i.model for i in points):
-        names = [labels[key] for key in labels if key[0] == model]
-        if len(names) > 1:
-            notes.append(f"model {model!r} was screened on {len(names)} probes; their curves are kept apart: "
+        probes = sorted({key[1] for key in labels if key[0] == model})
+        if len(probes) > 1:
+            names = [labels[key] for key in labels if key[0] == model]
+            notes.append(f"model {model!r} was screened on {len(probes)} probes; their curves are kept apart: "
                          f"{', '.join(names)}")
-    return points, labels, notes
+    return points, labels, notes, seeds
+
+
+def seed_label(model: str, seed: Optional[RunSeed], n_seeds: int) -> str:
+    """The table name of one training run of ``model``: ``model`` itself when the model has one
+    run (``n_seeds`` < 2 or no seed), else ``<model> [seed 3]`` (``[data-seed 1]``, ``[weight-seed 2]``)."""
+    return model if seed is None or n_seeds < 2 else f"{model} [{seed.label}]"
+
+
+def label_seeds(df: pd.DataFrame, where: str) -> tuple:
+    """A table with a ``model`` and an optional ``seed`` column (and ``seed_kind``, default
+    ``both``) relabelled per training run (:func:`seed_label`); returns ``(table, seeds)`` with
+    ``seeds`` as in :attr:`TrackedResults.seeds` (group: the model). An empty seed cell is a
+    run of no seed suite. Refuses a ``seed_kind`` outside the valid kinds in one line."""
+    if "seed" not in df.columns:
+        return df, {}
+    df = df.copy()
+    kinds = df["seed_kind"] if "seed_kind" in df.columns else pd.Series("both", index=df.index)
+    kinds = kinds.where(kinds.notna() & (kinds.astype(str) != ""), "both").astype(str)
+    bad = ~kinds.isin(SEED_KINDS)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise StatsError(f"{where}: column 'seed_kind' row {row}: {kinds.iloc[row]!r} is not a seed kind; valid: "
+                         f"{', '.join(SEED_KINDS)}")
+    runs = [None if pd.isna(v) or str(v) == "" else RunSeed(_seed_text(v), k, str(m))
+            for v, k, m in zip(df["seed"], kinds, df["model"])]
+    seeds, labels = {}, []
+    per_model = {m: len({r for r, mm in zip(runs, df["model"]) if mm == m and r is not None}) for m in df["model"].unique()}
+    for run, model in zip(runs, df["model"]):
+        label = seed_label(model, run, per_model[model])
+        labels.append(label)
+        if run is not None:
+            seeds[label] = run
+    df["model"] = labels
+    return df.drop(columns=[c for c in ("seed", "seed_kind") if c in df.columns]), seeds
+
+
+def _seed_text(value) -> str:
+    """A seed cell as text: ``3`` for 3 or 3.0, else the text itself."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return str(int(f)) if np.isfinite(f) and f == int(f) else str(value)
 
 
 def combined(mappings) -> dict:

@@ -4,7 +4,8 @@ A per-head table has one row per (model, revision, layer, head) with the columns
 ``model, revision, tokens, layer, head`` (``step`` optional), one selectivity column
 per class ``c`` named either ``c`` (the reference study's file) or
 ``selectivity.c`` (a run's ``heads.csv``), and optionally ``pr``, ``pr_corrected``,
-``pretraining_corpus``. :func:`normalise_heads` renames selectivities to
+``pretraining_corpus``, and ``seed`` / ``seed_kind`` for the training runs of a seed suite
+(one set of heads per (model, seed), :func:`stats.curves.label_seeds`). :func:`normalise_heads` renames selectivities to
 ``selectivity.c``.
 
 Values (:func:`normalise_heads`): a selectivity is a finite number >= 0 or empty (not
@@ -39,7 +40,7 @@ import pandas as pd
 from emergence import head_classes
 from emergence.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS, PR_MEAN_METRIC, PRIMARY_COLUMN, column_class,
                                 flag_column, mean_selectivity_metric, selectivity_column)
-from stats.curves import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens, class_names, read_table
+from stats.curves import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens, class_names, label_seeds, read_table
 from stats.errors import StatsError
 
 
@@ -50,7 +51,7 @@ def default_thresholds() -> dict:
 
 
 HEADS_REQUIRED = ("model", "revision", "tokens") + HEAD_KEY_COLUMNS
-HEADS_OPTIONAL = ("step", "pr", "pr_corrected", "pretraining_corpus")
+HEADS_OPTIONAL = ("step", "pr", "pr_corrected", "pretraining_corpus", "seed", "seed_kind")
 #: numeric per-head columns besides the selectivities (checked when present)
 _NUMERIC_OPTIONAL = ("step",) + PR_COLUMNS + (FIRST_TOKEN_COLUMN,)
 KEY = ["model", "revision"] + list(HEAD_KEY_COLUMNS)
@@ -283,7 +284,7 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
         note = "no per-head selectivities: counts as given by the source; analysis.thresholds not applied"
         return TrackedResults(results.curves, results.layers, heads, results.continuous, results.source,
                               results.notes + ([note] if results.source.get("kind") != "csv" else []),
-                              results.registry_index)
+                              results.registry_index, seeds=results.seeds)
     heads = flag_heads(heads, thr)
     curves, layers = counts_from_heads(heads, thr, _corpus_map(heads, results.curves))
     notes = list(results.notes)
@@ -305,7 +306,7 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     src = dict(results.source)
     src["thresholds"] = thr
     return TrackedResults(curves, layers.reset_index(drop=True), heads, results.continuous, src, notes,
-                          results.registry_index)
+                          results.registry_index, seeds=results.seeds)
 
 
 def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:
@@ -331,6 +332,9 @@ def read_heads_csv(path, thresholds=None) -> TrackedResults:
     ``.gz`` files are read directly."""
     path = Path(path)
     df = read_table(path, "per-head file", "per-head CSV")
+    seeds = {}
+    if "model" in df.columns:  # one set of heads per (model, seed): named per training run (stats.curves.label_seeds)
+        df, seeds = label_seeds(df.assign(model=df["model"].astype(str)), f"per-head CSV {str(path)!r}")
     heads, notes = normalise_heads(df, f"per-head CSV {str(path)!r}")
     known = set(HEADS_REQUIRED + HEADS_OPTIONAL + PR_COLUMNS + (FIRST_TOKEN_COLUMN, PRIMARY_COLUMN))
     extra = [c for c in heads.columns if c not in known and column_class(c) is None]
@@ -341,4 +345,4 @@ def read_heads_csv(path, thresholds=None) -> TrackedResults:
     curves, layers = counts_from_heads(heads, thr, _corpus_map(heads, None))
     source = {"kind": "heads_csv", "path": str(path.resolve()), "thresholds": thr}
     return TrackedResults(_dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float})), layers, heads,
-                          continuous_from_heads(heads), source, notes)
+                          continuous_from_heads(heads), source, notes, seeds=seeds)

@@ -465,3 +465,30 @@ def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random
             pop = HeadPopulation(256, switching, t50, w / NORMAL_WIDTH_PER_SD, n_flicker=4, dropout=0.01)
             out.append(simulate_population(pop, tokens, rng))
     return tuple(out)
+
+
+def seed_group(regime: str, tokens, ratio: float, tau: float, n_seeds: int, rng: np.random.Generator,
+               width_spacings=(0.5, 2.0)) -> list:
+    """A seed suite with a known pooled gap: ``n_seeds`` runs whose log10 gap ratios are drawn
+    ``theta_i ~ Normal(log10 ratio, tau)`` (decades), each an (early, late) pair of
+    :func:`gap_pair` with the early t50 uniform in log10 tokens between the 3rd revision and
+    the third-last less ``theta_i`` (both t50s inside the range). Returns ``[(early, late,
+    theta_i)]``."""
+    x = np.log10(np.asarray(tokens, float))
+    out = []
+    for _ in range(n_seeds):
+        theta = float(np.log10(ratio) + tau * rng.standard_normal())
+        lo, hi = x[2] - min(theta, 0.0), x[-3] - max(theta, 0.0)
+        t50_early = float(10 ** rng.uniform(lo, max(hi, lo)))
+        early, late = gap_pair(regime, tokens, t50_early, 10**theta, rng, width_spacings)
+        out.append((early, late, theta))
+    return out
+
+
+def seed_group_frame(model: str, runs, early_class: str = "induction", late_class: str = "bos") -> pd.DataFrame:
+    """A :func:`seed_group` as a CSV-format table with a ``seed`` column (seeds 1, 2, ...)."""
+    frames = []
+    for seed, (early, late, _) in enumerate(runs, start=1):
+        for klass, sim in ((early_class, early), (late_class, late)):
+            frames.append(curves_frame(model, klass, sim.tokens, sim.k, sim.n).assign(seed=seed))
+    return pd.concat(frames, ignore_index=True)

@@ -10,11 +10,14 @@ time.
 - ``snapshot``: a hub repo with a committed snapshot of its branch list (snapshot.py).
 - ``folder``: local folders, one HF model folder per revision (folder.py).
 - ``toy``: the toy suite the project trains itself (toy.py).
+- ``polypythia``: the PolyPythias seed suites, repo computed from size, seed and seed kind
+  (polypythia.py).
 
 A source answers, for a model config: its revisions (ordered by tokens), a check of
 the config before any work, the location of one revision (what ``from_pretrained``
 gets) and the fetch that puts it on disk, the vocabulary and context the model
-declares before loading, what a dry run would download, and eviction after a screen.
+declares before loading, what a dry run would download, eviction after a screen, and
+which training run of a seed suite the model is (:meth:`ModelSource.run_seed`).
 
 Importing this package does not import torch or transformers.
 """
@@ -128,6 +131,11 @@ class ModelSource:
     def evict(self, model, revision: Revision) -> int:
         """Delete a screened revision's download; returns the bytes freed (0: nothing to do)."""
         return 0
+
+    def run_seed(self, model):
+        """Which training run of a seed suite ``model`` is (an :class:`emergence.contract.RunSeed`,
+        logged with every run and pooled by ``stats``); None for a model of one run (default)."""
+        return None
 
 
 def model_get(model, key: str, default=None):

@@ -4,6 +4,8 @@
 - ``refresh MODEL``: store the hub's branch list as the model's snapshot
   (``HfApi().list_repo_refs``; needs the hub).
 - ``derive MODEL``: write the snapshot from the documented checkpoint schedule (offline).
+- ``repos MODEL``: the repos of a seed-suite model (``polypythia``): size, seed kind, seed,
+  repo and its branch count, offline.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         prog="python -m emergence.sources",
         description="Revisions of a registered model: 'show MODEL' lists them; 'refresh MODEL' stores the "
                     "hub's branch list as its snapshot; 'derive MODEL' writes one from the documented schedule.")
-    parser.add_argument("action", choices=["show", "refresh", "derive"])
+    parser.add_argument("action", choices=["show", "refresh", "derive", "repos"])
     parser.add_argument("model", help="registry name, e.g. olmo_1b_0724 (see conf/model/)")
     args = parser.parse_args(argv)
     from emergence.registry import load_model_config, model_revisions
@@ -33,7 +35,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.action in ("refresh", "derive") and not isinstance(source_for(spec), SnapshotSource):
             raise EmergenceError(f"model {spec.name!r} has revisions: {spec.revisions}; {args.action} writes the "
                                  "snapshot of a revisions: snapshot model")
-        if args.action == "refresh":
+        if args.action == "repos":
+            from emergence.sources import polypythia
+
+            if not isinstance(source_for(spec), polypythia.PolyPythiaSource):
+                raise EmergenceError(f"model {spec.name!r} has revisions: {spec.revisions}; repos lists the runs of a "
+                                     "seed suite (revisions: polypythia)")
+            branches = len(model_revisions(spec))
+            for size, kind, seed, repo in polypythia.suite_repos():
+                print(f"{size}\t{kind}\t{seed}\t{repo}\t{branches} branches")
+        elif args.action == "refresh":
             print(rv.refresh(spec.name, spec.repo))
         elif args.action == "derive":
             print(rv.write_snapshot(spec.name, spec.repo, rv.derived_revisions(spec.name), source="derived",

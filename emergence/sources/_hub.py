@@ -65,9 +65,14 @@ def evict(repo: str, revision: str) -> int:
 
 
 class HubSource(ModelSource):
-    """Revisions are branches of ``model.repo`` on the hub (``model.path`` is not read)."""
+    """Revisions are branches of ``model.repo`` on the hub (``model.path`` is not read); a
+    subclass may compute the repo instead (:meth:`repo`)."""
 
     evictable = True
+
+    def repo(self, model) -> str:
+        """The hub repo id of ``model``'s revisions: ``model.repo``."""
+        return model_get(model, "repo")
 
     def check(self, model) -> None:
         if not model_get(model, "repo"):
@@ -80,9 +85,9 @@ class HubSource(ModelSource):
 
     def locate(self, model, revision: Revision, toy_dir: Optional[str] = None,
                progress: bool = True) -> Location:
-        if not model_get(model, "repo"):
+        if not self.repo(model):
             raise EmergenceError(f"model {model.name!r} names no model.repo")
-        return Location(model.repo, revision.name)
+        return Location(self.repo(model), revision.name)
 
     def fetch(self, model, revision: Revision, known: Sequence[Revision] = (), toy_dir: Optional[str] = None,
               progress: bool = True) -> str:
@@ -112,10 +117,10 @@ class HubSource(ModelSource):
             raise EmergenceError(offline_message(repo, rev, exc)) from None
 
     def label(self, model, revision: Revision, folder: str) -> str:
-        return f"{model.repo}@{revision.name}"
+        return f"{self.repo(model)}@{revision.name}"
 
     def config_location(self, model, revision: Revision):
-        return model.repo, {"revision": revision.name, "local_files_only": True}
+        return self.repo(model), {"revision": revision.name, "local_files_only": True}
 
     def download_sizes(self, model, revisions: Sequence[Revision]) -> Dict[str, str]:
         """``cached, <size>`` for a revision the local HF cache holds (its size on disk, i.e.
@@ -129,7 +134,7 @@ class HubSource(ModelSource):
         except Exception:  # noqa: BLE001  (no cache folder yet)
             return out
         for info in cache.repos:
-            if info.repo_id != model.repo:
+            if info.repo_id != self.repo(model):
                 continue
             for cached in info.revisions:
                 for r in revisions:
@@ -138,4 +143,4 @@ class HubSource(ModelSource):
         return out
 
     def evict(self, model, revision: Revision) -> int:
-        return evict(model.repo, revision.name)
+        return evict(self.repo(model), revision.name)

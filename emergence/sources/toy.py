@@ -5,6 +5,8 @@ training. The suite is trained on first use (in the job's main thread, by
 :meth:`ToySource.prepare`, or by :meth:`ToySource.locate` when a revision is loaded
 directly) into ``<cache.toy_dir>/<name>-<recipe hash>/``, one HF folder per revision;
 its vocabulary, context, layers and heads come from the recipe. Nothing is downloaded or evicted.
+Each recipe seed is its own suite (its own folder) and its own training run of the model's seed
+group (:meth:`ToySource.run_seed`): ``-m model.recipe.seed=0,1,2`` trains and screens three.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Dict, List, Optional, Sequence
 
 from emergence import EmergenceError
 from emergence import revisions as rv
+from emergence.contract import RunSeed, recipe_seed
 from emergence.sources import Location, ModelSource, model_get
 
 
@@ -74,6 +77,13 @@ class ToySource(ModelSource):
 
     def download_sizes(self, model, revisions: Sequence[rv.Revision]) -> Dict[str, str]:
         return {r.name: "toy (trained here)" for r in revisions}
+
+    def run_seed(self, model) -> RunSeed:
+        """Every toy suite is one training run of its group (the model name), seeded by the recipe's
+        ``seed``, ``data_seed`` and ``init_seed`` (:func:`emergence.contract.recipe_seed`)."""
+        recipe = model.recipe
+        return recipe_seed(str(model.name), model_get(recipe, "seed", 0), model_get(recipe, "data_seed"),
+                           model_get(recipe, "init_seed"))
 
 
 SOURCE = ToySource()

@@ -22,6 +22,7 @@ import torch
 
 from emergence import EmergenceError
 from emergence import families
+from emergence.toy.recipe import init_seed
 
 
 def toy_families() -> tuple:
@@ -67,11 +68,11 @@ def build_config(recipe):
 
 
 def build_model(recipe, attn_implementation: str = "sdpa"):
-    """A freshly initialised model (float32), seeded by ``recipe.seed``."""
+    """A freshly initialised model (float32), seeded by the recipe's init seed (``init_seed``, else ``seed``)."""
     from transformers import AutoModelForCausalLM
 
     config = build_config(recipe)
-    torch.manual_seed(int(recipe.seed))
+    torch.manual_seed(init_seed(recipe))
     model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation,
                                              dtype=torch.float32)
     return model

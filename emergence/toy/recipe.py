@@ -56,7 +56,14 @@ class ToyRecipeConfig:
     beta2: float = 0.95
     #: Clip the global gradient norm (``null``: no clipping).
     grad_clip: Optional[float] = 1.0
+    #: The run's seed: the training data (the corpus's bigram table and every batch) and the
+    #: initial weights both come from it, unless ``data_seed`` / ``init_seed`` set one of them
+    #: apart (null: ``seed``), so that ``-m model.recipe.seed=0,1,2 model.recipe.init_seed=0``
+    #: varies the data order alone and ``... model.recipe.data_seed=0`` the initialisation alone.
+    #: Null ones are left out of the recipe's hash: a recipe without them keeps its cached suite.
     seed: int = 0
+    data_seed: Optional[int] = None
+    init_seed: Optional[int] = None
     #: Checkpoints at log-spaced steps from ``first_checkpoint`` to ``steps`` (plus step 0). The
     #: suite's 64 leave room to refine (``revision=refine``): the default job screens 10 of them
     #: (every 7th: 63 = 7 x 9 intervals, so they are exactly the 10 log-spaced steps).
@@ -66,3 +73,15 @@ class ToyRecipeConfig:
     #: Torch intra-op threads for training (``null``: torch's default). Part of the recipe's
     #: identity: another thread count changes the weights in the last bits.
     threads: Optional[int] = None
+
+
+def data_seed(recipe) -> int:
+    """The seed of the training data: ``recipe.data_seed``, else ``recipe.seed``."""
+    value = getattr(recipe, "data_seed", None)
+    return int(recipe.seed if value is None else value)
+
+
+def init_seed(recipe) -> int:
+    """The seed of the initial weights: ``recipe.init_seed``, else ``recipe.seed``."""
+    value = getattr(recipe, "init_seed", None)
+    return int(recipe.seed if value is None else value)

@@ -1,0 +1,487 @@
+"""Pooling across training runs: many seeds of one model, with their between-run variation.
+
+Every verdict, time and gap of :mod:`stats.analysis` is *within* one training run (its
+intervals bootstrap over heads and revisions). A seed suite (several runs of one model
+that differ only in their seeds: PolyPythias, or the toy recipes' ``seed``; the curves'
+:attr:`stats.curves.TrackedResults.seeds`) says how much another run would differ. Per
+group of runs this module reports each run's t50s, shapes and gap ratio with its interval,
+and pools the log gap ratio by a random-effects meta-analysis.
+
+Model (log10 scale). Run i gives an estimate ``y_i`` of its log10 gap ratio ``theta_i``
+(:mod:`stats.times`: log10 t50(late) - log10 t(early)) with within-run variance ``v_i``,
+the variance of its bootstrap draws (paired replicates of the two curves' parametric
+bootstraps). Between runs ``theta_i ~ N(mu, tau^2)``, ``y_i | theta_i ~ N(theta_i, v_i)``:
+``10^mu`` is the pooled ratio, ``tau^2`` the between-run variance (decades^2).
+
+No censored run (:func:`hartung_knapp`): ``tau^2`` by Paule-Mandel (statsmodels'
+``combine_effects``, ``analysis.pooling.tau2_method``), ``w_i = 1 / (v_i + tau^2)``,
+``mu = sum w_i y_i / sum w_i``; interval by Hartung-Knapp (Sidik-Jonkman),
+``mu +- t_{k-1} se``, ``se^2 = max(1, q) / sum w_i``, ``q = sum w_i (y_i - mu)^2 / (k - 1)``:
+the t quantile is what keeps the interval honest with few runs, and the scale is
+truncated at 1 (Knapp & Hartung 2003; Roever, Knapp & Friede 2015) so that runs that happen
+to look more alike than their within-run variances allow do not shrink it below the
+fixed-effect t interval. Test of separation: one-sided, H0 ``mu <= 0`` (pooled ratio
+<= 1, the null of the per-run test), ``p = 1 - T_{k-1}(mu / se)``. ``I^2 = max(0, 1 -
+(k - 1) / Q)`` with Cochran's Q; ``tau^2`` interval by Q-profile (Viechtbauer 2007);
+prediction interval for a new run (Higgins, Thompson & Spiegelhalter 2009),
+``mu +- t_{k-2} sqrt(tau^2 + se^2)`` (needs k >= 3).
+
+Censored runs enter as bounds, not points (:func:`censored_likelihood`). A run whose gap
+is a one-sided bound (:class:`stats.times.GapRatio` ``bound``: a side censored,
+:mod:`stats.censoring`) says ``y_i* >= b_i`` (``lower``) or ``<= b_i`` (``upper``): ``y_i*``
+is the estimate the run would give with its censored transition inside the range, ``b_i``
+the bound (the free side's estimate against the bounding revision), and ``v_i`` the free
+side's variance (the censored side's draws are the bound itself). The likelihood of the
+random-effects model is then interval-censored (Tobit):
+
+    L(mu, tau) = prod_points phi((y_i - mu) / s_i) / s_i
+                 x prod_lower Phi((mu - b_i) / s_i) x prod_upper Phi((b_i - mu) / s_i),
+    s_i^2 = v_i + tau^2,
+
+maximised in (mu, tau). The interval for ``mu`` is the profile-likelihood one,
+``{mu0: 2 (l_max - l_p(mu0)) <= t_{df, 1-a/2}^2}`` (the t calibration of Hartung-Knapp,
+for few runs; an end where the profile never reaches the bound is open), with ``df`` the
+runs observed as points less one (at least 1; ``k - 1`` when every run is a bound): a bound
+carries less information than a point, so it is not credited with a degree of freedom (an
+uninformative bound, far on its side, leaves the interval as the points alone give it);
+the test the signed root ``r = sign(mu_hat) sqrt(2 (l_max - l_p(0)))`` against ``t_df``;
+``I^2 = tau^2 / (tau^2 + s^2)`` with the typical within-run variance ``s^2`` (Higgins &
+Thompson 2002); the prediction interval ``mu +- t_{df-1} sqrt(tau^2 + se^2)`` with ``se`` =
+half the interval / ``t_df``. The likelihood assumes the censoring carries no information on
+the gap (where the censored transition lies beyond the range is flat a priori). When
+every informative run is a bound on the same side, ``mu`` has no finite estimate: the
+pooled ratio is itself a one-sided bound (``bound``, ``ratio`` None, the interval one-sided
+at ``level``), a bound on the mean of these runs with ``tau = 0``: from bounds alone the
+between-run variance cannot be estimated (with it free, bounds exclude no mean), so there
+is no prediction interval. A run whose gap is unbounded both ways (both sides censored the same way)
+or that has no transition carries nothing on ``mu``: left out, with a note.
+
+Which runs are pooled: runs of kind ``both`` (independent runs) when there are at least
+``min_seeds`` of them, else the runs of the one kind present, else all runs (with a note:
+data-only and weight-only runs share the reference run's other seed, so they are not
+independent draws of a new run). With runs of kind ``data`` and ``weight`` both present
+(PolyPythias 160m) each kind is pooled on its own and the share of between-run variance
+due to each is ``tau^2_data / (tau^2_data + tau^2_weight)`` (additive model: log ratio =
+mu + D + W + e with independent data and weight effects; ``tau^2_both`` is reported
+beside their sum as a check).
+
+Shapes: per class, each run's verdict (``sharp`` / ``gradual`` / ``none``, with a
+censored side) and their agreement, the share of runs with the most common verdict.
+The t50 of each class is pooled the same way (a censored t50 a bound), for the figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+import numpy as np
+from scipy import optimize, special
+from scipy import stats as sps
+
+#: A run's within-run variance is at least this (decades^2): a run whose draws are all equal
+#: (a bound drawn as itself) must not take all the weight.
+MIN_VARIANCE = 1e-6
+#: |mu| (decades) beyond which the censored likelihood is taken to have no finite maximum.
+MU_SPAN = 12.0
+#: Largest tau (decades) the censored likelihood is maximised over.
+TAU_MAX = 5.0
+
+
+@dataclass
+class Effect:
+    """One run's log10 estimate ``value`` (or bound), its within-run ``variance`` and
+    ``bound`` (None: a point; ``lower``: the true value is >= ``value``; ``upper``: <=)."""
+
+    label: str
+    value: float
+    variance: float
+    bound: Optional[str] = None
+
+
+@dataclass
+class MetaAnalysis:
+    """A random-effects pooled estimate on the log10 scale (module docstring)."""
+
+    estimate: Optional[float]
+    ci: list
+    p_value: float
+    tau2: float
+    i2: float
+    prediction_interval: list
+    n: int
+    n_bounds: int
+    method: str
+    level: float = 0.95
+    tau2_ci: Optional[list] = None
+    #: ``lower`` / ``upper``: every informative run is a bound on that side, so is the pooled value
+    bound: Optional[str] = None
+    notes: list = field(default_factory=list)
+
+    def to_dict(self, scale: str = "ratio") -> dict:
+        """On the ratio (or tokens) scale: ``10^`` of the log10 values; ``tau2`` stays in decades^2."""
+        def up(v):
+            return None if v is None or not np.isfinite(v) else float(10 ** v)
+
+        return {scale: up(self.estimate), "ci": [up(v) for v in self.ci], "p_value": self.p_value,
+                "prediction_interval": [up(v) for v in self.prediction_interval], "tau2": self.tau2,
+                "tau2_ci": self.tau2_ci, "i2": self.i2, "n": self.n, "n_bounds": self.n_bounds, "bound": self.bound,
+                "method": self.method, "level": self.level, "log10_estimate": self.estimate,
+                "log10_ci": list(self.ci), "notes": list(self.notes)}
+
+
+def _t(level: float, df: int) -> float:
+    return float(sps.t.ppf(0.5 + level / 2, df))
+
+
+def q_profile(y, v, level: float = 0.95) -> list:
+    """Q-profile interval of tau^2 (Viechtbauer 2007): the tau^2 whose generalised Q,
+    ``sum (y_i - mu(tau^2))^2 / (v_i + tau^2)``, lies between the chi-square(k-1) quantiles."""
+    y, v = np.asarray(y, float), np.asarray(v, float)
+    k = len(y)
+
+    def q_gen(t2):
+        w = 1 / (v + t2)
+        mu = (w * y).sum() / w.sum()
+        return float((w * (y - mu) ** 2).sum())
+
+    out = []
+    for target in (sps.chi2.ppf(0.5 + level / 2, k - 1), sps.chi2.ppf(0.5 - level / 2, k - 1)):
+        if q_gen(0.0) <= target:
+            out.append(0.0)
+            continue
+        hi = max(float(np.var(y)), 1e-4)
+        while q_gen(hi) > target and hi < 1e6:
+            hi *= 4
+        out.append(float(optimize.brentq(lambda t2: q_gen(t2) - target, 0.0, hi)) if hi < 1e6 else None)
+    return out
+
+
+def hartung_knapp(y, v, level: float = 0.95, method: str = "pm") -> MetaAnalysis:
+    """Random-effects pooling of points ``y`` with within-run variances ``v`` (module docstring):
+    tau^2 from statsmodels' ``combine_effects`` (``pm``: Paule-Mandel, ``dl``: DerSimonian-Laird,
+    truncated at 0), the Hartung-Knapp t interval with its scale truncated at 1."""
+    from statsmodels.stats.meta_analysis import combine_effects
+
+    y, v = np.asarray(y, float), np.maximum(np.asarray(v, float), MIN_VARIANCE)
+    k = len(y)
+    with np.errstate(divide="ignore", invalid="ignore"):  # statsmodels' I^2 divides by Q (0 for identical runs)
+        res = combine_effects(y, v, method_re=method, use_t=True, alpha=1 - level)
+    tau2 = max(float(res.tau2), 0.0)
+    w = 1 / (v + tau2)
+    mu = float((w * y).sum() / w.sum())
+    q = float((w * (y - mu) ** 2).sum() / (k - 1))
+    se = math.sqrt(max(1.0, q) / w.sum())
+    half = _t(level, k - 1) * se
+    p = float(sps.t.sf(mu / se, k - 1))
+    i2 = max(0.0, 1 - (k - 1) / float(res.q)) if res.q > 0 else 0.0
+    pi = [None, None] if k < 3 else [mu - _t(level, k - 2) * math.sqrt(tau2 + se**2),
+                                     mu + _t(level, k - 2) * math.sqrt(tau2 + se**2)]
+    notes = [] if k >= 3 else ["prediction interval needs 3 runs or more"]
+    return MetaAnalysis(mu, [mu - half, mu + half], p, tau2, i2, pi, k, 0, f"random effects ({method.upper()} tau^2), "
+                        "Hartung-Knapp t interval", level, q_profile(y, v, level), None, notes)
+
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _loglik(mu, tau, y, v, bounds) -> float:
+    """Log-likelihood of the censored random-effects model; ``bounds`` an array of 0 (a point),
+    +1 (a lower bound) or -1 (an upper bound)."""
+    s = np.sqrt(v + tau**2)
+    z = (y - mu) / s
+    ll = np.where(bounds == 0, -0.5 * z**2 - _LOG_SQRT_2PI - np.log(s), special.log_ndtr(-bounds * z))
+    return float(ll.sum())
+
+
+def _profile(mu, y, v, bounds, tau=None) -> float:
+    """max over tau of the log-likelihood at ``mu`` (at ``tau`` when it is given)."""
+    if tau is not None:
+        return _loglik(mu, tau, y, v, bounds)
+    res = optimize.minimize_scalar(lambda t: -_loglik(mu, t, y, v, bounds), bounds=(0.0, TAU_MAX), method="bounded",
+                                   options={"xatol": 1e-5})
+    at_zero = _loglik(mu, 0.0, y, v, bounds)
+    return max(-float(res.fun), at_zero)
+
+
+def _fit(y, v, bounds) -> tuple:
+    """(mu_hat, tau_hat, l_max) of the censored likelihood, mu within +- MU_SPAN."""
+    best = None
+    sd = float(np.std(y)) if len(y) > 1 else 0.1
+    for tau0 in (0.01, max(sd, 0.02), 0.5):
+        res = optimize.minimize(lambda p: -_loglik(p[0], p[1], y, v, bounds), x0=[float(np.mean(y)), tau0],
+                                method="L-BFGS-B", bounds=[(-MU_SPAN, MU_SPAN), (0.0, TAU_MAX)])
+        if best is None or res.fun < best.fun:
+            best = res
+    return float(best.x[0]), float(best.x[1]), -float(best.fun)
+
+
+def _profile_limit(mu_hat, l_max, crit, direction, y, v, bounds, tau=None) -> Optional[float]:
+    """The mu beyond mu_hat (``direction`` +1 / -1) where 2 (l_max - l_p) reaches ``crit``; None if it
+    never does within +- MU_SPAN (an open end)."""
+    def f(m):
+        return 2 * (l_max - _profile(m, y, v, bounds, tau)) - crit
+
+    end = -MU_SPAN if direction < 0 else MU_SPAN
+    step, inner = 0.05, mu_hat
+    while inner != end:
+        outer = max(inner - step, end) if direction < 0 else min(inner + step, end)
+        if f(outer) > 0:
+            return float(optimize.brentq(f, min(inner, outer), max(inner, outer), xtol=1e-6))
+        inner, step = outer, step * 2
+    return None
+
+
+def censored_likelihood(y, v, bounds: Sequence[Optional[str]], level: float = 0.95) -> MetaAnalysis:
+    """Random-effects pooling with runs that are bounds (the interval-censored likelihood of the
+    module docstring): ML estimates, profile-likelihood interval with the t_{k-1} calibration."""
+    y, v = np.asarray(y, float), np.maximum(np.asarray(v, float), MIN_VARIANCE)
+    k, n_bounds = len(y), sum(b is not None for b in bounds)
+    bounds = np.array([{None: 0.0, "lower": 1.0, "upper": -1.0}[b] for b in bounds])
+    mu, tau, l_max = _fit(y, v, bounds)
+    n_points = k - n_bounds
+    df = max(1, n_points - 1) if n_points else max(1, k - 1)  # a bound is not credited with a degree of freedom
+    method = "random effects, interval-censored likelihood (bounds as bounds), profile-likelihood t interval"
+    w = 1 / v
+    s2 = (k - 1) * w.sum() / (w.sum() ** 2 - (w**2).sum())
+    i2 = float(tau**2 / (tau**2 + s2))
+    if abs(mu) >= MU_SPAN - 1e-3:  # no finite maximum: every informative run bounds the same side
+        side = "lower" if mu > 0 else "upper"
+        l_sup = _loglik(np.sign(mu) * 1e3, 0.0, y, v, bounds)
+        crit = float(sps.t.ppf(level, df)) ** 2
+        limit = _profile_limit(np.sign(mu) * MU_SPAN, l_sup, crit, -np.sign(mu), y, v, bounds, tau=0.0)
+        r = math.sqrt(max(0.0, 2 * (l_sup - _profile(0.0, y, v, bounds, tau=0.0)))) * np.sign(mu)
+        ci = [limit, None] if side == "lower" else [None, limit]
+        return MetaAnalysis(None, ci, float(sps.t.sf(r, df)), 0.0, 0.0, [None, None], k, n_bounds, method, level,
+                            None, side, [f"every informative run is a {side} bound: the pooled ratio is a {side} bound "
+                                         f"(one-sided {level:.0%} limit) on the mean of these runs, with tau^2 = 0 (the "
+                                         "between-run variance cannot be estimated from bounds alone): no prediction "
+                                         "for a new run"])
+    crit = _t(level, df) ** 2
+    lo = _profile_limit(mu, l_max, crit, -1, y, v, bounds)
+    hi = _profile_limit(mu, l_max, crit, +1, y, v, bounds)
+    r = math.sqrt(max(0.0, 2 * (l_max - _profile(0.0, y, v, bounds)))) * (1 if mu > 0 else -1)
+    p = float(sps.t.sf(r, df))
+    pi = [None, None]
+    if lo is not None and hi is not None and df >= 2:
+        se = (hi - lo) / (2 * _t(level, df))
+        half = _t(level, df - 1) * math.sqrt(tau**2 + se**2)
+        pi = [mu - half, mu + half]
+    return MetaAnalysis(mu, [lo, hi], p, tau**2, i2, pi, k, n_bounds, method, level, None, None,
+                        [f"{n_bounds} of {k} runs enter as bounds (censored)"])
+
+
+def meta_analysis(effects: Sequence[Effect], level: float = 0.95, method: str = "pm") -> Optional[MetaAnalysis]:
+    """Pool ``effects`` (points by :func:`hartung_knapp`; with any bound by
+    :func:`censored_likelihood`); None for fewer than 2."""
+    if len(effects) < 2:
+        return None
+    y = [e.value for e in effects]
+    v = [e.variance for e in effects]
+    if all(e.bound is None for e in effects):
+        return hartung_knapp(y, v, level, method)
+    return censored_likelihood(y, v, [e.bound for e in effects], level)
+
+
+# ---------------------------------------------------------------------------------
+# Groups of runs
+# ---------------------------------------------------------------------------------
+
+
+def gap_effect(label: str, gap, late, early, formation: str = "t50") -> tuple:
+    """(:class:`Effect` or None, why not) of one run's fitted gap (:class:`stats.times.GapRatio`)
+    from its two curve analyses' bootstrap draws."""
+    if gap is None or gap.ratio is None or not np.isfinite(gap.ratio):
+        return None, "no gap ratio (" + "; ".join(gap.notes if gap is not None else ["no curve"]) + ")"
+    d_late = late.times.draws_t50
+    d_early = early.times.draws_t50 if formation == "t50" else early.times.draws_onset
+    if d_late is None or d_early is None:
+        return None, "no bootstrap draws"
+    b = min(len(d_late), len(d_early))
+    return Effect(label, float(np.log10(gap.ratio)), float(np.var(d_late[:b] - d_early[:b])), gap.bound), None
+
+
+def t50_effect(label: str, ca) -> tuple:
+    """(:class:`Effect` or None, why not) of one run's t50 of a class (a censored one: a bound)."""
+    t = None if ca is None else ca.times
+    if t is None or t.draws_t50 is None or not t.t50:
+        return None, "no transition"
+    bound = {"left": "upper", "right": "lower"}.get(ca.censored)
+    return Effect(label, float(np.log10(t.t50)), float(np.var(t.draws_t50)), bound), None
+
+
+def verdict(ca) -> str:
+    """A run's verdict of one class: ``sharp``, ``gradual``, ``none``, or ``none (left-censored)``."""
+    if ca is None:
+        return "no curve"
+    return ca.verdict.shape + (f" ({ca.censored}-censored)" if ca.censored else "")
+
+
+def agreement(verdicts: Sequence[str]) -> dict:
+    """Counts of the runs' verdicts, the most common one and the share of runs that have it."""
+    counts = Counter(verdicts)
+    modal, n = counts.most_common(1)[0] if counts else (None, 0)
+    return {"counts": dict(counts), "modal": modal, "share": n / len(verdicts) if verdicts else None,
+            "unanimous": len(counts) == 1}
+
+
+def pooled_runs(kinds: Sequence[str], min_seeds: int) -> tuple:
+    """(indices of the runs pooled, note) by the rule of the module docstring."""
+    both = [i for i, k in enumerate(kinds) if k == "both"]
+    if len(both) >= min_seeds:
+        left = len(kinds) - len(both)
+        return both, (f"pooled: the {len(both)} independent runs (kind both); the {left} data/weight-only runs "
+                      "are in the variance split" if left else None)
+    if len(set(kinds)) == 1:
+        return list(range(len(kinds))), (None if kinds[0] == "both" else
+                                         f"pooled: {kinds[0]}-seed runs only: the prediction is for a new {kinds[0]} seed")
+    return list(range(len(kinds))), ("pooled: runs of different kinds (data-only and weight-only runs share the "
+                                     "reference run's other seed, so they are not independent draws of a new run)")
+
+
+@dataclass
+class PooledGap:
+    """One group of runs (a seed suite): each run's times, shapes and gap, and the pooled gap."""
+
+    model: str
+    late_class: str
+    early_class: str
+    formation: str
+    per_seed: list
+    pooled: Optional[MetaAnalysis]
+    n_seeds: int
+    shapes: dict = field(default_factory=dict)
+    t50: dict = field(default_factory=dict)
+    variance_share: Optional[dict] = None
+    level: float = 0.95
+    notes: list = field(default_factory=list)
+
+    @property
+    def ratio(self) -> Optional[float]:
+        return None if self.pooled is None or self.pooled.estimate is None else float(10 ** self.pooled.estimate)
+
+    def summary(self) -> str:
+        """One line: the pooled ratio with both intervals, tau^2, I^2 and the shape agreement."""
+        if self.pooled is None:
+            return f"{self.model}: {self.n_seeds} run(s), no pooled gap ({'; '.join(self.notes) or 'too few runs'})"
+        d = self.pooled.to_dict()
+        sign = {"lower": ">= ", "upper": "<= "}.get(d["bound"], "")
+        value = _num(d["ratio"]) if d["ratio"] is not None else _num(d["ci"][0] if d["bound"] == "lower" else d["ci"][1])
+        shapes = ", ".join(f"{c} {a['modal']} in {a['counts'][a['modal']]} of {sum(a['counts'].values())}"
+                           for c, a in self.shapes.items() if a["modal"] is not None)
+        return (f"{self.model}: pooled {self.late_class}/{self.early_class} gap {sign}{value}x over {d['n']} runs, "
+                f"{self.level:.0%} CI {_interval(d['ci'])}, prediction interval for a new run "
+                f"{_interval(d['prediction_interval'])}, p = {_num(d['p_value'])}, tau^2 = {_num(d['tau2'])} "
+                f"decades^2, I^2 = {_num(d['i2'], '{:.0%}')}" + (f"; shapes: {shapes}" if shapes else ""))
+
+    def to_dict(self) -> dict:
+        d = self.pooled.to_dict() if self.pooled is not None else {}
+        return {"model": self.model, "n_seeds": self.n_seeds, "ratio": d.get("ratio"), "ci": d.get("ci", [None, None]),
+                "p_value": d.get("p_value"), "prediction_interval": d.get("prediction_interval", [None, None]),
+                "tau2": d.get("tau2"), "tau2_ci": d.get("tau2_ci"), "i2": d.get("i2"), "bound": d.get("bound"),
+                "n_pooled": d.get("n"), "n_bounds": d.get("n_bounds"), "method": d.get("method"),
+                "log10_ratio": d.get("log10_estimate"), "log10_ci": d.get("log10_ci"), "level": self.level,
+                "late_class": self.late_class, "early_class": self.early_class, "formation": self.formation,
+                "per_seed": self.per_seed, "shapes": self.shapes, "t50": self.t50,
+                "variance_share": self.variance_share, "null": "pooled t_late / t_early <= 1",
+                "notes": self.notes + d.get("notes", [])}
+
+
+def _num(v, fmt="{:.3g}") -> str:
+    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else fmt.format(v)
+
+
+def _interval(ci) -> str:
+    return "[" + ", ".join(_num(v) for v in (ci or [None, None])) + "]"
+
+
+def variance_share(effects: Sequence[Effect], kinds: Sequence[str], level: float, method: str) -> Optional[dict]:
+    """Between-run variance of the data-only and of the weight-only runs (each kind pooled on
+    its own) and the share due to each; None unless both kinds have 2 runs or more."""
+    fits = {}
+    for kind in ("data", "weight", "both"):
+        sub = [e for e, k in zip(effects, kinds) if k == kind]
+        fits[kind] = meta_analysis(sub, level, method) if len(sub) >= 2 else None
+    if fits["data"] is None or fits["weight"] is None:
+        return None
+    td, tw = fits["data"].tau2, fits["weight"].tau2
+    total = td + tw
+    return {"tau2_data": td, "tau2_weight": tw, "tau2_both": None if fits["both"] is None else fits["both"].tau2,
+            "share_data": None if total <= 0 else td / total, "share_weight": None if total <= 0 else tw / total,
+            "n_data": fits["data"].n, "n_weight": fits["weight"].n,
+            "rule": "additive: log ratio = mu + data effect + weight effect + noise; each kind pooled alone; "
+                    "tau2_both is reported beside tau2_data + tau2_weight as a check"}
+
+
+def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gaps: dict, cfg) -> PooledGap:
+    """The :class:`PooledGap` of one group's runs ``labels`` (their :class:`RunSeed` in ``seeds``),
+    from the curve analyses ``by_key`` ((model, class) -> analysis) and fitted gaps (model -> gap)."""
+    tc, pc, level = cfg.times, cfg.pooling, cfg.level
+    per_seed, effects, kinds, notes = [], [], [], []
+    for label in labels:
+        late, early = by_key.get((label, tc.late_class)), by_key.get((label, tc.early_class))
+        gap = gaps.get(label)
+        effect, why = gap_effect(label, gap, late, early, tc.formation) if late and early else (None, "a class missing")
+        row = {"model": label, "seed": seeds[label].seed, "seed_kind": seeds[label].kind,
+               "ratio": None if gap is None else gap.ratio, "ci": None if gap is None else gap.ratio_ci,
+               "p_value": None if gap is None else gap.p_value, "bound": None if gap is None else gap.bound,
+               "log10_ratio": None if effect is None else effect.value,
+               "variance": None if effect is None else effect.variance, "used": False, "left_out": why}
+        for klass, ca in ((tc.early_class, early), (tc.late_class, late)):
+            t = None if ca is None else ca.times
+            row[f"shape.{klass}"] = verdict(ca)
+            row[f"t50.{klass}"] = None if t is None else t.t50
+            row[f"t50_ci.{klass}"] = None if t is None else t.t50_ci
+        per_seed.append(row)
+        if effect is not None:
+            effects.append(effect)
+            kinds.append(seeds[label].kind)
+        elif why:
+            notes.append(f"{label} left out of the pooling: {why}")
+    chosen, note = pooled_runs(kinds, pc.min_seeds) if kinds else ([], None)
+    notes += [note] if note else []
+    used = [effects[i] for i in chosen]
+    for row in per_seed:
+        row["used"] = any(e.label == row["model"] for e in used)
+    pooled = meta_analysis(used, level, pc.tau2_method) if len(used) >= pc.min_seeds else None
+    if pooled is None:
+        notes.append(f"{len(used)} informative run(s) < analysis.pooling.min_seeds = {pc.min_seeds}: no pooled gap")
+    used_labels = [e.label for e in used] or list(labels)
+    shapes, t50 = {}, {}
+    for klass in (tc.early_class, tc.late_class):
+        shapes[klass] = agreement([verdict(by_key.get((m, klass))) for m in used_labels])
+        eff = [e for e, _ in (t50_effect(m, by_key.get((m, klass))) for m in used_labels) if e is not None]
+        fit = meta_analysis(eff, level, pc.tau2_method)
+        t50[klass] = None if fit is None else fit.to_dict("t50")
+    return PooledGap(group, tc.late_class, tc.early_class, tc.formation, per_seed, pooled, len(labels), shapes, t50,
+                     variance_share(effects, kinds, level, pc.tau2_method), level, notes)
+
+
+def pool_seeds(results, by_key: dict, gaps: Sequence, cfg) -> List[PooledGap]:
+    """One :class:`PooledGap` per seed group of ``results`` with at least 2 runs
+    (:meth:`stats.curves.TrackedResults.seed_groups`)."""
+    if not cfg.pooling.enabled:
+        return []
+    by_model = {g.model: g for g in gaps}
+    return [pool_group(group, labels, results.seeds, by_key, by_model, cfg)
+            for group, labels in results.seed_groups().items() if len(labels) >= 2]
+
+
+def pooled_table(groups: Sequence[PooledGap]):
+    """One row per run of every group (``tables/pooled_gaps.csv``): the run's gap and shapes, then
+    its group's pooled ratio, intervals, tau^2 and I^2."""
+    import pandas as pd
+
+    rows = []
+    for g in groups:
+        d = g.to_dict()
+        for r in g.per_seed:
+            row = {k: v for k, v in r.items() if not isinstance(v, (list, dict))}
+            rows.append({"group": g.model, **row, "ratio_lo": (r["ci"] or [None, None])[0],
+                         "ratio_hi": (r["ci"] or [None, None])[1], "pooled_ratio": d["ratio"],
+                         "pooled_lo": d["ci"][0], "pooled_hi": d["ci"][1], "pooled_p": d["p_value"],
+                         "prediction_lo": d["prediction_interval"][0], "prediction_hi": d["prediction_interval"][1],
+                         "tau2": d["tau2"], "i2": d["i2"], "pooled_bound": d["bound"]})
+    return pd.DataFrame(rows)
