@@ -11,7 +11,7 @@ Unimodal fit. With weights ``w_j = n_j`` and fractions ``y_j = k_j / n_j``, the
 unimodal least-squares fit is non-decreasing up to a mode and non-increasing after
 it: for every split ``c`` the non-decreasing fit of ``y_1..y_c`` and the
 non-increasing fit of ``y_{c+1}..y_m`` (pool-adjacent-violators,
-:func:`stats.shape.isotonic_fit`), the split with the least weighted squared error
+:func:`stats.isotonic.isotonic_fit`), the split with the least weighted squared error
 kept. Its maximum is the *peak* ``P``; the *rise* is revisions ``1..r``, ``r`` the
 last revision at the peak level; the *later level* ``L`` is the fit at the last
 revision and the *drop* ``P - L``.

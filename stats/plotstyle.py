@@ -21,6 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from stats.units import format_tokens  # noqa: E402,F401  (re-exported for the figures)
+
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # its font subsetting logs INFO lines for every PDF
 
 #: The smallest text in a figure, in points.
@@ -39,15 +41,6 @@ def paper_style():
     """Matplotlib settings of every figure of the suite (module docstring)."""
     with plt.rc_context(_STYLE):
         yield
-
-
-def format_tokens(t: float) -> str:
-    """A token count as people write it: ``23B``, ``1.35T``, ``537M``, ``2.1M``."""
-    t = float(t)
-    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(t) >= div:
-            return f"{t / div:.3g}{unit}"
-    return f"{t:.3g}"
 
 
 def token_axis(ax, axis: str = "x") -> None:

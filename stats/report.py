@@ -12,17 +12,10 @@ from typing import Optional
 
 import numpy as np
 
+from stats.units import format_tokens
 
-def _fmt_tokens(t) -> str:
-    if t is None or (isinstance(t, float) and not np.isfinite(t)):
-        return "-"
-    t = float(t)
-    if abs(t) >= 1e15:  # beyond any training run: plain scientific notation, never "1.67e+06T"
-        return f"{t:.3g}"
-    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(t) >= div:
-            return f"{t / div:.3g}{unit}"
-    return f"{t:.3g}"
+
+_fmt_tokens = format_tokens
 
 
 def _fmt_ci(ci) -> str:

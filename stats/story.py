@@ -34,6 +34,8 @@ from typing import Optional
 
 import numpy as np
 
+from stats.units import format_tokens
+
 #: A rise of at most this many heads is "few heads": its fitted t50 rests on single heads switching.
 FEW_HEADS = 5
 
@@ -61,13 +63,7 @@ def _overlap(a, b) -> Optional[bool]:
     return bool(lo <= hi)
 
 
-def _fmt(t) -> str:
-    if t is None or not np.isfinite(t):
-        return "-"
-    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(t) >= div:
-            return f"{t / div:.3g}{unit}"
-    return f"{t:.3g}"
+_fmt = format_tokens
 
 
 def _interval(ci) -> str:

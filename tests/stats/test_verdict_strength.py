@@ -1,0 +1,73 @@
+"""Verdicts proportionate to their evidence (stats.shape.qualify_verdict): a sharp verdict
+on two or three heads says it is weak, and a class's continuous metric that reads the
+other shape is stated in the reason; printed token counts stay readable."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from emergence.contract import MEAN_FIRST_TOKEN_METRIC
+from stats.analysis import analyse_curve
+from stats.config import AnalysisConfig
+from stats.curves import Curve, TrackedResults
+from stats.shape import ShapeVerdict, qualify_verdict
+from stats.units import format_tokens
+
+CFG = AnalysisConfig(n_boot=100, progress=False)
+TOK = np.logspace(8, 11, 10)
+REVS = np.array([f"step{i}" for i in range(10)])
+
+
+def test_a_share_interval_that_contains_the_cut_is_weak_evidence():
+    weak = qualify_verdict(ShapeVerdict("sharp", "r", {"max_jump_share_ci": [0.09, 0.99]}), {}, 0.5)
+    strong = qualify_verdict(ShapeVerdict("sharp", "r", {"max_jump_share_ci": [0.71, 0.83]}), {}, 0.5)
+    assert weak.evidence["strength"] == "weak" and "weak evidence" in weak.reason
+    assert strong.evidence["strength"] == "strong" and strong.reason == "r"
+    gradual = qualify_verdict(ShapeVerdict("gradual", "g", {"max_jump_share_ci": [0.2, 0.4]}), {}, 0.5)
+    assert gradual.evidence["strength"] == "strong"
+    none = ShapeVerdict("none", "flat", {})
+    assert qualify_verdict(none, {}, 0.5) is none  # no shape, nothing to qualify
+
+
+def test_a_continuous_metric_that_reads_the_other_shape_is_stated():
+    cont = {MEAN_FIRST_TOKEN_METRIC: {"max_jump_share": 0.2}, "mean_selectivity.bos": {"max_jump_share": 0.7}}
+    v = qualify_verdict(ShapeVerdict("sharp", "r", {"max_jump_share_ci": [0.6, 0.9]}), cont, 0.5)
+    assert v.evidence["continuous_disagrees"] == [MEAN_FIRST_TOKEN_METRIC]
+    assert "reads gradual (largest jump 20% of its range): sharp at the threshold only" in v.reason
+    g = qualify_verdict(ShapeVerdict("gradual", "g", {"max_jump_share_ci": [0.1, 0.3]}), cont, 0.5)
+    assert g.evidence["continuous_disagrees"] == ["mean_selectivity.bos"] and "reads sharp" in g.reason
+
+
+def toy_bos_results():
+    """The toy's BOS case: 2 of 3 heads cross the threshold between two checkpoints while the
+    mean first-token attention rises smoothly from 0.10 to 0.30."""
+    k = np.array([0, 0, 0, 0, 1, 3, 3, 3, 3, 3], float)
+    curve = Curve("toy", "bos", REVS, TOK, k, np.full(10, 64.0), identity=True)
+    attention = np.linspace(0.10, 0.30, 10)
+    cont = pd.DataFrame({"model": "toy", "revision": REVS, "tokens": TOK, "metric": MEAN_FIRST_TOKEN_METRIC,
+                         "value": attention})
+    results = TrackedResults(curves=pd.DataFrame(), layers=pd.DataFrame(), continuous=cont)
+    return curve, results
+
+
+def test_two_of_three_heads_read_sharp_weak_and_the_smooth_attention_is_said():
+    curve, results = toy_bos_results()
+    v = analyse_curve(curve, CFG, np.random.default_rng(0), results).verdict
+    assert v.shape == "sharp"
+    assert v.evidence["strength"] == "weak"
+    assert v.evidence["continuous_disagrees"] == [MEAN_FIRST_TOKEN_METRIC]
+    assert "weak evidence" in v.reason and "sharp at the threshold only" in v.reason
+
+
+def test_a_sharp_switch_of_many_heads_is_strong_evidence():
+    k = np.array([0, 0, 1, 2, 2, 150, 160, 162, 163, 163], float)
+    curve = Curve("big", "bos", REVS, TOK, k, np.full(10, 256.0), identity=True)
+    v = analyse_curve(curve, CFG, np.random.default_rng(0)).verdict
+    assert v.shape == "sharp" and v.evidence["strength"] == "strong" and "weak" not in v.reason
+
+
+@pytest.mark.parametrize("tokens, text", [(2.3e10, "23B"), (1.35e12, "1.35T"), (5.37e8, "537M"), (2100, "2.1K"),
+                                          (1.67e18, "1.67e+18"), (None, "-"), (float("nan"), "-")])
+def test_token_counts_print_as_people_write_them(tokens, text):
+    assert format_tokens(tokens) == text
+    assert "e+06T" not in format_tokens(1.67e18)
