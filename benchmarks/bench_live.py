@@ -50,6 +50,7 @@ def lockstep(model: str, work: Path, live_uri: str, sets=()) -> dict:
     from emergence.toy import as_recipe, checkpoint_schedule, recipe_hash, suite_folder
     from emergence.toy.corpus import ToyCorpus
     from emergence.toy.models import build_model
+    from emergence.toy.recipe import data_seed
     from emergence.toy.train import (_optimizer, _save_checkpoint, _save_state, _training_context, train_update,
                                      write_listing)
 
@@ -62,7 +63,7 @@ def lockstep(model: str, work: Path, live_uri: str, sets=()) -> dict:
         live_folder, listing_extra={"name": model, "recipe_hash": live_digest, "live_hash": live_hash(cfg)}))
     schedule = checkpoint_schedule(rec)
     save_at = {r["step"]: r["name"] for r in schedule}
-    corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, rec.seed)
+    corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, data_seed(rec))
     per_step = int(rec.batch_size) * int(rec.seq_len)
     extra = {"output_router_logits": True} if rec.family == "olmoe" else {}
     seconds = {"fixed": 0.0, "live": 0.0}

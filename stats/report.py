@@ -7,6 +7,7 @@ same folder (and headline metrics) as one MLflow run.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -339,6 +340,15 @@ def reproduction_latex(rep: dict) -> str:
     return "\n".join(lines)
 
 
+def metric_key(name: str) -> str:
+    """``name`` as an MLflow metric or tag key, which may hold only alphanumerics, ``_ - . : /``
+    and spaces: a curve's qualifier in brackets becomes a ``:`` suffix (``toy_neox [seed 0]`` ->
+    ``toy_neox:seed 0``, ``pythia_1b [synthetic_induction]`` -> ``pythia_1b:synthetic_induction``),
+    any other character ``_``."""
+    name = re.sub(r"\s*\[([^\]]*)\]", r":\1", str(name))
+    return re.sub(r"[^\w\-.:/ ]", "_", name)
+
+
 def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional[str], experiment: str,
                   params: Optional[dict] = None) -> str:
     """Log the output folder and headline metrics as one MLflow run; return its id."""
@@ -369,7 +379,7 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
     for k, v in (params or {}).items():
         client.log_param(rid, k, str(v)[:500])
     for c in summary["curves"]:
-        key = f"{c['model']}.{c['class']}"
+        key = metric_key(f"{c['model']}.{c['class']}")
         if c.get("t50") is not None:
             client.log_metric(rid, f"t50.{key}", float(c["t50"]))
         if c.get("max_jump_share") is not None:
@@ -378,19 +388,20 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
         if c.get("censored"):
             client.set_tag(rid, f"censored.{key}", c["censored"])
     for g in summary["gaps"]:
-        prefix = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap"
+        prefix, model = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap", metric_key(g["model"])
         if g.get("ratio") is not None:
-            client.log_metric(rid, f"{prefix}_ratio.{g['model']}", float(g["ratio"]))
+            client.log_metric(rid, f"{prefix}_ratio.{model}", float(g["ratio"]))
         if g.get("p_value") is not None:
-            client.log_metric(rid, f"{prefix}_p.{g['model']}", float(g["p_value"]))
+            client.log_metric(rid, f"{prefix}_p.{model}", float(g["p_value"]))
         if g.get("bound"):
-            client.set_tag(rid, f"{prefix}_bound.{g['model']}", g["bound"])
+            client.set_tag(rid, f"{prefix}_bound.{model}", g["bound"])
     for g in summary.get("pooled_gaps") or []:  # seed suites (stats/pooling.py)
+        model = metric_key(g["model"])
         for key in ("ratio", "p_value", "tau2", "i2"):
             if g.get(key) is not None:
-                client.log_metric(rid, f"pooled_gap_{key}.{g['model']}", float(g[key]))
+                client.log_metric(rid, f"pooled_gap_{key}.{model}", float(g[key]))
         if g.get("bound"):
-            client.set_tag(rid, f"pooled_gap_bound.{g['model']}", g["bound"])
+            client.set_tag(rid, f"pooled_gap_bound.{model}", g["bound"])
     client.log_artifacts(rid, str(out_dir))
     client.set_terminated(rid, "FINISHED")
     return rid
@@ -404,7 +415,8 @@ def _pooled_section(groups: list) -> list:
          "Runs of one model that differ only in their seeds (a seed suite), pooled per group by a random-effects "
          "meta-analysis of their log gap ratios (stats/pooling.py): the pooled ratio with its interval (Hartung-Knapp, "
          "t-based, for few runs; with a censored run, whose gap is a bound, the interval-censored likelihood and its "
-         "profile interval), the one-sided test of H0 pooled ratio <= 1, the between-run variance tau^2 (decades^2) "
+         "interval at the fitted tau^2, scaled as Hartung-Knapp's), the one-sided test of H0 pooled ratio <= 1, the "
+         "between-run variance tau^2 (decades^2) "
          "and I^2, and the prediction interval for a new run. A censored run enters as its bound (`>=` / `<=`), "
          "never as a point."]
     for g in groups:

@@ -207,40 +207,46 @@ def test_a_store_that_fails_is_reported_once_and_written_when_it_is_back(tmp_pat
     assert set(logged) == {r.data.params["revision"] for r in logged_runs}
 
 
-def test_the_plain_loop_example(tmp_path, store):
-    """The 10-line example of emergence/live/monitor.py (and the README), on a tiny GPT-NeoX."""
+def readme_example(marker):
+    """The README's python block that holds ``marker`` (README "Live screening during training")."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if marker in b]
+    assert len(blocks) == 1, f"README: {len(blocks)} python blocks hold {marker!r}"
+    return blocks[0]
+
+
+def test_the_plain_loop_example_of_the_readme_runs_as_written(tmp_path, store, monkeypatch):
+    """The README's plain-loop example, run as written on a tiny GPT-NeoX; only the store and a
+    shorter watch grid and probe (for a 30-step run of a 64-position model) are added to its overrides."""
     from transformers import AutoModelForCausalLM
 
-    from emergence.live import LiveMonitor, folder_config
+    import emergence.live
     from tiny_models import tiny_config
 
+    example = readme_example("LiveMonitor(cfg)")
+    assert len([line for line in example.splitlines() if line.strip()]) <= 11
+    original = emergence.live.folder_config
+    quick = [f"tracking.uri={store}", f"tracking.experiment={tmp_path.name}", "live.first_step=5",
+             "live.screens_per_decade=10", "live.n_sequences=8", "corpus.segment_length=12"]
+    monkeypatch.setattr(emergence.live, "folder_config",
+                        lambda *a, overrides=(), **k: original(*a, overrides=[*overrides, *quick], **k))
+    monkeypatch.chdir(tmp_path)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(tiny_config("gpt_neox", vocab_size=128, max_positions=64),
                                              attn_implementation="sdpa")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     B, T, n_steps = 4, 64, 30
     data = torch.randint(1, 128, (n_steps + 1, B, T), generator=torch.Generator().manual_seed(0))
-
-    def batch(step):
-        return data[step]
-
-    run = tmp_path / "runs" / "my_run"
-    cfg = folder_config("my_run", run, family="gpt_neox", tokens_per_step=B * T,
-                        overrides=["live=adaptive", f"tracking.uri={store}", f"tracking.experiment={tmp_path.name}",
-                                   "live.first_step=5",
-                                   "live.screens_per_decade=10", "live.n_sequences=8", "corpus.segment_length=12"])
-    monitor = LiveMonitor(cfg)
-    monitor.step(model, 0, 0)
-    for step in range(1, n_steps + 1):
-        loss = model(input_ids=batch(step), labels=batch(step)).loss
-        loss.backward(); optimizer.step(); optimizer.zero_grad()  # noqa: E702
-        if monitor.step(model, step, step * B * T, final=step == n_steps):
-            torch.save(optimizer.state_dict(), run / f"optimizer-{step}.pt")
-    monitor.finish()
+    scope = {"torch": torch, "model": model, "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-3),
+             "B": B, "T": T, "n_steps": n_steps, "batch": lambda step: data[step]}
+    exec(compile(example, "README.md (plain loop)", "exec"), scope)
+    monitor, run = scope["monitor"], tmp_path / "runs" / "my_run"
     data_ = listing(run)
     names = [r["name"] for r in data_["revisions"]]
     assert data_["complete"] and names[0] == "step0" and names[-1] == "step30"
     assert sorted(p.name for p in run.glob("optimizer-*.pt")) == sorted(f"optimizer-{n[4:]}.pt" for n in names[1:])
     assert all((run / n / "model.safetensors").is_file() for n in names)
-    screened = {r.data.params["revision"] for r in runs(cfg)}
+    screened = {r.data.params["revision"] for r in runs(monitor.cfg)}
     assert set(names) <= screened and len(screened) == monitor.screens

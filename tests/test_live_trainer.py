@@ -147,3 +147,42 @@ def test_the_saved_checkpoints_are_screened_once(trained):
     results = screen_revisions(view, validate(view), progress=False)  # live=adaptive selects revision=all
     assert [r.revision.name for r in results] == [f"checkpoint-{s}" for s in (0, 2, 20, 25, 27, 29, 40)]
     assert all(r.skipped for r in results) and len(store_runs(uri)) == 16
+
+
+def test_the_trainer_example_of_the_readme_runs_as_written(tmp_path, monkeypatch):
+    """The README's HF Trainer example, run as written on a tiny GPT-NeoX: only the number of
+    steps (and the CPU, a batch size, no progress bar) and, in its overrides, the store and a
+    shorter watch grid and probe are changed. Tokens come from ``include_num_input_tokens_seen``."""
+    import re
+    from pathlib import Path
+
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    import emergence.live
+    from tiny_models import tiny_config
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "LiveCallback(cfg)" in b]
+    assert len([line for line in example.splitlines() if line.strip()]) <= 10
+    real_args, real_config = transformers.TrainingArguments, emergence.live.folder_config
+    uri = f"sqlite:///{tmp_path}/store/mlflow.db"
+    quick = [f"tracking.uri={uri}", "live.first_step=2", "live.screens_per_decade=5", "live.n_sequences=8",
+             "corpus.segment_length=12"]
+    monkeypatch.setattr(transformers, "TrainingArguments", lambda *a, **k: real_args(*a, **{
+        **k, "max_steps": 12, "per_device_train_batch_size": 4, "use_cpu": True, "disable_tqdm": True,
+        "logging_strategy": "no"}))
+    monkeypatch.setattr(emergence.live, "folder_config",
+                        lambda *a, overrides=(), **k: real_config(*a, overrides=[*overrides, *quick], **k))
+    monkeypatch.chdir(tmp_path)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(tiny_config("gpt_neox", vocab_size=128, max_positions=64),
+                                             attn_implementation="sdpa")
+    scope = {"model": model, "data": Sequences(n=64)}
+    exec(compile(example, "README.md (HF Trainer)", "exec"), scope)
+    listing = json.loads((tmp_path / "runs" / "my_model" / "revisions.json").read_text())
+    steps = [r["step"] for r in listing["revisions"]]
+    assert listing["complete"] and steps[0] == 0 and steps[-1] == 12
+    assert all(r["tokens"] == r["step"] * 4 * 64 for r in listing["revisions"])   # counted by the Trainer
+    runs = store_runs(uri)
+    assert {r.data.params["revision"] for r in runs} >= {r["name"] for r in listing["revisions"]}

@@ -219,3 +219,26 @@ def test_stats_runs_are_named_after_what_they_analysed(tmp_path):
     run = mlflow.MlflowClient(uri).get_run(rid)
     assert run.info.run_name == "stats: toy_neox, toy_olmo (bos, induction) from emergence"
     assert run.data.tags["stats.models"] == "toy_neox,toy_olmo"
+
+
+def test_stats_runs_log_the_curves_of_seed_runs_and_probes_under_valid_keys(tmp_path):
+    """Curve names carry a qualifier in brackets (``toy_neox [seed 0]``, ``pythia_1b [xu2026]``),
+    which MLflow refuses in a metric or tag key: they are logged as ``toy_neox:seed 0``."""
+    import mlflow
+
+    from stats.report import log_to_mlflow, metric_key
+
+    assert metric_key("toy_neox [seed 0].induction") == "toy_neox:seed 0.induction"
+    assert metric_key("m [probe=a,b]") == "m:probe_a_b"
+    (tmp_path / "out").mkdir()
+    summary = {"curves": [{"model": "toy_neox [seed 0]", "class": "bos", "shape": "none", "t50": 2.5e6,
+                           "max_jump_share": 0.6, "censored": "right"}],
+               "gaps": [{"model": "toy_neox [seed 0]", "definition": "fitted", "ratio": 2.0, "p_value": 0.01,
+                         "bound": "lower"}],
+               "pooled_gaps": [{"model": "toy_neox", "ratio": 1.5, "p_value": 0.2, "tau2": 0.0, "i2": 0.0}]}
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    run = mlflow.MlflowClient(uri).get_run(log_to_mlflow(tmp_path / "out", summary, uri, None, "seeds"))
+    assert run.data.metrics["t50.toy_neox:seed 0.bos"] == 2.5e6
+    assert run.data.metrics["gap_ratio.toy_neox:seed 0"] == 2.0
+    assert run.data.tags["censored.toy_neox:seed 0.bos"] == "right"
+    assert run.data.metrics["pooled_gap_ratio.toy_neox"] == 1.5

@@ -10,15 +10,14 @@ checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=True
 with it (tested: tests/test_live_trainer.py). The lookback copy (the screen before a jump) is written by the monitor itself
 as ``checkpoint-<M>/`` (weights and config only). The last step is always saved.
 
-An HF ``Trainer`` (10 lines)::
+An HF ``Trainer`` (the README's example, which tests/test_live_trainer.py runs as written)::
 
     from transformers import Trainer, TrainingArguments
     from emergence.live import LiveCallback, folder_config
 
     args = TrainingArguments("runs/my_model", max_steps=3000, save_strategy="no", report_to="none",
                              include_num_input_tokens_seen=True)
-    cfg = folder_config("my_model", args.output_dir, family="gpt_neox",
-                        overrides=["live=adaptive", "tracking.uri=sqlite:////abs/mlflow.db"])
+    cfg = folder_config("my_model", args.output_dir, family="gpt_neox", overrides=["live=adaptive"])
     trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[LiveCallback(cfg)])
     trainer.train()   # runs appear in the store as it trains; checkpoints where the counts move
     # then: python -m stats ..., or python -m emergence model.revisions=folder model.path=runs/my_model ...

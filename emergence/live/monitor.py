@@ -8,12 +8,13 @@ asks for (emergence/live/checkpoints.py) and logs the screen as a run (emergence
 in a background thread). It returns True when it saved a checkpoint of this step (a
 loop that wants to resume saves its optimizer state then, with :meth:`state_dict`).
 
-A plain PyTorch loop (10 lines; tests/test_live_monitor.py runs it)::
+A plain PyTorch loop (10 lines: the README's example, which tests/test_live_monitor.py runs
+as written)::
 
     from emergence.live import LiveMonitor, folder_config
 
     cfg = folder_config("my_run", "runs/my_run", family="gpt_neox", tokens_per_step=B * T,
-                        overrides=["live=adaptive", "tracking.uri=sqlite:////abs/mlflow.db"])
+                        overrides=["live=adaptive"])
     monitor = LiveMonitor(cfg)                  # checkpoints: runs/my_run/step<N>/ and revisions.json
     monitor.step(model, 0, 0)                   # the initial weights
     for step in range(1, n_steps + 1):
