@@ -38,6 +38,8 @@ RUN = {
     "python -m emergence -m model=pythia_1b,olmo_1b_0724,olmoe_1b_7b_0924 revision=logspaced dry_run=true":
         r"dry run: 30 job\(s\)",
     "python -m emergence model=pythia_1b revision=logspaced dry_run=true": r"dry run: 10 job\(s\)",
+    "python -m emergence -m model=polypythia model.size=160m model.seed=1,2,3 revision=logspaced dry_run=true":
+        r"EleutherAI/pythia-160m-seed3(.|\n)*dry run: 30 job\(s\)",
     "python -m stats source=xu2026": r"stats: 12 curves",
     "python -m stats source=xu2026 analysis.thresholds.bos=50 analysis.thresholds.induction=100": r"stats: 12 curves",
 }
