@@ -25,13 +25,38 @@ from emergence.probes import CHECKS as CORPUS_CHECKS, CORPORA, ModelLimits, buil
 from emergence.revisions import Revision
 from emergence.screens import check_screen, recipe_for, screen
 from emergence.screens.ablation import check_heads
-from emergence.contract import (CONFIG_HASH_TAG, FAMILY_PARAM, HEAD_DIM_PARAM, HOST_TAG, INDUCTION_LOSS_METRIC, MODEL_PARAM,
-                                MODEL_TAG, PARENT_TAG, PID_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, PROBE_PARAM,
-                                REGISTRY_INDEX_PARAM, REGISTRY_SIZE_PARAM, REVISION_PARAM, REVISION_TAG, SCREEN_TAG,
-                                STEP_PARAM, SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG, count_metric, fraction_metric,
-                                parse_metric, sqlite_file)
-from emergence.storecheck import store_problem
-from emergence.tracking import StoreError, Tracker, config_hash, flatten
+from emergence.contract import (
+    CONFIG_HASH_TAG,
+    FAMILY_PARAM,
+    HEAD_DIM_PARAM,
+    HOST_TAG,
+    INDUCTION_LOSS_METRIC,
+    MODEL_PARAM,
+    MODEL_TAG,
+    PARENT_TAG,
+    PID_TAG,
+    N_HEADS_PARAM,
+    N_LAYERS_PARAM,
+    PRETRAINING_CORPUS_PARAM,
+    PROBE_PARAM,
+    REGISTRY_INDEX_PARAM,
+    REGISTRY_SIZE_PARAM,
+    REVISION_PARAM,
+    REVISION_TAG,
+    SCREEN_TAG,
+    STEP_PARAM,
+    SWEEP_TAG,
+    TOKENS_METRIC,
+    TOKENS_PARAM,
+    TOKENS_TAG,
+    count_metric,
+    fraction_metric,
+    parse_metric,
+)
+from emergence.contract.store import sqlite_file
+from emergence.contract.storecheck import store_problem
+from emergence.tracking import Tracker, config_hash, flatten
+from emergence.contract.store import StoreError
 
 SUMMARY_METRICS = (fraction_metric("bos"), count_metric("induction"), INDUCTION_LOSS_METRIC)
 
@@ -83,7 +108,7 @@ def validate(cfg: DictConfig) -> List[Revision]:
 
 
 def check_store(tracking) -> None:
-    """The store of ``tracking`` can be used (emergence/storecheck.py: a known scheme; a local
+    """The store of ``tracking`` can be used (emergence/contract/storecheck.py: a known scheme; a local
     store writable, a server answering within ``tracking.connect_timeout_s``); checked once per
     process and store, before any work, dry runs included."""
     _check_store(str(tracking.uri), tracking.get("artifacts"), float(tracking.get("connect_timeout_s", 10.0)))

@@ -52,9 +52,9 @@ def load_results(src):
 
 def check_stores(conf: StatsConfig) -> None:
     """The stores the analysis reads (``source.tracking_uri``) and writes (``tracking.uri``, when
-    ``tracking.log``) can be used, before anything is read (emergence/storecheck.py: a known
+    ``tracking.log``) can be used, before anything is read (emergence/contract/storecheck.py: a known
     scheme, a server that answers, a local store that can be written)."""
-    from emergence.storecheck import store_problem
+    from emergence.contract.storecheck import store_problem
 
     checks = []
     if conf.source.kind == "mlflow" and conf.source.tracking_uri:
@@ -98,7 +98,7 @@ def main(cfg: DictConfig) -> None:
         conf: StatsConfig = OmegaConf.to_object(cfg)
         paths = run(conf)
     except StatsError as exc:
-        from emergence.validation import discard_run_dir
+        from emergence.contract.checks import discard_run_dir
 
         print(f"stats: error: {exc}", file=sys.stderr)
         discard_run_dir(str(stats.emergence_home() / "outputs"))  # a refused analysis leaves no Hydra log
@@ -124,7 +124,7 @@ def with_run_dir(argv: list) -> list:
 def cli() -> None:
     """``python -m stats``: the command line is composed and checked first (every value of a
     ``-m`` sweep), so a wrong type, a misspelt key or a bad value is one line and exit 2."""
-    from emergence.validation import precheck
+    from emergence.contract.checks import precheck
 
     try:
         precheck(sys.argv[1:], str(stats.CONF_DIR), "stats", StatsConfig, StatsError, check_config)
