@@ -542,25 +542,18 @@ def format_markdown(rows: List[Dict[str, str]]) -> str:
 
 
 def stats_report(cfg: DictConfig, models: List[str]) -> str:
-    """Run ``python -m stats`` on this job's models (a subprocess: stats never imports
-    the model code, and has its own Hydra app). Returns its last line of output. It runs in
-    this process's working directory and environment, so its outputs land beside the job's
-    (``${emergence_home:}/outputs``)."""
-    import subprocess
-    import sys
+    """The statistics of this job's models (``stats.api.analyse_store``, in this process): the
+    report lands beside the job's outputs (``${emergence_home:}/outputs/stats/...``) and is logged
+    into the job's store. Returns stats' one-line summary, or why it failed and how to rerun it."""
+    from stats.api import analyse_store  # the statistics stack (scipy, statsmodels, matplotlib) only when asked for
+    from stats.errors import StatsError
 
-    cmd = [sys.executable, "-m", "stats", f"source.tracking_uri={cfg.tracking.uri}",
-           f"source.experiment={cfg.tracking.experiment}", f"source.models=[{','.join(models)}]",
-           f"tracking.uri={cfg.tracking.uri}",
-           f"tracking.artifacts={cfg.tracking.artifacts if cfg.tracking.artifacts else 'null'}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    out = [line for line in proc.stdout.splitlines() if line.strip()]
-    if proc.returncode == 0 and out:
-        return out[-1]  # stats' own one-line summary (its progress bars go to stderr)
-    lines = out + [line for line in proc.stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if "rror" in line and "HYDRA_FULL_ERROR" not in line]
-    return (f"stats report failed (exit {proc.returncode}): {errors[-1] if errors else 'no output'}\n"
-            f"  rerun it with: {' '.join(cmd[1:]).replace(sys.executable, 'python')}")
+    try:
+        return analyse_store(cfg.tracking.uri, cfg.tracking.experiment, models, cfg.tracking.artifacts)
+    except Exception as exc:  # noqa: BLE001  (the screens are logged; a failing report does not fail the job)
+        why = str(exc) if isinstance(exc, StatsError) else f"{type(exc).__name__}: {exc}"
+        return (f"stats report failed: {why}\n  rerun it with: python -m stats source.tracking_uri={cfg.tracking.uri} "
+                f"source.experiment={cfg.tracking.experiment} source.models=[{','.join(models)}]")
 
 
 def ui_command(uri: str) -> str:
