@@ -41,9 +41,9 @@ def in_multirun() -> bool:
 
 def refuse(exc: BaseException) -> None:
     """Exit 2 with one line for input refused inside the Hydra app, leaving no Hydra log behind
-    (emergence.validation.discard_run_dir)."""
+    (emergence.contract.checks.discard_run_dir)."""
     from emergence import emergence_home
-    from emergence.validation import discard_run_dir
+    from emergence.contract.checks import discard_run_dir
 
     print(f"error: {exc}", file=sys.stderr)
     discard_run_dir(str(emergence_home() / "outputs"))
@@ -54,9 +54,9 @@ def refuse(exc: BaseException) -> None:
 def main(cfg: DictConfig):
     from emergence.job import (JobFailed, format_markdown, format_plan, format_table, formation_rows, plan_jobs,
                                run_job, stats_report)
-    from emergence.mlflow_ui import open_lines
+    from emergence.contract.mlflow_ui import open_lines
     from emergence.parent_run import job_parent
-    from emergence.tracking import StoreError
+    from emergence.contract.store import StoreError
 
     if cfg.get("dry_run") and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
         try:
@@ -103,7 +103,7 @@ def precheck(argv) -> None:
     """Compose the command line (each value of a ``-m`` sweep) and check it against the schema
     before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line."""
     from emergence.config import EmergenceConfig
-    from emergence.validation import precheck as compose_and_check
+    from emergence.contract.checks import precheck as compose_and_check
 
     check_command_line(argv)
     compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)

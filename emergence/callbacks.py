@@ -29,7 +29,7 @@ class SweepSummary(Callback):
 
         from emergence import sweepstate
         from emergence.job import format_markdown, format_table, formation_rows, stats_report
-        from emergence.mlflow_ui import open_lines
+        from emergence.contract.mlflow_ui import open_lines
         from emergence.parent_run import log_figures, sweep_parent
 
         returns = sweepstate.RETURNS or self.returns

@@ -5,7 +5,7 @@ dataclass here; the primary config ``conf/config.yaml`` lists the schema
 ``emergence_schema`` first in its defaults, so Hydra merges every group option into
 a typed node: a misspelt key or a wrong type fails at composition and the error
 names the key. Each field's constraint (range, choices) sits next to it, in its
-``metadata`` (see emergence/validation.py); :func:`check_config` checks a composed
+``metadata`` (see emergence/contract/checks.py); :func:`check_config` checks a composed
 config against them, in one line, before any model is loaded or trained.
 """
 
@@ -17,16 +17,17 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from emergence import families, head_classes, sources
+from emergence import families, sources
+from emergence.contract import head_classes
 from emergence.contract import SEED_KINDS
 from emergence.sources import polypythia
 from emergence.revisions import SELECTIONS
 from emergence.live.config import LiveConfig
 from emergence.toy.recipe import ToyRecipeConfig
-from emergence.validation import SEED, check
+from emergence.contract.checks import SEED, check
 
 #: The head classes of the selectivity screen (METHODS section 5), from the registry
-#: emergence/head_classes/ (one file per class), as it stands at import.
+#: emergence/contract/head_classes/ (one file per class), as it stands at import.
 HEAD_CLASSES = head_classes.names()
 #: Architecture families (``model.family``): the registry emergence/families/ (one file per
 #: family), as it stands at import.
@@ -254,7 +255,7 @@ class TrackingConfig:
     #: rival claims (a local SQLite store claims under a file lock instead).
     claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
     #: Seconds to wait for a tracking (or database) server to answer the check made before any
-    #: work (emergence/storecheck.py): an unreachable store is refused in one line, not after minutes.
+    #: work (emergence/contract/storecheck.py): an unreachable store is refused in one line, not after minutes.
     connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
 
 

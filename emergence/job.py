@@ -25,13 +25,38 @@ from emergence.probes import CHECKS as CORPUS_CHECKS, CORPORA, ModelLimits, buil
 from emergence.revisions import Revision
 from emergence.screens import check_screen, recipe_for, screen
 from emergence.screens.ablation import check_heads
-from emergence.contract import (CONFIG_HASH_TAG, FAMILY_PARAM, HEAD_DIM_PARAM, HOST_TAG, INDUCTION_LOSS_METRIC, MODEL_PARAM,
-                                MODEL_TAG, PARENT_TAG, PID_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, PROBE_PARAM,
-                                REGISTRY_INDEX_PARAM, REGISTRY_SIZE_PARAM, REVISION_PARAM, REVISION_TAG, SCREEN_TAG,
-                                STEP_PARAM, SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG, count_metric, fraction_metric,
-                                parse_metric, sqlite_file)
-from emergence.storecheck import store_problem
-from emergence.tracking import StoreError, Tracker, config_hash, flatten
+from emergence.contract import (
+    CONFIG_HASH_TAG,
+    FAMILY_PARAM,
+    HEAD_DIM_PARAM,
+    HOST_TAG,
+    INDUCTION_LOSS_METRIC,
+    MODEL_PARAM,
+    MODEL_TAG,
+    PARENT_TAG,
+    PID_TAG,
+    N_HEADS_PARAM,
+    N_LAYERS_PARAM,
+    PRETRAINING_CORPUS_PARAM,
+    PROBE_PARAM,
+    REGISTRY_INDEX_PARAM,
+    REGISTRY_SIZE_PARAM,
+    REVISION_PARAM,
+    REVISION_TAG,
+    SCREEN_TAG,
+    STEP_PARAM,
+    SWEEP_TAG,
+    TOKENS_METRIC,
+    TOKENS_PARAM,
+    TOKENS_TAG,
+    count_metric,
+    fraction_metric,
+    parse_metric,
+)
+from emergence.contract.store import sqlite_file
+from emergence.contract.storecheck import store_problem
+from emergence.tracking import Tracker, config_hash, flatten
+from emergence.contract.store import StoreError
 
 SUMMARY_METRICS = (fraction_metric("bos"), count_metric("induction"), INDUCTION_LOSS_METRIC)
 
@@ -83,7 +108,7 @@ def validate(cfg: DictConfig) -> List[Revision]:
 
 
 def check_store(tracking) -> None:
-    """The store of ``tracking`` can be used (emergence/storecheck.py: a known scheme; a local
+    """The store of ``tracking`` can be used (emergence/contract/storecheck.py: a known scheme; a local
     store writable, a server answering within ``tracking.connect_timeout_s``); checked once per
     process and store, before any work, dry runs included."""
     _check_store(str(tracking.uri), tracking.get("artifacts"), float(tracking.get("connect_timeout_s", 10.0)))
@@ -517,25 +542,18 @@ def format_markdown(rows: List[Dict[str, str]]) -> str:
 
 
 def stats_report(cfg: DictConfig, models: List[str]) -> str:
-    """Run ``python -m stats`` on this job's models (a subprocess: stats never imports
-    the model code, and has its own Hydra app). Returns its last line of output. It runs in
-    this process's working directory and environment, so its outputs land beside the job's
-    (``${emergence_home:}/outputs``)."""
-    import subprocess
-    import sys
+    """The statistics of this job's models (``stats.api.analyse_store``, in this process): the
+    report lands beside the job's outputs (``${emergence_home:}/outputs/stats/...``) and is logged
+    into the job's store. Returns stats' one-line summary, or why it failed and how to rerun it."""
+    from stats.api import analyse_store  # the statistics stack (scipy, statsmodels, matplotlib) only when asked for
+    from stats.errors import StatsError
 
-    cmd = [sys.executable, "-m", "stats", f"source.tracking_uri={cfg.tracking.uri}",
-           f"source.experiment={cfg.tracking.experiment}", f"source.models=[{','.join(models)}]",
-           f"tracking.uri={cfg.tracking.uri}",
-           f"tracking.artifacts={cfg.tracking.artifacts if cfg.tracking.artifacts else 'null'}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    out = [line for line in proc.stdout.splitlines() if line.strip()]
-    if proc.returncode == 0 and out:
-        return out[-1]  # stats' own one-line summary (its progress bars go to stderr)
-    lines = out + [line for line in proc.stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if "rror" in line and "HYDRA_FULL_ERROR" not in line]
-    return (f"stats report failed (exit {proc.returncode}): {errors[-1] if errors else 'no output'}\n"
-            f"  rerun it with: {' '.join(cmd[1:]).replace(sys.executable, 'python')}")
+    try:
+        return analyse_store(cfg.tracking.uri, cfg.tracking.experiment, models, cfg.tracking.artifacts)
+    except Exception as exc:  # noqa: BLE001  (the screens are logged; a failing report does not fail the job)
+        why = str(exc) if isinstance(exc, StatsError) else f"{type(exc).__name__}: {exc}"
+        return (f"stats report failed: {why}\n  rerun it with: python -m stats source.tracking_uri={cfg.tracking.uri} "
+                f"source.experiment={cfg.tracking.experiment} source.models=[{','.join(models)}]")
 
 
 def ui_command(uri: str) -> str:

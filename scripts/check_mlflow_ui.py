@@ -11,7 +11,7 @@ needed), saves a PNG of each and says what each shows:
    ``compareRunsMode=CHART``): must show the runs grouped by model and the charts against tokens;
 3. ``bare``: the bare experiment URL ``#/experiments/<id>`` (what the experiment list links
    to) in a fresh browser: reported as found (MLflow 3.17.2 opens it on the GenAI overview,
-   the UI's default: emergence/mlflow_ui.py);
+   the UI's default: emergence/contract/mlflow_ui.py);
 4. ``switched``: "Model training" clicked once in the sidebar, then the bare URL opened again
    in that browser: must show the runs table (the browser remembers the switch).
 
@@ -87,7 +87,7 @@ def make_study(home: Path) -> str:
 
 def copy_store(store: Path, work: Path, experiment: str) -> str:
     """A copy of ``store`` with the tags the tool writes (its runs' artifacts stay where they are)."""
-    from emergence.tracking import prepare_store
+    from emergence.contract.store import prepare_store
 
     shutil.copy2(store, work / "mlflow.db")
     uri = f"sqlite:///{work}/mlflow.db"
@@ -164,7 +164,7 @@ def look(browser: Browser, url: str, want: str, view_section: str, shot: Path, t
 
 
 def check_pages(port: int, experiment_id: str, out: Path, work: Path) -> dict:
-    from emergence.mlflow_ui import experiment_url, view_url
+    from emergence.contract.mlflow_ui import experiment_url, view_url
 
     section = "Against tokens"
     base = f"http://127.0.0.1:{port}"

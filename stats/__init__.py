@@ -6,7 +6,7 @@ the induction and attention-sink transitions, and is the separation real.
 Definitions follow METHODS section 8; each module states the math it implements.
 
 Flow (one direction; of ``emergence`` this package imports only the model-free run
-contract ``emergence.contract`` and head-class registry ``emergence.head_classes``):
+contract ``emergence.contract`` and head-class registry ``emergence.contract.head_classes``):
     curves (read MLflow / CSV), heads (per-head tables, thresholds at analysis time)
     -> models (fits) -> changepoint, shape, times, hypotheses, findings, pr_lead,
     milestones, sensitivity -> analysis (+ reference: the study's reported figures)

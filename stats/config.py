@@ -6,7 +6,7 @@ type fails at composition, naming the key. The same dataclasses are the options 
 :func:`stats.analysis.analyse` when the suite is used as a library.
 
 Each option's constraint (range, choices) sits next to it, in its ``metadata``; the
-schema walker emergence/validation.py (torch-free) checks them: :func:`check_config`
+schema walker emergence/contract/checks.py (torch-free) checks them: :func:`check_config`
 (the command line, before any data is read) and :func:`check_analysis` (the library).
 """
 
@@ -18,8 +18,8 @@ from typing import List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from emergence import head_classes as class_registry  # torch-free: class names and default thresholds
-from emergence.validation import SEED, check  # torch-free: the schema walker both apps share
+from emergence.contract import head_classes as class_registry  # torch-free: class names and default thresholds
+from emergence.contract.checks import SEED, check  # torch-free: the schema walker both apps share
 
 SOURCE_KINDS = ("mlflow", "csv", "heads_csv")
 #: The verdict rule's regimes (stats/shape.py): counts that follow the same heads, or independent draws.
@@ -32,14 +32,14 @@ PR_COLUMNS = ("pr", "pr_corrected")
 
 
 def class_names() -> tuple:
-    """The head classes registered now (:mod:`emergence.head_classes`, read at each call,
+    """The head classes registered now (:mod:`emergence.contract.head_classes`, read at each call,
     so a class registered after import counts), the choices of every ``*_class`` key."""
     from stats.curves import class_names as registered
 
     return registered()
 
 
-#: Constraints shared by several fields (see emergence/validation.py).
+#: Constraints shared by several fields (see emergence/contract/checks.py).
 CLASS = {"choices": class_names}
 SHARE = {"gt": 0, "lt": 1}
 POSITIVE = {"gt": 0, "finite": True}
@@ -148,7 +148,7 @@ class PRLeadConfig:
 
 #: Selectivity thresholds applied at analysis time to per-head data (x over a uniform
 #: head): a head is flagged class c when S_c >= threshold_c. One float field per head
-#: class of the registry (emergence/head_classes/), its default the class's default
+#: class of the registry (emergence/contract/head_classes/), its default the class's default
 #: threshold (the screen's, and the reference study's).
 ThresholdsConfig = make_dataclass(
     "ThresholdsConfig", [(name, float, field(default=t)) for name, t in class_registry.default_thresholds().items()],

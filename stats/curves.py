@@ -20,7 +20,7 @@ Tables of a :class:`TrackedResults` (pandas DataFrames):
 
 The names of what a run logs (metrics, params, tags, ``heads.csv`` columns) and a run's
 identity come from the run contract, :mod:`emergence.contract`; the head classes from
-the registry :mod:`emergence.head_classes` (neither imports model code).
+the registry :mod:`emergence.contract.head_classes` (neither imports model code).
 
 Rules: only runs tagged ``emergence.status = complete`` are read (configurable);
 runs are keyed on (model, revision, probe, seed) (:func:`read_mlflow`): several runs of
@@ -46,17 +46,37 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from emergence import contract, head_classes
-from emergence.contract import (COUNT, HEAD_KEY_COLUMNS, HEADS_ARTIFACT, LAYER_COUNT, MEAN_SELECTIVITY, MODEL_PARAM, N_HEADS_PARAM,
-                                N_HEADS_TOTAL_METRIC, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM, STATUS_COMPLETE,
-                                REGISTRY_INDEX_PARAM, SEED_KINDS, STATUS_TAG, SWEEP_TAG, TOKENS_PARAM, RunIdentity,
-                                RunSeed, parse_metric, probe_kind, sqlite_file)
+from emergence import contract
+from emergence.contract import head_classes
+from emergence.contract import (
+    COUNT,
+    HEAD_KEY_COLUMNS,
+    HEADS_ARTIFACT,
+    LAYER_COUNT,
+    MEAN_SELECTIVITY,
+    MODEL_PARAM,
+    N_HEADS_PARAM,
+    N_HEADS_TOTAL_METRIC,
+    N_LAYERS_PARAM,
+    PRETRAINING_CORPUS_PARAM,
+    STATUS_COMPLETE,
+    REGISTRY_INDEX_PARAM,
+    SEED_KINDS,
+    STATUS_TAG,
+    SWEEP_TAG,
+    TOKENS_PARAM,
+    RunIdentity,
+    RunSeed,
+    parse_metric,
+    probe_kind,
+)
+from emergence.contract.store import sqlite_file
 from stats.errors import StatsError
 
 
 
 def class_names() -> tuple:
-    """The head classes known now (the registry, :mod:`emergence.head_classes`)."""
+    """The head classes known now (the registry, :mod:`emergence.contract.head_classes`)."""
     return head_classes.names()
 
 

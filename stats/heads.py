@@ -37,7 +37,7 @@ from typing import Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from emergence import head_classes
+from emergence.contract import head_classes
 from emergence.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS, PR_MEAN_METRIC, PRIMARY_COLUMN, column_class,
                                 flag_column, mean_selectivity_metric, selectivity_column)
 from stats.curves import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens, class_names, label_seeds, read_table

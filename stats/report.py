@@ -13,6 +13,7 @@ from typing import Optional
 
 import numpy as np
 
+from emergence.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
 from stats.units import format_tokens
 
 
@@ -351,20 +352,11 @@ def metric_key(name: str) -> str:
 
 def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional[str], experiment: str,
                   params: Optional[dict] = None) -> str:
-    """Log the output folder and headline metrics as one MLflow run; return its id."""
-    from mlflow.tracking import MlflowClient
+    """Log the output folder and headline metrics as one MLflow run, through the store both apps
+    write with (:func:`emergence.contract.store.log_run`: prepared under its lock, retried on a
+    locked SQLite file, an I/O failure one line); return its id."""
+    from emergence.contract.store import log_run
 
-    from emergence.contract import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, artifact_location
-
-    client = MlflowClient(tracking_uri=tracking_uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:  # a model-development experiment, as the screens' (emergence/mlflow_ui.py)
-        exp_id = client.create_experiment(experiment, artifact_location=artifact_location(tracking_uri, experiment, artifacts),
-                                          tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
-    else:
-        exp_id = exp.experiment_id
-        if exp.tags.get(EXPERIMENT_KIND_TAG) != EXPERIMENT_KIND:
-            client.set_experiment_tag(exp_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
     # Named after what it analysed: the models, the classes, and the source (experiment or file).
     models = sorted({c["model"] for c in summary["curves"]})
     classes = sorted({c["class"] for c in summary["curves"]})
@@ -372,39 +364,53 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
     source = str(source).rsplit("/", 1)[-1]
     name = (f"stats: {', '.join(models) or 'no curves'}"
             + (f" ({', '.join(classes)})" if classes else "") + (f" from {source}" if source else ""))
-    run = client.create_run(exp_id, tags={"stats.kind": "analysis", "mlflow.runName": name[:250],
-                                          "emergence.kind": "stats", "stats.models": ",".join(models)[:5000],
-                                          "stats.classes": ",".join(classes), "stats.source": str(source)})
-    rid = run.info.run_id
-    for k, v in (params or {}).items():
-        client.log_param(rid, k, str(v)[:500])
+    tags = {STATS_KIND_TAG: "analysis", KIND_TAG: "stats", STATS_MODELS_TAG: ",".join(models)[:5000],
+            STATS_CLASSES_TAG: ",".join(classes), STATS_SOURCE_TAG: str(source)}
+    tags.update(summary_tags(summary))
+    return log_run(tracking_uri, experiment, artifacts, name=name, tags=tags, params=params or {},
+                   metrics=summary_metrics(summary), folder=out_dir)
+
+
+def summary_metrics(summary: dict) -> dict:
+    """The headline numbers of ``summary.json`` as MLflow metrics: each curve's t50 and largest-jump
+    share, each gap's ratio and p-value (fitted ``gap_*``, milestone ``milestone_gap_*``), each
+    pooled gap's ratio, p-value, tau^2 and I^2 (keys made safe by :func:`metric_key`)."""
+    out = {}
     for c in summary["curves"]:
         key = metric_key(f"{c['model']}.{c['class']}")
-        if c.get("t50") is not None:
-            client.log_metric(rid, f"t50.{key}", float(c["t50"]))
-        if c.get("max_jump_share") is not None:
-            client.log_metric(rid, f"max_jump_share.{key}", float(c["max_jump_share"]))
-        client.set_tag(rid, f"shape.{key}", c["shape"])
-        if c.get("censored"):
-            client.set_tag(rid, f"censored.{key}", c["censored"])
+        for name in ("t50", "max_jump_share"):
+            if c.get(name) is not None:
+                out[f"{name}.{key}"] = float(c[name])
     for g in summary["gaps"]:
         prefix, model = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap", metric_key(g["model"])
-        if g.get("ratio") is not None:
-            client.log_metric(rid, f"{prefix}_ratio.{model}", float(g["ratio"]))
-        if g.get("p_value") is not None:
-            client.log_metric(rid, f"{prefix}_p.{model}", float(g["p_value"]))
-        if g.get("bound"):
-            client.set_tag(rid, f"{prefix}_bound.{model}", g["bound"])
+        for name, field in (("ratio", "ratio"), ("p", "p_value")):
+            if g.get(field) is not None:
+                out[f"{prefix}_{name}.{model}"] = float(g[field])
     for g in summary.get("pooled_gaps") or []:  # seed suites (stats/pooling.py)
         model = metric_key(g["model"])
-        for key in ("ratio", "p_value", "tau2", "i2"):
-            if g.get(key) is not None:
-                client.log_metric(rid, f"pooled_gap_{key}.{model}", float(g[key]))
+        for name in ("ratio", "p_value", "tau2", "i2"):
+            if g.get(name) is not None:
+                out[f"pooled_gap_{name}.{model}"] = float(g[name])
+    return out
+
+
+def summary_tags(summary: dict) -> dict:
+    """The verdicts of ``summary.json`` as MLflow tags: each curve's shape and censoring, each
+    gap's bound side."""
+    out = {}
+    for c in summary["curves"]:
+        key = metric_key(f"{c['model']}.{c['class']}")
+        out[f"shape.{key}"] = c["shape"]
+        if c.get("censored"):
+            out[f"censored.{key}"] = c["censored"]
+    for g in summary["gaps"]:
+        prefix = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap"
         if g.get("bound"):
-            client.set_tag(rid, f"pooled_gap_bound.{model}", g["bound"])
-    client.log_artifacts(rid, str(out_dir))
-    client.set_terminated(rid, "FINISHED")
-    return rid
+            out[f"{prefix}_bound.{metric_key(g['model'])}"] = g["bound"]
+    for g in summary.get("pooled_gaps") or []:
+        if g.get("bound"):
+            out[f"pooled_gap_bound.{metric_key(g['model'])}"] = g["bound"]
+    return out
 
 
 def _pooled_section(groups: list) -> list:

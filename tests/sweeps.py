@@ -55,7 +55,7 @@ def all_runs(uri: str, experiment: str = EXPERIMENT, view: str = "active"):
     import mlflow
     from mlflow.entities import ViewType
 
-    from emergence.tracking import retry, store_lock
+    from emergence.contract.store import retry, store_lock
 
     with store_lock(uri):
         client = mlflow.MlflowClient(uri)

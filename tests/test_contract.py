@@ -12,7 +12,7 @@ import pytest
 
 from tiny_models import save_revisions
 from emergence import contract as C
-from emergence import head_classes
+from emergence.contract import head_classes
 
 STEPS = (10, 100)
 
@@ -166,7 +166,7 @@ def test_the_contract_imports_no_model_code():
     import subprocess
     import sys
 
-    code = ("import sys, emergence.contract, emergence.head_classes; "
+    code = ("import sys, emergence.contract, emergence.contract.head_classes; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'stats')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

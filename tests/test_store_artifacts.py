@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from emergence.contract import artifact_location, local_store_dir
+from emergence.contract.store import artifact_location, local_store_dir
 
 
 @pytest.mark.parametrize("layers, heads", [(6, 8), (2, 2)])

@@ -161,7 +161,7 @@ def test_heartbeat_refreshes_the_claim(tmp_path):
 
 
 def test_writes_retry_on_a_locked_database():
-    from emergence.tracking import retry
+    from emergence.contract.store import retry
 
     calls = []
 
@@ -191,7 +191,7 @@ def test_a_store_held_open_by_another_writer_still_takes_writes(tmp_path):
 
 
 def test_prepare_store_repairs_an_interrupted_migration(tmp_path):
-    from emergence.tracking import prepare_store
+    from emergence.contract.store import prepare_store
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     prepare_store(uri, "one")

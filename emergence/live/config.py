@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from emergence import head_classes
+from emergence.contract import head_classes
 
 #: ``live.mode`` -> what it does (the schedule classes live in emergence/live/schedule.py).
 MODES = {

@@ -5,7 +5,7 @@
 reducers, they run in one forward pass over the probe, and the per-head table and
 whole-model metrics come back (with the recipe's group ablation when configured).
 
-Every registered head class (:mod:`emergence.head_classes`) is computed, flagged and
+Every registered head class (:mod:`emergence.contract.head_classes`) is computed, flagged and
 counted in every run; ``screen.classes`` only chooses what is printed, and is logged
 as a param. A class without a ``screen.thresholds`` entry uses its registry default.
 """

@@ -16,7 +16,8 @@ from typing import Dict, List, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from emergence import EmergenceError, head_classes
+from emergence import EmergenceError
+from emergence.contract import head_classes
 from emergence.contract import (FIRST_TOKEN_COLUMN, MEAN_FIRST_TOKEN_METRIC, N_HEADS_TOTAL_METRIC, PRIMARY_COLUMN,
                                 column_class, count_metric, flag_column, fraction_metric, layer_count_metric,
                                 mean_selectivity_metric, selectivity_column)

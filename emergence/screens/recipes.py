@@ -19,7 +19,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from emergence import EmergenceError, head_classes
+from emergence import EmergenceError
+from emergence.contract import head_classes
 from emergence.contract import selectivity_column
 from emergence.screens.ablation import HeadMeanReducer, group_ablation, parse_heads
 from emergence.screens.base import Reducer

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from emergence import EmergenceError
-from emergence.plugins import package_entries
+from emergence.contract.plugins import package_entries
 from emergence.revisions import Revision
 
 

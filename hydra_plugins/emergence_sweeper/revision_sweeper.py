@@ -128,7 +128,8 @@ class RevisionSweeper(BasicSweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         from emergence import sweepstate
-        from emergence.tracking import StoreError, end_parent, parent_heartbeat, start_parent
+        from emergence.tracking import end_parent, parent_heartbeat, start_parent
+        from emergence.contract.store import StoreError
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         sweepstate.reset()

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from emergence import contract as C
-from emergence import head_classes
+from emergence.contract import head_classes
 
 CLASSES = head_classes.names()
 

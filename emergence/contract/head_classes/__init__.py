@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Tuple
 
-from emergence.plugins import package_entries
+from emergence.contract.plugins import package_entries
 
 #: A class name becomes part of metric and column names (``count.<name>``,
 #: ``selectivity.<name>``): lower case letters, digits and underscores, no dots.

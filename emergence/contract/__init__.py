@@ -1,15 +1,20 @@
-"""The written contract between screening (``emergence``) and statistics (``stats``).
+"""The written contract between screening (``emergence``) and statistics (``stats``): the one
+torch-free home of what both sides agree on.
 
-Both sides import this module; it imports neither (no model code, no torch), so
-``stats`` can read what ``emergence`` writes without importing the model code.
+Both apps import this package; it imports neither (no model code, no torch), and ``stats``
+imports nothing else of ``emergence`` (``tests/test_architecture.py`` walks the imports).
+Its modules:
 
-Store layout. A study's MLflow store holds everything it produced: with a local
-store (``sqlite:///DIR/NAME.db`` or a ``file:`` folder) the runs' artifacts live
-beside it, in ``DIR/mlartifacts/<experiment>/``, whatever the working directory and
-wherever the checkout is; so the folder ``DIR`` can be moved or handed on whole
-(the artifact locations recorded in the store are absolute: after a move, see the
-README's "Moving a study"). With a tracking server (``http(s)://``) the server's own
-artifact destination (``mlflow server --artifacts-destination``) is used.
+- this module: the **run contract's names** (below);
+- :mod:`emergence.contract.store`: the MLflow store (layout, lock, migration, retry,
+  relocation, dead runs, one whole run): both apps write MLflow through it;
+- :mod:`emergence.contract.storecheck`: a tracking URI checked before any work;
+- :mod:`emergence.contract.mlflow_ui`: the experiment tags the MLflow UI reads;
+- :mod:`emergence.contract.checks`: the schema checks of a config (constraints next to the
+  fields, one-line errors, the command-line precheck), for both apps' schemas;
+- :mod:`emergence.contract.plugins`: plug-in discovery for the registries;
+- :mod:`emergence.contract.head_classes`: the head classes (name, threshold, targets);
+- :mod:`emergence.contract.telemetry`: no usage reports to outside hosts by default.
 
 Run contract. What a screen run writes and ``stats`` reads, named once here:
 
@@ -32,9 +37,6 @@ Run contract. What a screen run writes and ``stats`` reads, named once here:
 - the seed of a run of a seed suite (:class:`RunSeed`: :data:`SEED_PARAM`,
   :data:`SEED_KIND_PARAM`, :data:`SEED_GROUP_PARAM`; :func:`run_seed` reads it back), part of
   the identity: runs of one model trained with other seeds are other curves, pooled by ``stats``.
-
-Class names themselves live in the registry :mod:`emergence.head_classes` (also free
-of model code).
 """
 
 from __future__ import annotations
@@ -43,38 +45,9 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Optional
-from urllib.parse import unquote, urlparse
 
-#: Name of the artifact folder beside a local store.
-ARTIFACTS_DIR = "mlartifacts"
-
-
-# --- no telemetry by default -----------------------------------------------------------------
-
-#: Environment variables that keep the libraries from reporting usage to outside hosts: MLflow 3
-#: (``MLFLOW_DISABLE_TELEMETRY``; it also honours ``DO_NOT_TRACK=true``) and the Hugging Face hub
-#: client (``HF_HUB_DISABLE_TELEMETRY``). Set when unset, before MLflow is imported, by every
-#: module that reads or writes runs (they all import this one); a value already in the
-#: environment wins, so ``MLFLOW_DISABLE_TELEMETRY=false`` turns MLflow's telemetry back on.
-TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "HF_HUB_DISABLE_TELEMETRY": "1"}
-
-
-def telemetry_off_by_default() -> None:
-    """Apply :data:`TELEMETRY_OFF` where the environment does not say otherwise; when MLflow was
-    imported before (its telemetry client is made at import), make its client again."""
-    import os
-    import sys
-
-    changed = False
-    for name, value in TELEMETRY_OFF.items():
-        if name not in os.environ:
-            os.environ[name] = value
-            changed = True
-    if changed and "mlflow.telemetry.client" in sys.modules:
-        sys.modules["mlflow.telemetry.client"].set_telemetry_client()  # None once disabled
-
+from emergence.contract.telemetry import telemetry_off_by_default
 
 telemetry_off_by_default()
 
@@ -103,9 +76,15 @@ PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
 NOTE_TAG = "mlflow.note.content"
 #: Experiment tag of every experiment the tool writes (the screens', the statistics'): a model-development
-#: experiment, not a GenAI one (what the MLflow UI does with it: emergence/mlflow_ui.py).
+#: experiment, not a GenAI one (what the MLflow UI does with it: emergence/contract/mlflow_ui.py).
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
+#: The tags of a statistics run (``python -m stats``; its :data:`KIND_TAG` is ``stats``): what it
+#: analysed.
+STATS_KIND_TAG = "stats.kind"
+STATS_MODELS_TAG = "stats.models"
+STATS_CLASSES_TAG = "stats.classes"
+STATS_SOURCE_TAG = "stats.source"
 
 # --- params ---------------------------------------------------------------------------------
 
@@ -366,91 +345,3 @@ def measure_key(params: Mapping[str, str]) -> str:
         if value is not None:
             parts.append(f"{name}={value}")
     return ", ".join(parts)
-
-
-def sqlite_file(tracking_uri: str) -> Optional[Path]:
-    """The database file of a ``sqlite:///`` URI, absolute; None for anything else."""
-    if tracking_uri.startswith("sqlite:///"):
-        return Path(unquote(tracking_uri[len("sqlite:///"):].split("?")[0])).expanduser().resolve()
-    return None
-
-
-def local_store_dir(tracking_uri: str) -> Optional[Path]:
-    """The folder of a local store (the SQLite file's folder, or the ``file:`` store
-    folder itself), absolute; None for a tracking server or another database."""
-    if tracking_uri.startswith("sqlite:///"):
-        return sqlite_file(tracking_uri).parent
-    if tracking_uri.startswith("file:"):
-        return Path(unquote(urlparse(tracking_uri).path)).expanduser().resolve()
-    if "://" not in tracking_uri:  # a bare path is a file store
-        return Path(tracking_uri).expanduser().resolve()
-    return None
-
-
-def artifact_location(tracking_uri: str, experiment: str, artifacts: Optional[str] = None) -> Optional[str]:
-    """The artifact location (a URI) for a new experiment of a store.
-
-    ``artifacts`` (the ``tracking.artifacts`` setting) wins when given; else a local
-    store keeps them in ``<store folder>/mlartifacts/<experiment>``; else (a server)
-    None, which lets the server choose its artifact destination.
-    """
-    if artifacts:
-        root = Path(artifacts).expanduser().resolve()
-    else:
-        store = local_store_dir(tracking_uri)
-        if store is None:
-            return None
-        root = store / ARTIFACTS_DIR
-    location = root / experiment
-    location.mkdir(parents=True, exist_ok=True)
-    return location.as_uri()
-
-
-def relocate_store(db_file: str, old_folder: str) -> int:
-    """After a local SQLite store's folder was moved or copied from ``old_folder``,
-    point its recorded artifact locations at the folder the database is in now.
-
-    MLflow records absolute artifact URIs (``file:///old/mlartifacts/...``) per
-    experiment and per run; this rewrites that prefix to the database's current
-    folder. Returns the number of rows changed. Standard library only.
-    """
-    import sqlite3
-
-    db = Path(db_file).expanduser().resolve()
-    if not db.is_file():
-        raise FileNotFoundError(f"no SQLite store at {str(db)!r}")
-    old = Path(old_folder).expanduser().resolve(strict=False).as_uri()
-    new = db.parent.as_uri()
-    if old == new:
-        return 0
-    with sqlite3.connect(db) as con:
-        changed = 0
-        for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
-            cur = con.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE {column} LIKE ?",
-                              (new, len(old) + 1, old + "/%"))
-            changed += cur.rowcount
-    return changed
-
-
-def _main(argv=None) -> int:
-    import argparse
-    import sys
-
-    parser = argparse.ArgumentParser(
-        prog="python -m emergence.contract",
-        description="Point a moved SQLite store's artifact locations at its new folder.")
-    parser.add_argument("command", choices=["relocate"])
-    parser.add_argument("store", help="the store's database file in its new place, e.g. /new/study/mlflow.db")
-    parser.add_argument("--from", dest="old", required=True, help="the folder the store was in before")
-    args = parser.parse_args(argv)
-    try:
-        n = relocate_store(args.store, args.old)
-    except FileNotFoundError as exc:
-        print(f"emergence: error: {exc}", file=sys.stderr)
-        return 2
-    print(f"relocated {n} artifact location(s) to {Path(args.store).expanduser().resolve().parent}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

@@ -17,7 +17,7 @@ key, the URI and the cause, never a traceback minutes later.
   silent connection is the problem. A database server (``postgresql://``, ``mysql://``,
   ``mssql://``) must accept a TCP connection on its port within ``timeout_s``.
 
-Standard library and :mod:`emergence.contract` only (``stats`` imports it; no torch, no MLflow
+Standard library and :mod:`emergence.contract.store` only (``stats`` imports it; no torch, no MLflow
 unless a URI's scheme is not one of the known ones).
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import urlparse
 
-from emergence.contract import ARTIFACTS_DIR, local_store_dir, sqlite_file
+from emergence.contract.store import ARTIFACTS_DIR, local_store_dir, shown, sqlite_file
 
 #: The schemes of MLflow 3's tracking-store registry (``''``: a bare path, a file store).
 TRACKING_SCHEMES = ("", "file", "sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks",
@@ -140,14 +140,6 @@ def reach_problem(uri: str, timeout_s: float) -> Optional[str]:
     except (OSError, ValueError) as exc:  # URLError is an OSError
         return f"cannot be reached ({_failure(exc, timeout_s)})"
     return None
-
-
-def shown(uri: str) -> str:
-    """``uri`` for a message: a password in it (``user:password@host``) replaced by ``***``."""
-    parsed = urlparse(uri)
-    if parsed.password:
-        return uri.replace(f":{parsed.password}@", ":***@", 1)
-    return uri
 
 
 def store_problem(uri: str, artifacts: Optional[str] = None, timeout_s: float = DEFAULT_TIMEOUT_S,

@@ -1,0 +1,410 @@
+"""The MLflow store of a study: where it lives, how it is opened, written and cleaned.
+
+Both apps write MLflow through this module: the screening side (``emergence.tracking``:
+claimed screen runs, sweep parents) and ``stats`` (its analysis run, :func:`log_run`).
+Standard library and MLflow only (no model code, no torch).
+
+- **Layout.** With a local store (``sqlite:///DIR/NAME.db`` or a ``file:`` folder) the
+  runs' artifacts live beside it, in ``DIR/mlartifacts/<experiment>/``
+  (:func:`artifact_location`), whatever the working directory; so the folder ``DIR``
+  can be moved or handed on whole, and :func:`relocate_store` (``python -m
+  emergence.contract relocate``) points the recorded absolute artifact locations at
+  its new place. With a tracking server the server's own artifact destination is used.
+- **Created and migrated once.** :func:`prepare_store` creates (or upgrades) the store
+  and the experiment under a file lock beside a SQLite store (:func:`store_lock`), so
+  no two processes run MLflow's schema migration or create the experiment at once; a
+  server migrates its own database, and there a lost race to create the experiment
+  re-reads it.
+- **Writes retry** on SQLite's "database is locked" (:func:`retry`: many jobs, one file).
+- **A failing store is one line.** An I/O failure (a full disk, a read-only folder, a
+  server that stopped answering) raises :class:`StoreError` naming the store and the
+  cause (:func:`store_io`); what was logged before stays.
+- **Dead runs are ended.** A RUNNING run of a process that is gone (same host and its
+  pid is not alive, or a heartbeat older than ``stale_after_s``: :func:`claim_alive`)
+  is marked KILLED by the next job or sweep (:func:`end_dead_runs`); :class:`Heartbeat`
+  keeps a live run's beat.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Callable, Mapping, Optional
+from urllib.parse import unquote, urlparse
+
+from emergence.contract import (ERROR_TAG, EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, HEARTBEAT_TAG, HOST_TAG, KIND_TAG,
+                                PID_TAG, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG)
+from emergence.contract.mlflow_ui import tags_to_set
+
+#: Name of the artifact folder beside a local store.
+ARTIFACTS_DIR = "mlartifacts"
+#: The messages of a locked SQLite database (retried, never an error).
+_LOCKED = ("database is locked", "database table is locked")
+
+
+# --- layout ---------------------------------------------------------------------------------
+
+def sqlite_file(tracking_uri: str) -> Optional[Path]:
+    """The database file of a ``sqlite:///`` URI, absolute; None for anything else."""
+    if tracking_uri.startswith("sqlite:///"):
+        return Path(unquote(tracking_uri[len("sqlite:///"):].split("?")[0])).expanduser().resolve()
+    return None
+
+
+def local_store_dir(tracking_uri: str) -> Optional[Path]:
+    """The folder of a local store (the SQLite file's folder, or the ``file:`` store
+    folder itself), absolute; None for a tracking server or another database."""
+    if tracking_uri.startswith("sqlite:///"):
+        return sqlite_file(tracking_uri).parent
+    if tracking_uri.startswith("file:"):
+        return Path(unquote(urlparse(tracking_uri).path)).expanduser().resolve()
+    if "://" not in tracking_uri:  # a bare path is a file store
+        return Path(tracking_uri).expanduser().resolve()
+    return None
+
+
+def artifact_location(tracking_uri: str, experiment: str, artifacts: Optional[str] = None) -> Optional[str]:
+    """The artifact location (a URI) for a new experiment of a store.
+
+    ``artifacts`` (the ``tracking.artifacts`` setting) wins when given; else a local
+    store keeps them in ``<store folder>/mlartifacts/<experiment>``; else (a server)
+    None, which lets the server choose its artifact destination.
+    """
+    if artifacts:
+        root = Path(artifacts).expanduser().resolve()
+    else:
+        store = local_store_dir(tracking_uri)
+        if store is None:
+            return None
+        root = store / ARTIFACTS_DIR
+    location = root / experiment
+    location.mkdir(parents=True, exist_ok=True)
+    return location.as_uri()
+
+
+def relocate_store(db_file: str, old_folder: str) -> int:
+    """After a local SQLite store's folder was moved or copied from ``old_folder``,
+    point its recorded artifact locations at the folder the database is in now.
+
+    MLflow records absolute artifact URIs (``file:///old/mlartifacts/...``) per
+    experiment and per run; this rewrites that prefix to the database's current
+    folder. Returns the number of rows changed. Standard library only.
+    """
+    import sqlite3
+
+    db = Path(db_file).expanduser().resolve()
+    if not db.is_file():
+        raise FileNotFoundError(f"no SQLite store at {str(db)!r}")
+    old = Path(old_folder).expanduser().resolve(strict=False).as_uri()
+    new = db.parent.as_uri()
+    if old == new:
+        return 0
+    with sqlite3.connect(db) as con:
+        changed = 0
+        for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
+            cur = con.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE {column} LIKE ?",
+                              (new, len(old) + 1, old + "/%"))
+            changed += cur.rowcount
+    return changed
+
+
+def shown(uri: str) -> str:
+    """``uri`` for a message: a password in it (``user:password@host``) replaced by ``***``."""
+    parsed = urlparse(uri)
+    if parsed.password:
+        return uri.replace(f":{parsed.password}@", ":***@", 1)
+    return uri
+
+
+# --- writes that retry on a locked SQLite database -------------------------------------------
+
+def is_locked(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(s in text for s in _LOCKED)
+
+
+class _DropStoreNoise(logging.Filter):
+    """MLflow logs every database error with a traceback before it raises it; the error reaches
+    the caller anyway (a locked database is retried, an I/O failure is one :class:`StoreError`
+    line), so the log record is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        return not (is_locked(text) or text.startswith("SQLAlchemy database error"))
+
+
+logging.getLogger("mlflow.store.db.utils").addFilter(_DropStoreNoise())
+
+
+def retry(fn: Callable, *args, attempts: int = 40, **kwargs):
+    """Call ``fn``; on "database is locked" wait (growing, jittered, at most 3 s) and call again."""
+    for attempt in range(attempts):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001  (MlflowException or sqlalchemy's OperationalError)
+            if not is_locked(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(min(3.0, 0.05 * 2 ** min(attempt, 6)) * (0.5 + random.random()))
+
+
+class StoreError(Exception):
+    """The MLflow store cannot be read or written (full disk, read-only folder, a server that
+    does not answer): the message is one line naming the store and the cause."""
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("(raised as")]
+    return lines[0] if lines else type(exc).__name__
+
+
+def io_cause(exc: BaseException) -> Optional[str]:
+    """The I/O failure behind ``exc`` in a few words (``database or disk is full``, ``No space left
+    on device: '/x/heads.csv'``, ``the server does not answer``), or None when ``exc`` is not one
+    (a bug, a refused request: raised as it is)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        name = type(exc).__name__
+        module = type(exc).__module__
+        if isinstance(exc, OSError):
+            where = f": {exc.filename!r}" if getattr(exc, "filename", None) else ""
+            return f"{exc.strerror or _first_line(exc)}{where}"
+        if module.startswith("sqlite3") or (module.startswith("sqlalchemy") and name in ("OperationalError",
+                                                                                        "DatabaseError")):
+            return _first_line(getattr(exc, "orig", None) or exc).replace("(sqlite3.OperationalError) ", "")
+        if module.startswith("requests") and name in ("ConnectionError", "Timeout", "ConnectTimeout", "ReadTimeout"):
+            return f"the server does not answer ({_first_line(exc)[:200]})"
+        if name == "MlflowException":
+            text = str(exc)
+            if "API request to" in text and ("failed with exception" in text or "Max retries" in text):
+                return f"the server does not answer ({_first_line(exc)[:200]})"
+            if getattr(exc, "error_code", "") in ("INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE"):
+                return f"the server failed: {_first_line(exc)[:300]}"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def store_name(uri: str) -> str:
+    """The store as a message names it: the SQLite file, else the URI (a password hidden)."""
+    path = sqlite_file(uri)
+    return str(path) if path is not None else shown(uri)
+
+
+@contextmanager
+def store_io(uri: str, what: str = "use"):
+    """Turn an I/O failure of the store (:func:`io_cause`) into one :class:`StoreError` line."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (only I/O failures are translated; others are re-raised)
+        cause = io_cause(exc)
+        if cause is None:
+            raise
+        raise StoreError(f"cannot {what} the MLflow store {store_name(uri)}: {cause}") from exc
+
+
+# --- the store ------------------------------------------------------------------------------
+
+@contextmanager
+def store_lock(uri: str, timeout: float = 900.0):
+    """An exclusive file lock beside a SQLite store (``<file>.lock``); nothing for other stores."""
+    path = sqlite_file(uri)
+    if path is None:
+        with nullcontext():
+            yield
+        return
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock", timeout=timeout):
+        yield
+
+
+def _repair_sqlite(path: Path) -> None:
+    """Drop leftovers of an interrupted schema migration (``_alembic_tmp_<table>`` beside an
+    intact ``<table>``), which otherwise keep the store from opening. Called under the lock."""
+    if not path.is_file():
+        return
+    import sqlite3
+
+    con = sqlite3.connect(path, timeout=60)
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        for tmp in sorted(t for t in tables if t.startswith("_alembic_tmp_")):
+            if tmp[len("_alembic_tmp_"):] in tables:
+                con.execute(f'DROP TABLE "{tmp}"')
+        con.commit()
+    finally:
+        con.close()
+
+
+def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) -> str:
+    """Create or upgrade the store and create the experiment, once, safely; returns its id.
+
+    Under the store's file lock for SQLite (so a new store is migrated by exactly one
+    process); for a server, a lost race to create the experiment re-reads it.
+    """
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    with store_io(uri, "create or open"), store_lock(uri):
+        path = sqlite_file(uri)
+        if path is not None:
+            _repair_sqlite(path)
+        client = mlflow.MlflowClient(uri)
+        exp = retry(client.get_experiment_by_name, experiment)
+        if exp is None:
+            location = artifact_location(uri, experiment, artifacts)
+            try:
+                exp_id = retry(client.create_experiment, experiment, artifact_location=location,
+                               tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+            except MlflowException:
+                exp = retry(client.get_experiment_by_name, experiment)
+                if exp is None:
+                    raise
+                exp_id = exp.experiment_id
+        else:
+            exp_id = exp.experiment_id
+        # The tags the MLflow UI reads (emergence/contract/mlflow_ui.py), also on an experiment made before or by
+        # another tool. Only the kind must be written: the primary metric and the saved view are conveniences.
+        for key, value in tags_to_set(exp.tags if exp is not None else {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}).items():
+            try:
+                retry(client.set_experiment_tag, exp_id, key, value)
+            except MlflowException:
+                if key == EXPERIMENT_KIND_TAG:
+                    raise
+    return exp_id
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def claim_alive(run, stale_after_s: float, now: Optional[float] = None) -> bool:
+    """Whether a RUNNING claim's process may still be working on it (see the module rules)."""
+    tags = run.data.tags
+    now = time.time() if now is None else now
+    try:
+        beat = float(tags.get(HEARTBEAT_TAG, run.info.start_time / 1000.0))
+    except (TypeError, ValueError):
+        beat = run.info.start_time / 1000.0
+    if now - beat > stale_after_s:
+        return False
+    if tags.get(HOST_TAG) == socket.gethostname():
+        try:
+            return _pid_alive(int(tags.get(PID_TAG, "-1")))
+        except ValueError:
+            return False
+    return True
+
+
+class Heartbeat:
+    """A daemon thread that refreshes a run's heartbeat tag while its job works."""
+
+    def __init__(self, client, run_id: str, every_s: float):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(client, run_id, every_s), daemon=True)
+
+    def _beat(self, client, run_id: str, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            try:
+                retry(client.set_tag, run_id, HEARTBEAT_TAG, f"{time.time():.3f}", attempts=5)
+            except Exception:  # noqa: BLE001  (a missed beat is retried at the next one)
+                pass
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def is_complete(run) -> bool:
+    """A run written whole: FINISHED and tagged ``emergence.status = complete``."""
+    return run.info.status == "FINISHED" and run.data.tags.get(STATUS_TAG) == STATUS_COMPLETE
+
+
+def drop_artifacts(run, tracking_uri: str) -> None:
+    """Delete a run's artifacts (a run cleaned as an orphan may have left a partial folder):
+    its artifact repository's ``delete_artifacts``, then its empty run folder when local."""
+    uri = run.info.artifact_uri or ""
+    try:
+        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+        get_artifact_repository(uri, tracking_uri=tracking_uri).delete_artifacts()
+    except Exception:  # noqa: BLE001  (nothing there, or a store that cannot delete: the run is deleted anyway)
+        pass
+    if uri.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        folder = Path(unquote(urlparse(uri).path))
+        for empty in (folder, folder.parent):  # <experiment>/<run id>/artifacts, then <run id>/
+            try:
+                empty.rmdir()
+            except OSError:
+                break
+
+
+def end_dead_runs(client, experiment_id: str, stale_after_s: float) -> list:
+    """Mark KILLED every RUNNING run of the experiment, sweep parent or screen claim, whose
+    process is gone (:func:`claim_alive`), with the reason in ``emergence.error``; returns their
+    ids. A killed sweep leaves its parent RUNNING otherwise; its claims are also deleted when
+    their identity is claimed again."""
+    runs = retry(client.search_runs, [experiment_id], filter_string="attributes.status = 'RUNNING'",
+                 max_results=5000)
+    ended = []
+    for run in runs:
+        tags = run.data.tags
+        if tags.get(KIND_TAG) not in ("sweep", "screen") or claim_alive(run, stale_after_s):
+            continue
+        what = "sweep" if tags.get(KIND_TAG) == "sweep" else "job"
+        try:
+            retry(client.set_tag, run.info.run_id, ERROR_TAG,
+                  f"the {what}'s process ended without closing this run (killed?): host {tags.get(HOST_TAG, '?')}, "
+                  f"pid {tags.get(PID_TAG, '?')}, last heartbeat {tags.get(HEARTBEAT_TAG, 'none')}")
+            retry(client.set_terminated, run.info.run_id, "KILLED")
+            ended.append(run.info.run_id)
+        except Exception:  # noqa: BLE001  (a rival cleaner got there first)
+            pass
+    return ended
+
+
+# --- one whole run (the stats run) ------------------------------------------------------------
+
+def log_run(uri: str, experiment: str, artifacts: Optional[str], *, name: str, tags: Mapping[str, str],
+            params: Mapping[str, object], metrics: Mapping[str, float], folder: Optional[Path] = None) -> str:
+    """Write one finished run in one go: the experiment prepared (:func:`prepare_store`), the run
+    created with ``tags`` (its name ``name``), ``params``, ``metrics`` (at step 0) and the files of
+    ``folder`` as its artifacts, ended FINISHED (not tagged ``emergence.status``: that
+    marks a screen run, which ``stats`` reads); every call retried on a locked
+    SQLite store, an I/O failure one :class:`StoreError` line. Returns the run id."""
+    import mlflow
+    from mlflow.entities import Metric, Param
+
+    exp_id = prepare_store(uri, experiment, artifacts)
+    client = mlflow.MlflowClient(uri)
+    stamp = int(time.time() * 1000)
+    with store_io(uri, "write to"):
+        run = retry(client.create_run, exp_id, run_name=name[:250], tags={**tags, RUN_NAME_TAG: name[:250]})
+        rid = run.info.run_id
+        retry(client.log_batch, rid, params=[Param(k, str(v)[:500]) for k, v in params.items()],
+              metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
+        if folder is not None:
+            retry(client.log_artifacts, rid, str(folder))
+        retry(client.set_terminated, rid, "FINISHED")
+    return rid

@@ -1,0 +1,85 @@
+"""The statistics suite called from Python: what ``python -m stats`` runs, without its command line.
+
+:func:`run` takes a resolved :class:`stats.config.StatsConfig` (the command line composes one
+with Hydra); :func:`analyse_store` builds one for the runs of a tracking store, as the
+screening job does at its end (``emergence``), in its own process.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Optional, Sequence
+
+from emergence.contract.storecheck import store_problem
+from stats import emergence_home
+from stats.analysis import analyse
+from stats.config import SourceConfig, StatsConfig, TrackingConfig, check_analysis
+from stats.errors import StatsError
+from stats.report import log_to_mlflow, write_outputs
+from stats.sources import read_source
+
+
+def check_stores(conf: StatsConfig) -> None:
+    """The stores the analysis reads (``source.tracking_uri``) and writes (``tracking.uri``, when
+    ``tracking.log``) can be used, before anything is read (emergence/contract/storecheck.py: a
+    known scheme, a server that answers, a local store that can be written)."""
+    checks = []
+    if conf.source.kind == "mlflow" and conf.source.tracking_uri:
+        checks.append((conf.source.tracking_uri, None, "source.tracking_uri", False))
+    if conf.tracking.log:
+        checks.append((conf.tracking.uri, conf.tracking.artifacts, "tracking.uri", True))
+    for uri, artifacts, key, writable in checks:
+        problem = store_problem(uri, artifacts, key=key, writable=writable)
+        if problem:
+            raise StatsError(problem)
+
+
+def run(conf: StatsConfig) -> dict:
+    """Run the analysis of a resolved config; return the written paths (``summary``, ``report``,
+    ... and ``run_id`` when logged)."""
+    check_stores(conf)
+    results = read_source(conf.source)
+    analysis = analyse(results, conf.analysis)
+    out_dir = Path(conf.output_dir).expanduser().resolve()
+    paths = write_outputs(analysis, out_dir, conf.figures, conf.analysis.progress)
+    if conf.tracking.log:
+        summary = analysis.summary()
+        params = {"source.kind": conf.source.kind, "n_boot": conf.analysis.n_boot, "seed": conf.analysis.seed,
+                  "n_curves": len(analysis.curves)}
+        if conf.source.kind in ("csv", "heads_csv"):
+            params["source.path"] = results.source.get("path")
+        else:
+            params.update({"source.experiment": conf.source.experiment, "source.filter": conf.source.filter,
+                           "source.sweep": conf.source.sweep})
+        paths["run_id"] = log_to_mlflow(out_dir, summary, conf.tracking.uri, conf.tracking.artifacts,
+                                        conf.tracking.experiment, params)
+    return paths
+
+
+def summary_line(paths: dict) -> str:
+    """The one line ``python -m stats`` prints at its end: curves by verdict, the report, the run."""
+    summary = json.loads(Path(paths["summary"]).read_text())
+    shapes: dict = {}
+    for c in summary["curves"]:
+        shapes[c["shape"]] = shapes.get(c["shape"], 0) + 1
+    return (f"stats: {len(summary['curves'])} curves ({', '.join(f'{v} {k}' for k, v in sorted(shapes.items()))}); "
+            f"report: {paths['report']}" + (f"; mlflow run {paths['run_id']}" if paths.get("run_id") else ""))
+
+
+def analyse_store(tracking_uri: str, experiment: str, models: Sequence[str], artifacts: Optional[str] = None,
+                  output_dir: Optional[str] = None, progress: bool = False) -> str:
+    """Analyse the complete runs of ``models`` in ``experiment`` of a store, write the report to
+    ``output_dir`` (default ``<home>/outputs/stats/<date>/<time>``, as ``python -m stats``) and log
+    the analysis into the same store; return :func:`summary_line`. Raises :class:`StatsError`."""
+    stamp = _dt.datetime.now()
+    out = output_dir or str(emergence_home() / "outputs" / "stats" / stamp.strftime("%Y-%m-%d") /
+                            stamp.strftime("%H-%M-%S-%f"))
+    conf = StatsConfig(source=SourceConfig(kind="mlflow", tracking_uri=tracking_uri, experiment=experiment,
+                                           models=list(models)),
+                       tracking=TrackingConfig(log=True, uri=tracking_uri, artifacts=artifacts),
+                       output_dir=out)
+    conf.analysis.progress = progress
+    check_analysis(conf.analysis)
+    return summary_line(run(conf))
