@@ -39,10 +39,14 @@ import numpy as np
 from scipy import stats as sps
 
 from stats.bootstrap import simulate_counts
+from stats.models import LogisticModel, StepModel
+from stats.models.base import pearson_chi2
+from stats.models.logistic import effective_params, logistic_mean_jac
+from stats.results import Results, record
 
 
 @dataclass
-class TestResult:
+class TestResult(Results):
     """A test's statistic, p-value and stated null."""
 
     __test__ = False  # not a pytest test class
@@ -57,18 +61,19 @@ class TestResult:
         return bool(self.p_value <= alpha)
 
     def to_dict(self):
-        out = {"name": self.name, "null": self.null, "statistic": self.statistic, "p_value": self.p_value}
-        if self.n_boot is not None:
-            out["n_boot"] = self.n_boot
-        out.update(self.details)
-        return out
+        """The record, ``n_boot`` left out when None and the ``details`` merged in."""
+        out = record(self)
+        details = out.pop("details")
+        if out["n_boot"] is None:
+            del out["n_boot"]
+        return out | details
+
+    def summary(self) -> str:
+        return f"{self.name}: statistic {self.statistic:.4g}, p = {self.p_value:.4g} (H0: {self.null})"
 
 
 def _studentiser(k, n, theta, x):
     """phi~ = max(1, X2 / df) of logistic fits (B, 4) to counts (B, m)."""
-    from stats.models.base import pearson_chi2
-    from stats.models.logistic import effective_params, logistic_mean_jac
-
     p = logistic_mean_jac(np.atleast_2d(theta), x)[0]
     df = np.maximum(k.shape[-1] - effective_params(theta, x), 1)
     return np.maximum(1.0, pearson_chi2(k, n, p) / df)
@@ -77,8 +82,6 @@ def _studentiser(k, n, theta, x):
 def step_vs_logistic(tokens, k, n, n_boot: int, rng: np.random.Generator, dispersion: float = 1.0, fits=None,
                      studentize: bool = True) -> TestResult:
     """Parametric-bootstrap likelihood-ratio test of H0 step against the logistic."""
-    from stats.models import LogisticModel, StepModel
-
     tokens = np.asarray(tokens, float)
     k = np.asarray(k, float)
     n = np.asarray(n, float)

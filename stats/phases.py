@@ -44,7 +44,8 @@ from typing import Optional
 
 import numpy as np
 
-from stats.isotonic import isotonic_fit, unimodal_fit, unimodal_ss  # noqa: F401  (unimodal_fit: re-exported)
+from stats.isotonic import isotonic_fit, unimodal_fit, unimodal_ss
+from stats.results import Results
 
 #: Residual permutations of the decline test (at most; fewer when ``n_perm`` is smaller).
 DECLINE_PERMUTATIONS = 999
@@ -76,7 +77,7 @@ def decline_test(k, n, n_perm: int, rng: np.random.Generator, regime: str = "ide
 
 
 @dataclass
-class Decline:
+class Decline(Results):
     """The fall after a curve's peak: the peak, the later level and where it falls."""
 
     peak: float
@@ -97,15 +98,12 @@ class Decline:
         return (f"peaks at {self.peak_heads:.3g} heads ({self.peak_revision}), falls after {a} -> {b} to "
                 f"{self.later_heads:.3g} heads by the last revision (-{self.share:.0%}, p = {self.p_value:.3g})")
 
-    def to_dict(self) -> dict:
-        return {"peak": self.peak, "peak_heads": self.peak_heads, "peak_revision": self.peak_revision,
-                "peak_tokens": self.peak_tokens, "later": self.later, "later_heads": self.later_heads,
-                "drop_heads": self.drop_heads, "share": self.share, "falls_after": self.falls_after,
-                "p_value": self.p_value}
+    def summary(self) -> str:
+        return self.describe()
 
 
 @dataclass
-class CurvePhases:
+class CurvePhases(Results):
     """Where a curve's rise ends (``rise_end``: the rise is revisions ``[0, rise_end)``),
     its unimodal fit, the peak, and the decline when one is reported."""
 

@@ -100,19 +100,28 @@ from scipy import stats as sps
 from stats.config import REGIMES, ShapeConfig
 from stats.errors import StatsError
 from stats.hypotheses import TestResult
-from stats.isotonic import isotonic_fit, monotone_r2, unimodal_r2  # noqa: F401  (isotonic_fit: re-exported)
+from stats.isotonic import monotone_r2, unimodal_r2
+from stats.results import Results, record
 
 SHAPES = ("sharp", "gradual", "none")
 
 
 @dataclass
-class ShapeVerdict:
+class ShapeVerdict(Results):
+    """A verdict, its reason and its evidence (the entries of the module docstring)."""
+
     shape: str
     reason: str
     evidence: dict = field(default_factory=dict)
 
     def to_dict(self):
-        return {"shape": self.shape, "reason": self.reason, **self.evidence}
+        """The record with the evidence's entries in place of ``evidence``."""
+        out = record(self)
+        evidence = out.pop("evidence")
+        return {**out, **evidence}
+
+    def summary(self) -> str:
+        return f"{self.shape}: {self.reason}"
 
 
 def jump_share(values, direction: Optional[float] = None) -> dict:
@@ -183,20 +192,6 @@ def level_change_test(k, n, n_perm: int, rng: np.random.Generator, shape: str = 
 
 def _pct(v):
     return f"{100 * v:.0f}%"
-
-
-def check_shape_config(cfg: ShapeConfig) -> None:
-    """Raise :class:`~stats.errors.StatsError` (one line) for a rule value out of range."""
-    checks = [
-        ("min_points", cfg.min_points >= 2, "an integer >= 2"),
-        ("min_rise_heads", cfg.min_rise_heads >= 0, "a number of heads >= 0"),
-        ("min_jump_share", 0 < cfg.min_jump_share <= 1, "a share in (0, 1]"),
-        ("n_perm", cfg.n_perm >= 99, "an integer >= 99"),
-        ("width_factor", cfg.width_factor > 0, "a number > 0"),
-    ]
-    for name, ok, valid in checks:
-        if not ok:
-            raise StatsError(f"analysis.shape.{name}={getattr(cfg, name)!r}: must be {valid}")
 
 
 def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, level: float = 0.95) -> dict:
@@ -296,7 +291,6 @@ def classify_shape(
     ``boot``: the logistic's bootstrap (the aggregate share's interval).
     """
     cfg = ShapeConfig() if config is None else config
-    check_shape_config(cfg)
     if regime not in REGIMES:
         raise StatsError(f"shape regime {regime!r}; valid: {list(REGIMES)}")
     tokens = np.asarray(tokens, float)

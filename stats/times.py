@@ -55,7 +55,10 @@ from typing import Optional
 
 import numpy as np
 
+from stats.bootstrap import parametric_bootstrap
+from stats.hypotheses import separation_test
 from stats.models.logistic import LN9
+from stats.results import Results
 
 
 def _spacing_and_gap(mu, x):
@@ -108,8 +111,10 @@ def logistic_times(theta, x, rng: Optional[np.random.Generator] = None, width_fa
 
 
 @dataclass
-class TransitionTimes:
+class TransitionTimes(Results):
     """Onset, t50 and saturation (tokens) with intervals; see module docstring."""
+
+    EXCLUDE = ("draws_t50", "draws_onset")
 
     onset: float
     t50: float
@@ -130,23 +135,10 @@ class TransitionTimes:
     #: ``left`` / ``right`` when the rise's midpoint lies outside the screened range
     censored: Optional[str] = None
 
-    def to_dict(self):
-        return {
-            "censored": self.censored,
-            "onset": self.onset,
-            "onset_ci": self.onset_ci,
-            "t50": self.t50,
-            "t50_ci": self.t50_ci,
-            "saturation": self.saturation,
-            "saturation_ci": self.saturation_ci,
-            "width_decades": self.width_decades,
-            "width_is_bound": self.width_is_bound,
-            "spacing_decades": self.spacing_decades,
-            "bracket_tokens": self.bracket_tokens,
-            "t50_bound": self.t50_bound,
-            "level": self.level,
-            "notes": self.notes,
-        }
+    def summary(self) -> str:
+        sign = {"upper": "<= ", "lower": "> "}.get(self.t50_bound, "")
+        return (f"t50 {sign}{self.t50:.3g} tokens {self.t50_ci}, onset {self.onset:.3g}, saturation "
+                f"{self.saturation:.3g}; 10-90 width {'<= ' if self.width_is_bound else ''}{self.width_decades:.3g} decades")
 
 
 def _pct(draws, level):
@@ -246,16 +238,16 @@ def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Gene
     """Times of a logistic fit with the analysis's bootstrap: one phi a replicate drawn
     from ``dispersion`` (:meth:`Dispersion.draw`) when ``overdispersion``; returns
     ``(times, boot)``."""
-    from stats.bootstrap import parametric_bootstrap
-
     phi = dispersion.draw(n_boot, rng) if overdispersion else 1.0
     boot = parametric_bootstrap(fit, n_boot, rng, dispersion=phi)
     return transition_times(fit, boot, rng, level, width_factor), boot
 
 
 @dataclass
-class GapRatio:
+class GapRatio(Results):
     """t(late) / t(early) for one model, with its interval and separation test."""
+
+    EXCLUDE = ("level",)
 
     model: str
     late_class: str
@@ -266,26 +258,16 @@ class GapRatio:
     ratio: float
     ratio_ci: list
     p_value: float
-    level: float = 0.95
-    notes: list = field(default_factory=list)
     #: ``lower`` / ``upper`` when a censored time makes the ratio a one-sided bound
     bound: Optional[str] = None
+    null: str = field(init=False, default="t_late / t_early <= 1")
+    notes: list = field(default_factory=list)
+    level: float = 0.95
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "late_class": self.late_class,
-            "early_class": self.early_class,
-            "formation": self.formation,
-            "t_late": self.t_late,
-            "t_early": self.t_early,
-            "ratio": self.ratio,
-            "ratio_ci": self.ratio_ci,
-            "p_value": self.p_value,
-            "bound": self.bound,
-            "null": "t_late / t_early <= 1",
-            "notes": self.notes,
-        }
+    def summary(self) -> str:
+        sign = {"lower": ">= ", "upper": "<= "}.get(self.bound, "")
+        return (f"{self.model}: {self.late_class} / {self.early_class} ({self.formation}) gap {sign}{self.ratio:.3g}x, "
+                f"{self.level:.0%} interval {self.ratio_ci}, p = {self.p_value:.3g} (H0: {self.null})")
 
 
 def _gap_bound(late: TransitionTimes, early: TransitionTimes) -> tuple:
@@ -304,8 +286,6 @@ def _gap_bound(late: TransitionTimes, early: TransitionTimes) -> tuple:
 def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formation: str = "t50",
               late_class: str = "bos", early_class: str = "induction", level: float = 0.95) -> GapRatio:
     """Gap ratio of two curves' times from their bootstrap draws (see module docstring)."""
-    from stats.hypotheses import separation_test
-
     if formation not in ("t50", "onset"):
         raise ValueError(f"formation {formation!r}: valid choices are 't50', 'onset'")
     t_early = early.t50 if formation == "t50" else early.onset
@@ -314,12 +294,12 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
     notes = [note] if note else []
     nan = float("nan")
     if bound == "none":
-        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, nan, [None, None], nan, level,
-                        notes, None)
+        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, nan, [None, None], nan,
+                        notes=notes, level=level)
     ratio = late.t50 / t_early
     if late.draws_t50 is None or d_early is None:
-        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio,
-                        [nan, nan], nan, level, notes + ["no bootstrap draws"], bound)
+        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, [nan, nan], nan, bound,
+                        notes=notes + ["no bootstrap draws"], level=level)
     B = min(len(late.draws_t50), len(d_early))
     log_ratio = late.draws_t50[:B] - d_early[:B]
     if bound == "lower":
@@ -330,5 +310,5 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
         lo, hi = _pct(log_ratio, level)
         ci = [float(10**lo), float(10**hi)]
     test = separation_test(log_ratio)
-    return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, test.p_value, level,
-                    notes, bound)
+    return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, test.p_value, bound,
+                    notes=notes, level=level)

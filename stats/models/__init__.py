@@ -35,7 +35,7 @@ def fit_all(tokens, k, n, overdispersion: bool = True, level: float = 0.95):
     (:func:`~stats.models.logistic.effective_params`), and, when ``overdispersion``
     is on and it is present, applied to every model (standard errors, QAICc).
     """
-    fits = {name: cls().fit(tokens, k, n) for name, cls in MODELS.items()}
+    fits = {name: model().fit(tokens, k, n) for name, model in MODELS.items()}
     logistic = fits["logistic"]
     k_eff = int(effective_params(logistic.theta, logistic.x)[0])
     disp = estimate_dispersion(k, n, logistic.fitted, k_eff, level)
