@@ -32,6 +32,7 @@ import numpy as np
 import ruptures as rpt
 from ruptures.base import BaseCost
 
+from stats.config import DEFAULTS, PENALTIES
 from stats.results import Results
 
 
@@ -77,14 +78,16 @@ def penalty_value(rule: Union[str, float], n) -> float:
     n = np.asarray(n, float)
     if isinstance(rule, (int, float)) and not isinstance(rule, bool):
         return float(rule)
-    if rule == "bic":
+    bic, bic_revisions = PENALTIES
+    if rule == bic:
         return float(2.0 * np.log(max(n.sum(), 2.0)))
-    if rule == "bic_revisions":
+    if rule == bic_revisions:
         return float(2.0 * np.log(max(len(n), 2)))
     try:
         return float(rule)
     except (TypeError, ValueError):
-        raise ValueError(f"changepoint penalty {rule!r}: valid choices are 'bic', 'bic_revisions' or a number") from None
+        raise ValueError(f"changepoint penalty {rule!r}: valid choices are {', '.join(map(repr, PENALTIES))} "
+                         "or a number") from None
 
 
 @dataclass
@@ -133,7 +136,8 @@ class ChangePoints(Results):
         return f"{len(self.points)} change point(s) ({self.rule}, penalty {self.penalty:.3g}); primary: {where}"
 
 
-def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float] = "bic", dispersion: float = 1.0) -> ChangePoints:
+def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float] = DEFAULTS.changepoint.penalty,
+                        dispersion: float = 1.0) -> ChangePoints:
     """Change points of the curve ``k`` of ``n`` at ``tokens`` by PELT (see module docstring)."""
     tokens = np.asarray(tokens, float)
     k = np.asarray(k, float)

@@ -161,9 +161,7 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
 def curve_regime(curve: Curve, shape: ShapeConfig) -> str:
     """The verdict rule's regime for ``curve``: ``analysis.shape.regime``, or with ``auto``
     ``identity`` where its counts follow the same heads, else ``aggregate``."""
-    if shape.regime != "auto":
-        return shape.regime
-    return "identity" if curve.identity else "aggregate"
+    return curve.regime if shape.regime == "auto" else shape.regime
 
 
 def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: AnalysisConfig, **parts) -> CurveAnalysis:

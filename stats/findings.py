@@ -48,9 +48,13 @@ import numpy as np
 import pandas as pd
 
 from emergence.contract import flag_column, selectivity_column
-from stats.hypotheses import TestResult, clopper_pearson_upper, layer_floor_test, permutation_spearman
+from stats.config import DEFAULTS
+from stats.hypotheses import TestResult, clopper_pearson_upper, exceedance_p, layer_floor_test, permutation_spearman
 from stats.pr_lead import first_persistent
 from stats.results import HEAD_CLASS_KEY, Results
+
+#: the findings options' defaults (the schema's), the keyword defaults below
+_FC = DEFAULTS.findings
 
 
 def class_layer_counts(results, head_class: str, model: Optional[str] = None) -> pd.DataFrame:
@@ -107,8 +111,9 @@ class LayerFloor(Results):
                 f"({self.level:.0%} bound on the rate {self.upper_bound:.3g}); p = {self.p_value:.3g}")
 
 
-def layer_floor(counts: pd.DataFrame, model: str, head_class: str = "bos", floor_layers=(0, 1), rate0: float = 0.05,
-                alpha: float = 0.05, heads: Optional[pd.DataFrame] = None) -> Optional[LayerFloor]:
+def layer_floor(counts: pd.DataFrame, model: str, head_class: str = _FC.floor_class, floor_layers=tuple(_FC.floor_layers),
+                rate0: float = _FC.floor_rate, alpha: float = DEFAULTS.alpha,
+                heads: Optional[pd.DataFrame] = None) -> Optional[LayerFloor]:
     """Layer-floor summary of one model from its per-layer counts (see module docstring)."""
     floor_layers = [int(v) for v in floor_layers]
     df = counts[counts["layer"].isin(floor_layers)]
@@ -191,13 +196,14 @@ def _later_rank_test(vals, group: np.ndarray, n_perm: int, rng) -> TestResult:
     t = float(r[group].mean())
     perms = rng.permuted(np.tile(r, (n_perm, 1)), axis=1)
     t_star = perms[:, group].mean(1)
-    p = (1.0 + np.sum(t_star >= t - 1e-12)) / (n_perm + 1.0)
-    return TestResult("just_above_floor_last_permutation", "onsets exchangeable across layers", t, float(p), n_perm)
+    p = exceedance_p(t_star, t, n_perm)
+    return TestResult("just_above_floor_last_permutation", "onsets exchangeable across layers", t, p, n_perm)
 
 
-def layer_onset(counts: pd.DataFrame, model: str, head_class: str = "bos", min_count: int = 1, floor_layers=(0, 1),
-                n_perm: int = 9999, rng: Optional[np.random.Generator] = None, n_layers: Optional[int] = None,
-                persist: int = 1, just_above_floor: int = 2, alpha: float = 0.05) -> Optional[LayerOnset]:
+def layer_onset(counts: pd.DataFrame, model: str, head_class: str = _FC.onset_class, min_count: int = _FC.onset_min_count,
+                floor_layers=tuple(_FC.floor_layers), n_perm: int = _FC.n_perm, rng: Optional[np.random.Generator] = None,
+                n_layers: Optional[int] = None, persist: int = 1, just_above_floor: int = _FC.just_above_floor,
+                alpha: float = DEFAULTS.alpha) -> Optional[LayerOnset]:
     """Per-layer onset and the tests of the middle-first claim of one model (see module docstring)."""
     if counts.empty:
         return None
@@ -265,8 +271,8 @@ class Convergence(Results):
         return f"{self.model}: recall {self.level:.2f} of the final {self.n_final}-head {self.head_class} circuit {at}"
 
 
-def circuit_convergence(heads: pd.DataFrame, model: str, head_class: str = "induction", level: float = 2 / 3,
-                        threshold: Optional[float] = None) -> Optional[Convergence]:
+def circuit_convergence(heads: pd.DataFrame, model: str, head_class: str = _FC.convergence_class,
+                        level: float = _FC.recall_level, threshold: Optional[float] = None) -> Optional[Convergence]:
     """Recall of the final circuit at each revision (see module docstring); with ``threshold`` the
     circuit is the heads with ``selectivity >= threshold`` instead of the table's flags."""
     col = flag_column(head_class)

@@ -72,6 +72,13 @@ class TestResult(Results):
         return f"{self.name}: statistic {self.statistic:.4g}, p = {self.p_value:.4g} (H0: {self.null})"
 
 
+def exceedance_p(t_star, t: float, n: int, tol: float = 1e-12) -> float:
+    """The p-value of a permutation or bootstrap test from ``n`` replicates ``t_star`` of the statistic
+    ``t`` (larger is more extreme): ``(1 + #{T* >= T}) / (n + 1)``, ``T*`` within ``tol`` of ``T``
+    counting as equal (the observed order is one of the replicates: exact in size)."""
+    return float((1.0 + np.sum(t_star >= t - tol)) / (n + 1.0))
+
+
 def _studentiser(k, n, theta, x):
     """phi~ = max(1, X2 / df) of logistic fits (B, 4) to counts (B, m)."""
     p = logistic_mean_jac(np.atleast_2d(theta), x)[0]
@@ -100,8 +107,8 @@ def step_vs_logistic(tokens, k, n, n_boot: int, rng: np.random.Generator, disper
     lr_star = np.maximum(2.0 * (bl.loglik - ll_step), 0.0)
     scale_star = _studentiser(counts, n, bl.theta, x) if studentize else 1.0
     t, t_star = lr / scale, lr_star / scale_star
-    p = (1.0 + np.sum(t_star >= t - 1e-9)) / (n_boot + 1.0)
-    return TestResult("step_vs_logistic", "the curve is a single step between adjacent revisions", float(t), float(p), n_boot,
+    p = exceedance_p(t_star, t, n_boot, tol=1e-9)
+    return TestResult("step_vs_logistic", "the curve is a single step between adjacent revisions", float(t), p, n_boot,
                       {"likelihood_ratio": float(lr), "studentiser": scale, "dispersion": float(dispersion)})
 
 
@@ -159,5 +166,5 @@ def permutation_spearman(x, y, n_perm: int, rng: np.random.Generator) -> TestRes
     r = float(rho(x, y))
     perms = rng.permuted(np.tile(y, (n_perm, 1)), axis=1)
     r_star = rho(x[None, :], perms)
-    p = (1.0 + np.sum(r_star >= r - 1e-12)) / (n_perm + 1.0)
-    return TestResult("spearman_permutation", "no association (exchangeable)", r, float(p), n_perm)
+    p = exceedance_p(r_star, r, n_perm)
+    return TestResult("spearman_permutation", "no association (exchangeable)", r, p, n_perm)

@@ -44,6 +44,7 @@ from typing import Optional
 
 import numpy as np
 
+from stats.hypotheses import exceedance_p
 from stats.isotonic import isotonic_fit, unimodal_fit, unimodal_ss
 from stats.results import Results
 
@@ -73,7 +74,7 @@ def decline_test(k, n, n_perm: int, rng: np.random.Generator, regime: str = "ide
         y_star = np.clip(null[None, :] + resid[idx], 0.0, 1.0)
     ss_b, ss_up_b = unimodal_ss(y_star, w)
     t_star = ss_up_b - ss_b
-    return float((1.0 + np.sum(t_star >= t - 1e-12)) / (n_perm + 1.0))
+    return exceedance_p(t_star, t, n_perm)
 
 
 @dataclass
@@ -121,9 +122,9 @@ class CurvePhases(Results):
 
 def curve_phases(curve, min_rise_heads: float, min_decline_share: float, alpha: float, n_perm: int,
                  rng: np.random.Generator, regime: Optional[str] = None) -> CurvePhases:
-    """The :class:`CurvePhases` of ``curve`` (rules of the module docstring); ``regime`` (default: by
-    ``curve.identity``) chooses the decline test's null draws."""
-    regime = regime or ("identity" if curve.identity else "aggregate")
+    """The :class:`CurvePhases` of ``curve`` (rules of the module docstring); ``regime`` (default:
+    :attr:`~stats.tracked.Curve.regime`) chooses the decline test's null draws."""
+    regime = regime or curve.regime
     k, n = np.asarray(curve.k, float), np.asarray(curve.n, float)
     y = k / np.where(n > 0, n, 1)
     n_ref = float(np.median(n))

@@ -88,6 +88,7 @@ import numpy as np
 from scipy import optimize, special
 from scipy import stats as sps
 
+from stats.config import DEFAULTS
 from stats.results import Results
 
 #: A run's within-run variance is at least this (decades^2): a run whose draws are all equal
@@ -168,7 +169,7 @@ def q_profile(y, v, level: float = 0.95) -> list:
     return out
 
 
-def hartung_knapp(y, v, level: float = 0.95, method: str = "pm") -> MetaAnalysis:
+def hartung_knapp(y, v, level: float = 0.95, method: str = DEFAULTS.pooling.tau2_method) -> MetaAnalysis:
     """Random-effects pooling of points ``y`` with within-run variances ``v`` (module docstring):
     tau^2 from statsmodels' ``combine_effects`` (``pm``: Paule-Mandel, ``dl``: DerSimonian-Laird,
     truncated at 0), the Hartung-Knapp t interval with its scale truncated at 1."""
@@ -289,7 +290,8 @@ def censored_likelihood(y, v, bounds: Sequence[Optional[str]], level: float = 0.
                         [f"{n_bounds} of {k} runs enter as bounds (censored)"])
 
 
-def meta_analysis(effects: Sequence[Effect], level: float = 0.95, method: str = "pm") -> Optional[MetaAnalysis]:
+def meta_analysis(effects: Sequence[Effect], level: float = 0.95,
+                  method: str = DEFAULTS.pooling.tau2_method) -> Optional[MetaAnalysis]:
     """Pool ``effects`` (points by :func:`hartung_knapp`; with any bound by
     :func:`censored_likelihood`); None for fewer than 2."""
     if len(effects) < 2:

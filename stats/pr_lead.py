@@ -38,11 +38,15 @@ import numpy as np
 import pandas as pd
 
 from emergence.contract import flag_column, selectivity_column
+from stats.config import DEFAULTS
 from stats.hypotheses import TestResult, sign_test
 from stats.results import Results
 
+#: the PR-lead options' defaults (the schema's), the keyword defaults below
+_PC = DEFAULTS.pr_lead
 
-def elevation_threshold(heads: pd.DataFrame, column: str = "pr", k_mad: float = 3.0) -> pd.DataFrame:
+
+def elevation_threshold(heads: pd.DataFrame, column: str = _PC.column, k_mad: float = _PC.k_mad) -> pd.DataFrame:
     """Per revision: median PR, robust SD and the elevation threshold (revision, tokens, ...)."""
     rows = []
     for (rev, tok), g in heads.groupby(["revision", "tokens"], sort=False):
@@ -98,7 +102,7 @@ class PRLead(Results):
     test: TestResult
     p_value: Optional[float] = field(init=False)
     null: str = field(init=False)
-    persist: int = 2
+    persist: int = _PC.persist
     trajectories: pd.DataFrame = field(repr=False, default=None)
     thresholds: pd.DataFrame = field(repr=False, default=None)
     top: list = field(default_factory=list)
@@ -147,8 +151,9 @@ def first_persistent(flags, persist: int = 2) -> Optional[int]:
     return None
 
 
-def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 3.0, induction_class: str = "induction",
-            top_heads: int = 6, persist: int = 2) -> Optional[PRLead]:
+def pr_lead(heads: pd.DataFrame, model: str, column: str = _PC.column, k_mad: float = _PC.k_mad,
+            induction_class: str = _PC.induction_class, top_heads: int = _PC.top_heads,
+            persist: int = _PC.persist) -> Optional[PRLead]:
     """PR-lead analysis of one model's per-head table (see module docstring)."""
     flag = flag_column(induction_class)
     h = heads[heads["model"] == model]

@@ -97,9 +97,9 @@ from typing import Optional
 import numpy as np
 from scipy import stats as sps
 
-from stats.config import REGIMES, ShapeConfig
+from stats.config import DEFAULTS, REGIMES, ShapeConfig
 from stats.errors import StatsError
-from stats.hypotheses import TestResult
+from stats.hypotheses import TestResult, exceedance_p
 from stats.isotonic import monotone_r2, unimodal_r2
 from stats.results import Results, record
 
@@ -186,8 +186,8 @@ def level_change_test(k, n, n_perm: int, rng: np.random.Generator, shape: str = 
     t = float(stat(k, n)[0])
     idx = rng.permuted(np.tile(np.arange(m), (n_perm, 1)), axis=1)
     t_star = stat(k[idx], n[idx])
-    p = (1.0 + np.sum(t_star >= t - 1e-9)) / (n_perm + 1.0)
-    return TestResult(name, "no change across revisions (exchangeable)", t, float(p), n_perm)
+    p = exceedance_p(t_star, t, n_perm, tol=1e-9)
+    return TestResult(name, "no change across revisions (exchangeable)", t, p, n_perm)
 
 
 def _pct(v):
@@ -277,8 +277,8 @@ def classify_shape(
     p_step: Optional[float] = None,
     change: Optional[TestResult] = None,
     config: Optional[ShapeConfig] = None,
-    alpha: float = 0.05,
-    level: float = 0.95,
+    alpha: float = DEFAULTS.alpha,
+    level: float = DEFAULTS.level,
     regime: str = "identity",
     boot=None,
 ) -> ShapeVerdict:

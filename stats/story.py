@@ -34,6 +34,7 @@ from typing import Optional
 
 import numpy as np
 
+from stats.config import DEFAULTS
 from stats.results import Results, record
 from stats.units import format_tokens
 
@@ -176,7 +177,8 @@ def _trust(reasons: list) -> str:
     return "neither alone: they measure different things (a midpoint against a first crossing); report both"
 
 
-def gap_story(model: str, fitted, milestone, late, early, min_points: int = 5, min_rise_heads: float = 2.0) -> GapStory:
+def gap_story(model: str, fitted, milestone, late, early, min_points: int = DEFAULTS.shape.min_points,
+              min_rise_heads: float = DEFAULTS.shape.min_rise_heads) -> GapStory:
     """The :class:`GapStory` of ``model`` from its fitted gap (:class:`stats.times.GapRatio`),
     its milestone gap (:class:`stats.milestones.MilestoneGap`) and the two curve analyses."""
     times = f"{describe_time(early)}, {describe_time(late)}"

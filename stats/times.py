@@ -56,6 +56,7 @@ from typing import Optional
 import numpy as np
 
 from stats.bootstrap import parametric_bootstrap
+from stats.config import DEFAULTS, FORMATIONS
 from stats.hypotheses import separation_test
 from stats.models.logistic import LN9
 from stats.results import Results
@@ -146,8 +147,8 @@ def _pct(draws, level):
     return [float(v) for v in np.quantile(draws, [a, 1 - a])]
 
 
-def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, level: float = 0.95,
-                     width_factor: float = 1.0) -> TransitionTimes:
+def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, level: float = DEFAULTS.level,
+                     width_factor: float = DEFAULTS.shape.width_factor) -> TransitionTimes:
     """Times of a logistic :class:`FitResults`, with intervals from its bootstrap ``boot``."""
     x = fit.x
     pt = logistic_times(fit.theta[None, :], x, None, width_factor)
@@ -233,8 +234,9 @@ def bracket_times(lo_tokens: float, hi_tokens: float, n_boot: int, rng: np.rando
                            draws, draws.copy())
 
 
-def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = 0.95,
-                               width_factor: float = 1.0, overdispersion: bool = True):
+def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = DEFAULTS.level,
+                               width_factor: float = DEFAULTS.shape.width_factor,
+                               overdispersion: bool = DEFAULTS.fit.overdispersion):
     """Times of a logistic fit with the analysis's bootstrap: one phi a replicate drawn
     from ``dispersion`` (:meth:`Dispersion.draw`) when ``overdispersion``; returns
     ``(times, boot)``."""
@@ -283,11 +285,12 @@ def _gap_bound(late: TransitionTimes, early: TransitionTimes) -> tuple:
     return None, None
 
 
-def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formation: str = "t50",
-              late_class: str = "bos", early_class: str = "induction", level: float = 0.95) -> GapRatio:
+def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formation: str = DEFAULTS.times.formation,
+              late_class: str = DEFAULTS.times.late_class, early_class: str = DEFAULTS.times.early_class,
+              level: float = DEFAULTS.level) -> GapRatio:
     """Gap ratio of two curves' times from their bootstrap draws (see module docstring)."""
-    if formation not in ("t50", "onset"):
-        raise ValueError(f"formation {formation!r}: valid choices are 't50', 'onset'")
+    if formation not in FORMATIONS:
+        raise ValueError(f"formation {formation!r}: valid choices are {', '.join(map(repr, FORMATIONS))}")
     t_early = early.t50 if formation == "t50" else early.onset
     d_early = early.draws_t50 if formation == "t50" else early.draws_onset
     bound, note = _gap_bound(late, early)

@@ -77,6 +77,12 @@ class Curve(Results):
     def fraction(self) -> np.ndarray:
         return self.k / np.where(self.n > 0, self.n, 1)
 
+    @property
+    def regime(self) -> str:
+        """The verdict rule's regime its counts call for (:mod:`stats.shape`): ``identity`` where they
+        follow the same heads, else ``aggregate``."""
+        return "identity" if self.identity else "aggregate"
+
     def __len__(self):
         return len(self.tokens)
 
