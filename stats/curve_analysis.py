@@ -25,8 +25,8 @@ from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
 from stats.phases import CurvePhases, curve_phases
 from stats.results import Results, written
-from stats.shape import (ShapeVerdict, classify_shape, jump_evidence, jump_share, level_change_test, qualify_verdict,
-                         sharp_or_gradual)
+from stats.shape import (ShapeVerdict, classify_shape, jump_evidence, jump_location, jump_share, level_change_test,
+                         qualify_verdict, sharp_or_gradual)
 from stats.times import TransitionTimes, bootstrap_transition_times, bracket_times, censored_times
 from stats.tracked import Curve, TrackedResults
 
@@ -183,11 +183,8 @@ def _short_rise(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConf
     j = max(int(np.argmax(f >= f[0] + (f.max() - f[0]) / 2 - 1e-12)), 1)
     times = bracket_times(rise.tokens[j - 1], rise.tokens[j], cfg.n_boot, rng, cfg.level)
     ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
-    i = ev.pop("_index")
     ev.update({"n_points": len(rise), "p_change": change.p_value,
-               "max_jump_revisions": [rise.revisions[i], rise.revisions[i + 1]],
-               "max_jump_tokens": [float(rise.tokens[i]), float(rise.tokens[i + 1])],
-               "jump_spacing_decades": float(np.log10(rise.tokens[i + 1] / rise.tokens[i]))})
+               **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
     verdict = sharp_or_gradual(ev, cfg.shape, cfg.level, None, cfg.alpha, "identity")
     return CurveAnalysis(curve, verdict, times=times, **parts)
 

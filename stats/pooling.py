@@ -3,7 +3,7 @@
 Every verdict, time and gap of :mod:`stats.analysis` is *within* one training run (its
 intervals bootstrap over heads and revisions). A seed suite (several runs of one model
 that differ only in their seeds: PolyPythias, or the toy recipes' ``seed``; the curves'
-:attr:`stats.curves.TrackedResults.seeds`) says how much another run would differ. Per
+:attr:`stats.tracked.TrackedResults.seeds`) says how much another run would differ. Per
 group of runs this module reports each run's t50s, shapes and gap ratio with its interval,
 and pools the log gap ratio by a random-effects meta-analysis.
 
@@ -496,7 +496,7 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
 
 def pool_seeds(results, by_key: dict, gaps: Sequence, cfg) -> List[PooledGap]:
     """One :class:`PooledGap` per seed group of ``results`` with at least 2 runs
-    (:meth:`stats.curves.TrackedResults.seed_groups`)."""
+    (:meth:`stats.tracked.TrackedResults.seed_groups`)."""
     if not cfg.pooling.enabled:
         return []
     by_model = {g.model: g for g in gaps}

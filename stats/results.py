@@ -8,7 +8,8 @@ A results object is a dataclass whose fields are the stage's results. It has
   from the fields by :func:`record`: every field in declaration order, named as the field
   unless the class's :attr:`Results.RENAME` says otherwise (the head class is written
   ``class``), less the fields in :attr:`Results.EXCLUDE` (bootstrap draws, tables and
-  objects the figures read); a nested results object is written as its own record.
+  objects the figures read); a nested results object is written as its own record, an array as
+  a list.
   A value the record shows but that is computed from other fields is a field too
   (``field(init=False)``, set in ``__post_init__``), at its place in the record.
 
@@ -58,9 +59,12 @@ def record(obj: Results) -> dict:
 
 
 def written(value):
-    """A field's value as a record holds it: a results object as its record, lists and dicts walked."""
+    """A field's value as a record holds it: a results object as its record, an array as a list, lists
+    and dicts walked."""
     if isinstance(value, Results):
         return value.to_dict()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
     if isinstance(value, list):
         return [written(v) for v in value]
     if isinstance(value, dict):

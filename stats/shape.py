@@ -1,7 +1,7 @@
 """Shape verdict of a curve: ``sharp``, ``gradual`` or ``none``, with its evidence.
 
 Two regimes, by what the counts are (``analysis.shape.regime``; ``auto`` chooses
-by the data, :func:`stats.analysis.curve_regime`):
+by the data, :func:`stats.curve_analysis.curve_regime`):
 
 - ``identity``: the counts follow the *same* heads across revisions (a per-head
   table: the runs' ``heads.csv``, or a ``heads_csv`` file). The data model below
@@ -267,21 +267,33 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, level: float, p_step, alpha: fl
                                    f"of the rise ({what}) < {_pct(cfg.min_jump_share)}{resolved}", ev)
 
 
-def classify_shape(
-    tokens,
-    k,
-    n,
-    revisions,
-    fits: Optional[dict],
-    times=None,
-    p_step: Optional[float] = None,
-    change: Optional[TestResult] = None,
-    config: Optional[ShapeConfig] = None,
-    alpha: float = DEFAULTS.alpha,
-    level: float = DEFAULTS.level,
-    regime: str = "identity",
-    boot=None,
-) -> ShapeVerdict:
+def jump_location(tokens, revisions, i: Optional[int]) -> dict:
+    """Where the largest jump (between revisions ``i`` and ``i + 1``) lies: its revisions, tokens and
+    log10 spacing; {} without one."""
+    if i is None:
+        return {}
+    return {"max_jump_revisions": [revisions[i], revisions[i + 1]],
+            "max_jump_tokens": [float(tokens[i]), float(tokens[i + 1])],
+            "jump_spacing_decades": float(np.log10(tokens[i + 1] / tokens[i]))}
+
+
+def model_evidence(fits: Optional[dict]) -> tuple:
+    """``(direction, evidence)`` of the four fits: the sign of the logistic's rise (ceiling - floor),
+    and each model's AICc, the best and each one's difference to it; ``(None, {})`` without fits."""
+    if fits is None:
+        return None, {}
+    pr = fits["logistic"].params
+    aicc = {name: fit.aicc for name, fit in fits.items()}
+    best = min(aicc.values())
+    return float(pr["ceiling"] - pr["floor"]), {
+        "best_model": min(aicc, key=aicc.get), "aicc": aicc,
+        "delta_aicc": {name: (a - best if np.isfinite(a) else float("inf")) for name, a in aicc.items()}}
+
+
+def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
+                   change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
+                   alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
+                   boot=None) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
@@ -303,21 +315,10 @@ def classify_shape(
     ev["rise_heads"] = ev["rise"] * n_ref
     if m < cfg.min_points:
         return ShapeVerdict("none", f"too short: {m} revisions with positive tokens < min_points {cfg.min_points}", ev)
-    direction = None
-    if fits is not None:
-        pr = fits["logistic"].params
-        direction = float(pr["ceiling"] - pr["floor"])
-        aicc = {name: fit.aicc for name, fit in fits.items()}
-        best = min(aicc.values())
-        ev["best_model"] = min(aicc, key=aicc.get)
-        ev["aicc"] = aicc
-        ev["delta_aicc"] = {name: (a - best if np.isfinite(a) else float("inf")) for name, a in aicc.items()}
+    direction, fitted = model_evidence(fits)
+    ev.update(fitted)
     ev.update(jump_evidence(f, n_ref, direction, regime, None if fits is None else fits["logistic"], boot, level))
-    i = ev.pop("_index")
-    if i is not None:
-        ev["max_jump_revisions"] = [revisions[i], revisions[i + 1]]
-        ev["max_jump_tokens"] = [float(tokens[i]), float(tokens[i + 1])]
-        ev["jump_spacing_decades"] = float(np.log10(tokens[i + 1] / tokens[i]))
+    ev.update(jump_location(tokens, revisions, ev.pop("_index")))
     if times is not None:
         ev["width_decades"] = times.width_decades
         ev["width_is_bound"] = times.width_is_bound

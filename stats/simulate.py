@@ -314,7 +314,7 @@ class SimulatedCurve:
     flags: Optional[np.ndarray] = None
 
     def curve(self, model: str = "sim", head_class: str = "bos"):
-        """A :class:`stats.curves.Curve` of this simulation (revisions ``r0``, ``r1``, ...)."""
+        """A :class:`stats.tracked.Curve` of this simulation (revisions ``r0``, ``r1``, ...)."""
         revisions = np.array([f"r{i}" for i in range(len(self.tokens))])
         return Curve(model, head_class, revisions, self.tokens, np.asarray(self.k, float), np.asarray(self.n, float),
                      identity=self.identity, flags=self.flags)
@@ -426,7 +426,7 @@ FAMILIES = tuple(f"aggregate/{k}" for k in ("logistic-sharp", "logistic-gradual"
 
 
 def score(analysis, truth: Truth) -> dict:
-    """How a curve analysis (:class:`stats.analysis.CurveAnalysis`) fares against its truth.
+    """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against its truth.
 
     ``shape``: the verdict equals the true shape (``none`` for a censored truth: no
     transition inside the range); ``censored``: the censoring flag equals the truth's

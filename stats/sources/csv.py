@@ -41,24 +41,7 @@ def read_csv(path) -> TrackedResults:
     extra = [c for c in df.columns if c not in CSV_REQUIRED + CSV_OPTIONAL]
     if df.empty:
         raise StatsError(f"CSV {str(path)!r} has no rows")
-    for col in ("tokens", "k", "n"):
-        vals = pd.to_numeric(df[col], errors="coerce")
-        if vals.isna().any():
-            row = int(np.flatnonzero(vals.isna().to_numpy())[0])
-            raise StatsError(f"CSV {str(path)!r} column {col!r} row {row}: {df[col].iloc[row]!r} is not a number")
-        bad = (vals < 0) | ~np.isfinite(vals) | ((vals != np.round(vals)) if col != "tokens" else False)
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
-            kind = "a token count (a finite number >= 0)" if col == "tokens" else "a count (an integer >= 0)"
-            value = df[col].iloc[row]
-            shown = repr(value) if isinstance(value, str) else f"{float(value):g}"
-            raise StatsError(f"CSV {str(path)!r} column {col!r} row {row}: {shown} is not {kind}")
-        df[col] = vals
-    over = df["k"] > df["n"]
-    if over.any():
-        row = int(np.flatnonzero(over.to_numpy())[0])
-        raise StatsError(f"CSV {str(path)!r} column 'k' row {row}: k={df['k'].iloc[row]:g} > n={df['n'].iloc[row]:g}; "
-                         "every row needs 0 <= k <= n")
+    df = checked_counts(df, f"CSV {str(path)!r}")
     df["model"] = df["model"].astype(str)
     df["class"] = df["class"].astype(str)
     df, seeds = label_seeds(df, f"CSV {str(path)!r}")  # one curve per (model, seed), named per training run
@@ -69,26 +52,58 @@ def read_csv(path) -> TrackedResults:
         df["pretraining_corpus"] = "unknown"
     if "layer" not in df.columns:
         df["layer"] = np.nan
+    whole, layers = whole_and_layer_counts(df, f"CSV {str(path)!r}")
+    notes = [f"ignored CSV columns: {extra}"] if extra else []
+    return TrackedResults(curves=dedupe_tokens(whole[CURVE_COLUMNS].reset_index(drop=True)),
+                          layers=layers.reset_index(drop=True), heads=None,
+                          source={"kind": "csv", "path": str(path.resolve())}, notes=notes, seeds=seeds)
+
+
+def checked_counts(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """``df`` with ``tokens``, ``k``, ``n`` as numbers; refuses (one line naming the row) a value that is
+    not a number, a negative or non-finite token count, a count that is not an integer >= 0, k > n."""
+    for col in ("tokens", "k", "n"):
+        vals = pd.to_numeric(df[col], errors="coerce")
+        if vals.isna().any():
+            row = int(np.flatnonzero(vals.isna().to_numpy())[0])
+            raise StatsError(f"{where} column {col!r} row {row}: {df[col].iloc[row]!r} is not a number")
+        bad = (vals < 0) | ~np.isfinite(vals) | ((vals != np.round(vals)) if col != "tokens" else False)
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            kind = "a token count (a finite number >= 0)" if col == "tokens" else "a count (an integer >= 0)"
+            value = df[col].iloc[row]
+            shown = repr(value) if isinstance(value, str) else f"{float(value):g}"
+            raise StatsError(f"{where} column {col!r} row {row}: {shown} is not {kind}")
+        df[col] = vals
+    over = df["k"] > df["n"]
+    if over.any():
+        row = int(np.flatnonzero(over.to_numpy())[0])
+        raise StatsError(f"{where} column 'k' row {row}: k={df['k'].iloc[row]:g} > n={df['n'].iloc[row]:g}; "
+                         "every row needs 0 <= k <= n")
+    return df
+
+
+def whole_and_layer_counts(df: pd.DataFrame, where: str) -> tuple:
+    """``(whole, layers)``: the whole-model rows (an empty ``layer``) and the per-layer rows; a (model,
+    class) with per-layer rows only gets its whole-model counts summed over the layers at each token
+    count. Refuses two different rows for one (model, class, tokens, layer)."""
     per_layer = df[df["layer"].notna()].drop_duplicates(["model", "class", "tokens", "revision", "layer", "k", "n"])
     clash = per_layer[per_layer.duplicated(["model", "class", "tokens", "layer"], keep=False)]
     if not clash.empty:  # summing them would count a layer twice
         r = clash.iloc[0]
-        raise StatsError(f"CSV {str(path)!r}: conflicting duplicate rows for (model, class, tokens, layer) = "
+        raise StatsError(f"{where}: conflicting duplicate rows for (model, class, tokens, layer) = "
                          f"({r['model']!r}, {r['class']!r}, {r['tokens']:.6g}, {int(r['layer'])}); keep one row per layer")
     whole = df[df["layer"].isna()].copy()
-    layers = per_layer.assign(layer=per_layer["layer"].astype(int))[LAYER_COLUMNS] if not per_layer.empty else empty_table(LAYER_COLUMNS)
-    if not per_layer.empty:
-        have = set(zip(whole["model"], whole["class"]))
-        summed = (
-            per_layer.groupby(["model", "class", "tokens"], as_index=False)
-            .agg(k=("k", "sum"), n=("n", "sum"), revision=("revision", "first"), pretraining_corpus=("pretraining_corpus", "first"))
-        )
-        summed = summed[[(m, c) not in have for m, c in zip(summed["model"], summed["class"])]]
-        whole = pd.concat([whole, summed], ignore_index=True)
-    curves = dedupe_tokens(whole[CURVE_COLUMNS].reset_index(drop=True))
-    notes = [f"ignored CSV columns: {extra}"] if extra else []
-    return TrackedResults(curves=curves, layers=layers.reset_index(drop=True), heads=None,
-                          source={"kind": "csv", "path": str(path.resolve())}, notes=notes, seeds=seeds)
+    if per_layer.empty:
+        return whole, empty_table(LAYER_COLUMNS)
+    layers = per_layer.assign(layer=per_layer["layer"].astype(int))[LAYER_COLUMNS]
+    have = set(zip(whole["model"], whole["class"]))
+    summed = (
+        per_layer.groupby(["model", "class", "tokens"], as_index=False)
+        .agg(k=("k", "sum"), n=("n", "sum"), revision=("revision", "first"), pretraining_corpus=("pretraining_corpus", "first"))
+    )
+    summed = summed[[(m, c) not in have for m, c in zip(summed["model"], summed["class"])]]
+    return pd.concat([whole, summed], ignore_index=True), layers
 
 
 def read(src) -> TrackedResults:
