@@ -29,6 +29,7 @@ So a study is re-read at other thresholds without screening again.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, is_dataclass
 from typing import Mapping, Optional
@@ -275,9 +276,7 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     heads = results.heads
     if heads is None or not selectivity_columns(heads.columns):
         note = "no per-head selectivities: counts as given by the source; analysis.thresholds not applied"
-        return TrackedResults(results.curves, results.layers, heads, results.continuous, results.source,
-                              results.notes + ([note] if results.source.get("kind") != "csv" else []),
-                              results.registry_index, seeds=results.seeds)
+        return dataclasses.replace(results, notes=results.notes + ([] if results.counts_only else [note]))
     heads = flag_heads(heads, thr)
     curves, layers = counts_from_heads(heads, thr, corpus_map(heads, results.curves))
     notes = list(results.notes)
@@ -298,8 +297,8 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     curves = dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
     src = dict(results.source)
     src["thresholds"] = thr
-    return TrackedResults(curves, layers.reset_index(drop=True), heads, results.continuous, src, notes,
-                          results.registry_index, seeds=results.seeds)
+    return dataclasses.replace(results, curves=curves, layers=layers.reset_index(drop=True), heads=heads, source=src,
+                               notes=notes)
 
 
 def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:

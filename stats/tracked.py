@@ -148,7 +148,7 @@ Curve.__init__ = _accepts_cls(Curve.__init__)
 class TrackedResults(Results):
     """The tidy tables read from a store or a CSV (see module docstring)."""
 
-    EXCLUDE = ("curves", "layers", "heads", "continuous", "registry_index", "seeds")
+    EXCLUDE = ("curves", "layers", "heads", "continuous", "registry_index", "seeds", "counts_only")
 
     curves: pd.DataFrame
     layers: pd.DataFrame
@@ -163,6 +163,8 @@ class TrackedResults(Results):
     #: suite: seed, kind, group), for the models that are one run of a seed suite; the pooling of
     #: :mod:`stats.pooling` groups them by ``group``. Empty without seeds.
     seeds: dict = field(default_factory=dict)
+    #: the source gives counts only (``source=csv``): no per-head data is expected, so its absence is no note
+    counts_only: bool = False
 
     def seed_groups(self) -> dict:
         """group -> the model names of its runs (in table order), for groups with a seed."""

@@ -56,7 +56,8 @@ def read_csv(path) -> TrackedResults:
     notes = [f"ignored CSV columns: {extra}"] if extra else []
     return TrackedResults(curves=dedupe_tokens(whole[CURVE_COLUMNS].reset_index(drop=True)),
                           layers=layers.reset_index(drop=True), heads=None,
-                          source={"kind": "csv", "path": str(path.resolve())}, notes=notes, seeds=seeds)
+                          source={"kind": "csv", "path": str(path.resolve())}, notes=notes, seeds=seeds,
+                          counts_only=True)
 
 
 def checked_counts(df: pd.DataFrame, where: str) -> pd.DataFrame:
