@@ -90,6 +90,7 @@ from scipy import stats as sps
 
 from stats.config import DEFAULTS
 from stats.results import Results
+from stats.units import format_number
 
 #: A run's within-run variance is at least this (decades^2): a run whose draws are all equal
 #: (a bound drawn as itself) must not take all the weight.
@@ -414,21 +415,17 @@ class PooledGap(Results):
         if self.pooled is None:
             return f"{self.model}: {self.n_seeds} run(s), no pooled gap ({'; '.join(self.notes) or 'too few runs'})"
         sign = {"lower": ">= ", "upper": "<= "}.get(self.bound, "")
-        value = _num(self.ratio) if self.ratio is not None else _num(self.ci[0] if self.bound == "lower" else self.ci[1])
+        value = format_number(self.ratio) if self.ratio is not None else format_number(self.ci[0] if self.bound == "lower" else self.ci[1])
         shapes = ", ".join(f"{c} {a['modal']} in {a['counts'][a['modal']]} of {sum(a['counts'].values())}"
                            for c, a in self.shapes.items() if a["modal"] is not None)
         return (f"{self.model}: pooled {self.late_class}/{self.early_class} gap {sign}{value}x over {self.n_pooled} "
                 f"runs, {self.level:.0%} CI {_interval(self.ci)}, prediction interval for a new run "
-                f"{_interval(self.prediction_interval)}, p = {_num(self.p_value)}, tau^2 = {_num(self.tau2)} "
-                f"decades^2, I^2 = {_num(self.i2, '{:.0%}')}" + (f"; shapes: {shapes}" if shapes else ""))
-
-
-def _num(v, fmt="{:.3g}") -> str:
-    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else fmt.format(v)
+                f"{_interval(self.prediction_interval)}, p = {format_number(self.p_value)}, tau^2 = {format_number(self.tau2)} "
+                f"decades^2, I^2 = {format_number(self.i2, '{:.0%}')}" + (f"; shapes: {shapes}" if shapes else ""))
 
 
 def _interval(ci) -> str:
-    return "[" + ", ".join(_num(v) for v in (ci or [None, None])) + "]"
+    return "[" + ", ".join(format_number(v) for v in (ci or [None, None])) + "]"
 
 
 def variance_share(effects: Sequence[Effect], kinds: Sequence[str], level: float, method: str) -> Optional[dict]:

@@ -11,14 +11,13 @@ import re
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-
 from emergence.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
 from emergence.contract.store import log_run
-from stats.units import format_tokens
+from stats.units import format_number, format_tokens
 
 
 _fmt_tokens = format_tokens
+_num = format_number
 
 
 def _fmt_ci(ci) -> str:
@@ -68,12 +67,6 @@ def _models_section(summary: dict) -> list:
             if c["model"] == st["model"] and (c.get("censored") or c.get("decline")):
                 L.append(f"- {c['class']}: {c['reason']}")
     return L
-
-
-def _num(v, fmt="{:.3g}") -> str:
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
-        return "-"
-    return fmt.format(v)
 
 
 def render_report(summary: dict, figures: dict) -> str:
