@@ -52,7 +52,8 @@ def effects_group(rng, k, ratio, tau, censor: bool):
 
 
 def curves_group(rng, k, ratio, tau, regime, n_boot, tokens):
-    from stats.analysis import analyse_curve, fitted_gap
+    from stats.curve_analysis import analyse_curve
+    from stats.gaps import fitted_gap
     from stats.config import AnalysisConfig
     from stats.pooling import gap_effect
     from stats.simulate import seed_group

@@ -57,9 +57,9 @@ def main():
 
     from tqdm import tqdm
 
-    from stats.analysis import analyse_curve
+    from stats.curve_analysis import analyse_curve
     from stats.config import AnalysisConfig
-    from stats.curves import Curve
+    from stats.tracked import Curve
     from stats.simulate import (NORMAL_WIDTH_PER_SD, HeadPopulation, logistic_probability, logspaced_tokens,
                                 simulate_counts_once)
 
@@ -181,7 +181,7 @@ def families_section(D: int, n_boot: int, rng) -> int:
     """Section D (module docstring); returns the number of failed criteria."""
     from tqdm import tqdm
 
-    from stats.analysis import analyse_curve
+    from stats.curve_analysis import analyse_curve
     from stats.config import AnalysisConfig
     from stats.simulate import FAMILIES, family, logspaced_tokens, score
 

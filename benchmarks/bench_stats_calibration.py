@@ -224,7 +224,8 @@ def regimes(D: int, B: int, rng, report) -> None:
     """Coverage, bounds, separation and false declines in both regimes (module docstring)."""
     from tqdm import tqdm
 
-    from stats.analysis import analyse_curve, fitted_gap
+    from stats.curve_analysis import analyse_curve
+    from stats.gaps import fitted_gap
     from stats.config import AnalysisConfig
     from stats.phases import curve_phases
     from stats.simulate import FAMILIES, family, gap_pair, logspaced_tokens, score

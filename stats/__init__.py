@@ -5,40 +5,46 @@ curves): is a transition sharp or gradual, when does it happen, how far apart ar
 the induction and attention-sink transitions, and is the separation real.
 Definitions follow METHODS section 8; each module states the math it implements.
 
-Flow (one direction; of ``emergence`` this package imports only the model-free run
-contract ``emergence.contract`` and head-class registry ``emergence.contract.head_classes``):
-    curves (read MLflow / CSV), heads (per-head tables, thresholds at analysis time)
-    -> models (fits) -> changepoint, shape, times, hypotheses, findings, pr_lead,
-    milestones, sensitivity -> analysis (+ reference: the study's reported figures)
-    -> figures, report -> ``python -m stats``.
-"""
+Stages (one direction; of ``emergence`` this package imports only the model-free run
+contract ``emergence.contract`` and its submodules), each returning a results object
+(:mod:`stats.results`: fields, ``summary()`` text, ``to_dict()`` derived from the fields):
 
-import os
-from pathlib import Path
+    read       stats.sources (one module per source kind)  -> stats.tracked.TrackedResults
+    curves     stats.heads (thresholds at analysis time)   -> stats.tracked.Curve
+    per curve  stats.curve_analysis (models, changepoint, shape, times, censoring, phases)
+                                                           -> CurveAnalysis
+    gaps       stats.gaps (times, milestones, story)        -> GapRatio, MilestoneGap, GapStory
+    pooling    stats.pooling                                -> PooledGap
+    study      stats.analysis (+ findings, pr_lead, sensitivity, reference) -> StudyAnalysis
+    report     stats.report, stats.figures                  -> summary.json, tables, figures, report.md
+
+``python -m stats`` (stats/__main__.py) and :mod:`stats.api` run them.
+"""
 
 from omegaconf import OmegaConf
 
+from stats.paths import CONF_DIR, PROJECT_ROOT, emergence_home
+from stats.help import help_text
+from stats.errors import StatsError
+from stats.tracked import Curve, TrackedResults
+from stats.sources.csv import read_csv
+from stats.sources.mlflow import read_mlflow
+from stats.sources.heads_csv import read_heads_csv
+from stats.models import (
+    ConstantModel,
+    LogisticModel,
+    RampModel,
+    StepModel,
+    fit_all,
+)
+from stats.heads import apply_thresholds
+from stats.curve_analysis import analyse_curve
+from stats.analysis import analyse
+
 __version__ = "0.1.0"
 
-#: The folder that holds the packages (the checkout, or ``site-packages`` when installed);
-#: same definition as emergence.
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-#: The config tree holding ``stats.yaml`` and ``source/``: ``stats/conf`` in an installed
-#: copy (the wheel ships them there), else the checkout's top-level ``conf/``.
-CONF_DIR = Path(__file__).resolve().parent / "conf"
-if not (CONF_DIR / "stats.yaml").is_file():
-    CONF_DIR = PROJECT_ROOT / "conf"
 
-
-def emergence_home() -> Path:
-    """Where ``outputs/`` goes: ``$EMERGENCE_HOME`` when set, else the current working directory."""
-    home = os.environ.get("EMERGENCE_HOME")
-    return Path(home).expanduser().resolve() if home else Path.cwd().resolve()
-
-
-def _help_text() -> str:
-    from stats.help import help_text
-
+def _help_template() -> str:
     return help_text().replace("$", "$$")  # Hydra's template is a string.Template
 
 
@@ -47,19 +53,7 @@ if not OmegaConf.has_resolver("project_root"):
 if not OmegaConf.has_resolver("emergence_home"):
     OmegaConf.register_new_resolver("emergence_home", lambda: str(emergence_home()))
 if not OmegaConf.has_resolver("stats_help"):  # `python -m stats --help` (conf/stats.yaml, hydra.help)
-    OmegaConf.register_new_resolver("stats_help", _help_text)
-
-from stats.errors import StatsError  # noqa: E402
-from stats.curves import Curve, TrackedResults, read_csv, read_mlflow  # noqa: E402
-from stats.models import (  # noqa: E402
-    ConstantModel,
-    LogisticModel,
-    RampModel,
-    StepModel,
-    fit_all,
-)
-from stats.heads import apply_thresholds, read_heads_csv  # noqa: E402
-from stats.analysis import analyse, analyse_curve  # noqa: E402
+    OmegaConf.register_new_resolver("stats_help", _help_template)
 
 __all__ = [
     "PROJECT_ROOT",

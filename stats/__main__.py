@@ -20,25 +20,25 @@ import sys
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-import stats  # noqa: F401  (registers the project_root resolver)
+import stats  # noqa: F401  (registers the OmegaConf resolvers of conf/stats.yaml)
+from emergence.contract.checks import discard_run_dir, precheck
 from stats.api import run, summary_line
 from stats.config import StatsConfig, check_config, register_configs
 from stats.errors import StatsError
+from stats.paths import CONF_DIR, emergence_home
 
 register_configs()
 
 
-@hydra.main(version_base=None, config_path=str(stats.CONF_DIR), config_name="stats")
+@hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="stats")
 def main(cfg: DictConfig) -> None:
     try:
         check_config(cfg)
         conf: StatsConfig = OmegaConf.to_object(cfg)
         paths = run(conf)
     except StatsError as exc:
-        from emergence.contract.checks import discard_run_dir
-
         print(f"stats: error: {exc}", file=sys.stderr)
-        discard_run_dir(str(stats.emergence_home() / "outputs"))  # a refused analysis leaves no Hydra log
+        discard_run_dir(str(emergence_home() / "outputs"))  # a refused analysis leaves no Hydra log
         sys.exit(2)
     print(summary_line(paths))
 
@@ -56,10 +56,8 @@ def with_run_dir(argv: list) -> list:
 def cli() -> None:
     """``python -m stats``: the command line is composed and checked first (every value of a
     ``-m`` sweep), so a wrong type, a misspelt key or a bad value is one line and exit 2."""
-    from emergence.contract.checks import precheck
-
     try:
-        precheck(sys.argv[1:], str(stats.CONF_DIR), "stats", StatsConfig, StatsError, check_config)
+        precheck(sys.argv[1:], str(CONF_DIR), "stats", StatsConfig, StatsError, check_config)
     except StatsError as exc:
         print(f"stats: error: {exc}", file=sys.stderr)
         sys.exit(2)

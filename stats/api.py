@@ -13,21 +13,23 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from emergence.contract.storecheck import store_problem
-from stats import emergence_home
 from stats.analysis import analyse
 from stats.config import SourceConfig, StatsConfig, TrackingConfig, check_analysis
 from stats.errors import StatsError
+from stats.paths import emergence_home
 from stats.report import log_to_mlflow, write_outputs
-from stats.sources import read_source
+from stats.sources import get as get_source, read_source
 
 
 def check_stores(conf: StatsConfig) -> None:
-    """The stores the analysis reads (``source.tracking_uri``) and writes (``tracking.uri``, when
-    ``tracking.log``) can be used, before anything is read (emergence/contract/storecheck.py: a
-    known scheme, a server that answers, a local store that can be written)."""
+    """The stores the analysis reads (the source's :attr:`~stats.sources.Source.store_key`, e.g.
+    ``source.tracking_uri``) and writes (``tracking.uri``, when ``tracking.log``) can be used, before
+    anything is read (emergence/contract/storecheck.py: a known scheme, a server that answers, a
+    local store that can be written)."""
     checks = []
-    if conf.source.kind == "mlflow" and conf.source.tracking_uri:
-        checks.append((conf.source.tracking_uri, None, "source.tracking_uri", False))
+    key = get_source(conf.source.kind).store_key
+    if key and getattr(conf.source, key):
+        checks.append((getattr(conf.source, key), None, f"source.{key}", False))
     if conf.tracking.log:
         checks.append((conf.tracking.uri, conf.tracking.artifacts, "tracking.uri", True))
     for uri, artifacts, key, writable in checks:
@@ -40,6 +42,7 @@ def run(conf: StatsConfig) -> dict:
     """Run the analysis of a resolved config; return the written paths (``summary``, ``report``,
     ... and ``run_id`` when logged)."""
     check_stores(conf)
+    source = get_source(conf.source.kind)
     results = read_source(conf.source)
     analysis = analyse(results, conf.analysis)
     out_dir = Path(conf.output_dir).expanduser().resolve()
@@ -47,12 +50,7 @@ def run(conf: StatsConfig) -> dict:
     if conf.tracking.log:
         summary = analysis.summary()
         params = {"source.kind": conf.source.kind, "n_boot": conf.analysis.n_boot, "seed": conf.analysis.seed,
-                  "n_curves": len(analysis.curves)}
-        if conf.source.kind in ("csv", "heads_csv"):
-            params["source.path"] = results.source.get("path")
-        else:
-            params.update({"source.experiment": conf.source.experiment, "source.filter": conf.source.filter,
-                           "source.sweep": conf.source.sweep})
+                  "n_curves": len(analysis.curves), **source.logged(conf.source, results)}
         paths["run_id"] = log_to_mlflow(out_dir, summary, conf.tracking.uri, conf.tracking.artifacts,
                                         conf.tracking.experiment, params)
     return paths

@@ -49,8 +49,9 @@ from typing import Optional
 
 import numpy as np
 
-from stats.curves import Curve
 from stats.phases import CurvePhases
+from stats.results import Results
+from stats.tracked import Curve
 
 SIDES = ("left", "right")
 #: A head is *settled* when flagged at each of this many first revisions (module docstring).
@@ -58,7 +59,7 @@ SETTLED_REVISIONS = 4
 
 
 @dataclass
-class Censoring:
+class Censoring(Results):
     """On which side of the screened range a curve's rise midpoint lies (``side`` None: the
     curve shows no rise and the side cannot be told), and why."""
 

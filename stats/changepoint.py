@@ -32,6 +32,9 @@ import numpy as np
 import ruptures as rpt
 from ruptures.base import BaseCost
 
+from stats.config import DEFAULTS, PENALTIES
+from stats.results import Results
+
 
 class BinomialCost(BaseCost):
     """Binomial deviance of a constant level, divided by the dispersion (ruptures cost)."""
@@ -75,19 +78,23 @@ def penalty_value(rule: Union[str, float], n) -> float:
     n = np.asarray(n, float)
     if isinstance(rule, (int, float)) and not isinstance(rule, bool):
         return float(rule)
-    if rule == "bic":
+    bic, bic_revisions = PENALTIES
+    if rule == bic:
         return float(2.0 * np.log(max(n.sum(), 2.0)))
-    if rule == "bic_revisions":
+    if rule == bic_revisions:
         return float(2.0 * np.log(max(len(n), 2)))
     try:
         return float(rule)
     except (TypeError, ValueError):
-        raise ValueError(f"changepoint penalty {rule!r}: valid choices are 'bic', 'bic_revisions' or a number") from None
+        raise ValueError(f"changepoint penalty {rule!r}: valid choices are {', '.join(map(repr, PENALTIES))} "
+                         "or a number") from None
 
 
 @dataclass
-class ChangePoint:
+class ChangePoint(Results):
     """A change between revisions ``revision_before`` and ``revision_after``."""
+
+    EXCLUDE = ("index",)
 
     index: int  # position of the last revision before the change
     revision_before: str
@@ -101,49 +108,36 @@ class ChangePoint:
     def size(self) -> float:
         return self.level_after - self.level_before
 
-    def to_dict(self):
-        return {
-            "revision_before": self.revision_before,
-            "revision_after": self.revision_after,
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "level_before": self.level_before,
-            "level_after": self.level_after,
-        }
 
+@dataclass(kw_only=True)
+class ChangePoints(Results):
+    """All change points of a curve, the penalty used, and the primary one (the largest change)."""
 
-@dataclass
-class ChangePoints:
-    """All change points of a curve, the penalty used, and the primary one."""
+    EXCLUDE = ("notes",)
 
-    points: list
     penalty: float
     rule: str
     dispersion: float = 1.0
+    points: list
+    primary: Optional[ChangePoint] = field(init=False)
     notes: list = field(default_factory=list)
 
-    @property
-    def primary(self) -> Optional[ChangePoint]:
-        if not self.points:
-            return None
-        return max(self.points, key=lambda c: abs(c.size))
+    def __post_init__(self):
+        self.primary = max(self.points, key=lambda c: abs(c.size)) if self.points else None
 
     @property
     def primary_tokens(self) -> Optional[list]:
         cp = self.primary
         return None if cp is None else [cp.tokens_before, cp.tokens_after]
 
-    def to_dict(self):
-        return {
-            "penalty": self.penalty,
-            "rule": self.rule,
-            "dispersion": self.dispersion,
-            "points": [c.to_dict() for c in self.points],
-            "primary": None if self.primary is None else self.primary.to_dict(),
-        }
+    def summary(self) -> str:
+        cp = self.primary
+        where = "none" if cp is None else f"{cp.revision_before} -> {cp.revision_after} ({cp.size:+.3g})"
+        return f"{len(self.points)} change point(s) ({self.rule}, penalty {self.penalty:.3g}); primary: {where}"
 
 
-def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float] = "bic", dispersion: float = 1.0) -> ChangePoints:
+def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float] = DEFAULTS.changepoint.penalty,
+                        dispersion: float = 1.0) -> ChangePoints:
     """Change points of the curve ``k`` of ``n`` at ``tokens`` by PELT (see module docstring)."""
     tokens = np.asarray(tokens, float)
     k = np.asarray(k, float)
@@ -152,7 +146,7 @@ def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float]
     pen = penalty_value(penalty, n)
     rule = str(penalty)
     if len(tokens) < 2:
-        return ChangePoints([], pen, rule, dispersion, ["fewer than 2 revisions"])
+        return ChangePoints(points=[], penalty=pen, rule=rule, dispersion=dispersion, notes=["fewer than 2 revisions"])
     signal = np.column_stack([k, n])
     algo = rpt.Pelt(custom_cost=BinomialCost(max(dispersion, 1.0)), min_size=1, jump=1).fit(signal)
     bkps = algo.predict(pen=pen)[:-1]
@@ -164,4 +158,4 @@ def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float]
         points.append(
             ChangePoint(j, revisions[j], revisions[j + 1], float(tokens[j]), float(tokens[j + 1]), float(levels[i]), float(levels[i + 1]))
         )
-    return ChangePoints(points, pen, rule, dispersion)
+    return ChangePoints(points=points, penalty=pen, rule=rule, dispersion=dispersion)

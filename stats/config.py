@@ -5,23 +5,33 @@ YAML and the command line into these typed dataclasses: a misspelt key or a wron
 type fails at composition, naming the key. The same dataclasses are the options of
 :func:`stats.analysis.analyse` when the suite is used as a library.
 
-Each option's constraint (range, choices) sits next to it, in its ``metadata``; the
-schema walker emergence/contract/checks.py (torch-free) checks them: :func:`check_config`
-(the command line, before any data is read) and :func:`check_analysis` (the library).
+Each option's default and constraint (range, choices) sit next to it, in its field and
+``metadata``, and nowhere else: the YAML files under ``conf/`` set only what differs, and the
+library functions take their keyword defaults from :data:`DEFAULTS`. The schema walker
+emergence/contract/checks.py (torch-free) checks a composed config: :func:`check_config` (the
+command line, before any data is read) and :func:`check_analysis` (the library);
+:func:`check_options` checks one options object the library was handed (the verdict rule of
+:func:`stats.curve_analysis.analyse_curve`, a milestone rule). The rules across fields (a
+milestone rule sets one level; the gap milestones name rules; a source's own settings,
+:meth:`stats.sources.Source.check`) are here too, once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from dataclasses import dataclass, field, make_dataclass
 from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from emergence.contract import head_classes as class_registry  # torch-free: class names and default thresholds
-from emergence.contract.checks import SEED, check  # torch-free: the schema walker both apps share
+from emergence.contract.checks import SEED, check, constraint, problem  # torch-free: the schema walker both apps share
+from stats.sources import get as get_source, kinds as source_kinds
+from stats.errors import StatsError
 
-SOURCE_KINDS = ("mlflow", "csv", "heads_csv")
 #: The verdict rule's regimes (stats/shape.py): counts that follow the same heads, or independent draws.
 REGIMES = ("identity", "aggregate")
 #: ``analysis.changepoint.penalty`` names (or a number >= 0), ``analysis.times.formation`` choices,
@@ -31,16 +41,10 @@ FORMATIONS = ("t50", "onset")
 PR_COLUMNS = ("pr", "pr_corrected")
 
 
-def class_names() -> tuple:
-    """The head classes registered now (:mod:`emergence.contract.head_classes`, read at each call,
-    so a class registered after import counts), the choices of every ``*_class`` key."""
-    from stats.curves import class_names as registered
-
-    return registered()
-
-
-#: Constraints shared by several fields (see emergence/contract/checks.py).
-CLASS = {"choices": class_names}
+#: Constraints shared by several fields (see emergence/contract/checks.py). The head classes are
+#: the registry's, read at each check (:mod:`emergence.contract.head_classes`: a class registered
+#: after import counts), the choices of every ``*_class`` key.
+CLASS = {"choices": class_registry.names}
 SHARE = {"gt": 0, "lt": 1}
 POSITIVE = {"gt": 0, "finite": True}
 
@@ -51,7 +55,7 @@ class SourceConfig:
     counts) or ``heads_csv`` (a file of per-head selectivities; ``source=xu2026`` is
     the bundled study file)."""
 
-    kind: str = field(default="mlflow", metadata={"choices": SOURCE_KINDS})
+    kind: str = field(default="mlflow", metadata={"choices": source_kinds})
     tracking_uri: Optional[str] = None
     experiment: str = "emergence"
     #: an MLflow search filter, e.g. ``params.model = 'pythia_1b'``
@@ -248,38 +252,87 @@ class StatsConfig:
     figures: bool = True
 
 
+#: The schema's defaults as one object: the keyword defaults of the library functions.
+DEFAULTS = AnalysisConfig()
+
+
 def check_config(cfg) -> None:
     """Refuse (:class:`~stats.errors.StatsError`, one line) a config whose values break their
     schema's constraints or keys, or whose options contradict each other, before any data is read."""
-    from stats.errors import StatsError
-
     check(cfg, StatsConfig, StatsError)
-    src = cfg.source
-    if src.kind in ("csv", "heads_csv") and not src.path:
-        raise StatsError(f"source={src.kind} needs source.path=FILE")
-    rules = cfg.analysis.milestones.rules
-    for rule in rules:
-        if (rule.min_heads is None) == (rule.min_fraction is None):
-            raise StatsError(f"analysis.milestones rule {rule.name!r}: set exactly one of min_heads, min_fraction")
-    names = [rule.name for rule in rules]
-    for key in ("gap_late", "gap_early"):
-        name = cfg.analysis.milestones[key]
-        if name not in names:
-            raise StatsError(f"analysis.milestones.{key}={name!r} is not a milestone rule name; valid: {', '.join(names)}")
+    try:
+        source = cfg.source
+        get_source(source.kind).check(source)
+    except OmegaConfBaseException:
+        pass  # a setting resolved only inside the Hydra run: the read checks it (stats.sources.read_source)
+    check_milestone_rules(cfg.analysis.milestones.rules)
+    unknown = unknown_gap_milestone(cfg.analysis.milestones)
+    if unknown:
+        key, name, names = unknown
+        raise StatsError(f"analysis.milestones.{key}={name!r} is not a milestone rule name; valid: {', '.join(names)}")
 
 
 def check_analysis(analysis: AnalysisConfig) -> None:
     """:func:`check_config` for the analysis options alone (:func:`stats.analysis.analyse` used as a library)."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    from stats.errors import StatsError
-
     try:
         node = OmegaConf.structured(analysis)
     except OmegaConfBaseException as exc:
         raise StatsError(f"analysis.{exc.full_key}: {str(exc).splitlines()[0]}") from None
     check(node, AnalysisConfig, StatsError, "analysis.")
+    check_milestone_rules(analysis.milestones.rules)
+    unknown = unknown_gap_milestone(analysis.milestones)
+    if unknown:  # (the library's wording of check_config's line)
+        key, name, names = unknown
+        raise StatsError(f"analysis.milestones.{key}={name!r}: not a milestone rule name; valid: {names}")
+
+
+def check_milestone_rules(rules) -> None:
+    """Each milestone rule sets exactly one level: ``min_heads`` or ``min_fraction``."""
+    for rule in rules:
+        if (rule.min_heads is None) == (rule.min_fraction is None):
+            raise StatsError(f"analysis.milestones rule {rule.name!r}: set exactly one of min_heads, min_fraction")
+
+
+def unknown_gap_milestone(milestones) -> Optional[tuple]:
+    """``(key, name, rule names)`` for the first of ``gap_late``, ``gap_early`` that names no
+    milestone rule; None when both do."""
+    names = [rule.name for rule in milestones.rules]
+    for key in ("gap_late", "gap_early"):
+        name = getattr(milestones, key)
+        if name not in names:
+            return key, name, names
+    return None
+
+
+def check_options(options, where: str, sep: str = ":") -> None:
+    """Refuse (one line) a value of ``options`` (a schema dataclass instance the library was handed)
+    that its field's constraint refuses: ``{where}{field}={value!r}{sep} must be in (0, 1]`` (or
+    ``valid: [...]``), the constraint read from the schema (:func:`emergence.contract.checks.problem`
+    decides, as for the command line)."""
+    hints = typing.get_type_hints(type(options))
+    for f in dataclasses.fields(options):
+        rule = constraint(f)
+        value = getattr(options, f.name)
+        if not rule or problem(value, rule, integer=hints[f.name] is int) is None:
+            continue
+        if "choices" in rule:
+            choices = rule["choices"]() if callable(rule["choices"]) else rule["choices"]
+            raise StatsError(f"{where}{f.name}={value!r}{sep} valid: {list(choices)}")
+        raise StatsError(f"{where}{f.name}={value!r}{sep} must be {bounds_text(rule, hints[f.name] is int)}")
+
+
+def bounds_text(rule: dict, integer: bool = False) -> str:
+    """A numeric constraint in words: ``in (0, 1]``, ``an integer >= 2``, ``a finite number > 0``."""
+    lower = ("(", rule["gt"]) if "gt" in rule else ("[", rule["min"]) if "min" in rule else None
+    upper = (rule["lt"], ")") if "lt" in rule else (rule["max"], "]") if "max" in rule else None
+    if lower and upper:
+        return f"in {lower[0]}{lower[1]:g}, {upper[0]:g}{upper[1]}"
+    kind = "an integer" if integer else "a finite number" if rule.get("finite") else "a number"
+    if lower:
+        return f"{kind} {'>' if lower[0] == '(' else '>='} {lower[1]:g}"
+    if upper:
+        return f"{kind} {'<' if upper[1] == ')' else '<='} {upper[0]:g}"
+    return kind
 
 
 def register_configs() -> None:

@@ -35,7 +35,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
+from tqdm.auto import tqdm  # noqa: E402
+
+from emergence.contract import selectivity_column  # noqa: E402
 from stats.findings import class_layer_counts  # noqa: E402
+from stats.headviews import circuit_figure, heads_heatmap  # noqa: E402
 from stats.plotstyle import format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402
 
 COLORS = {"logistic": "C0", "step": "C3", "ramp": "C2", "constant": "C7"}
@@ -124,17 +128,17 @@ def curve_figure(ca, path: Path) -> Path:
         if ca.censored:
             _mark_censoring(ax, ca)
     ax.set_xlabel("training tokens")
-    ax.set_ylabel(f"fraction of heads: {c.cls}")
+    ax.set_ylabel(f"fraction of heads: {c.head_class}")
     fraction_axis(ax, max(0.1, float(np.max(c.fraction))) if len(c) else 1.0)
     extra = ", weak evidence" if ca.verdict.evidence.get("strength") == "weak" else ""
     extra += f", {ca.censored}-censored" if ca.censored else ""
     extra += ", rise then decline" if ca.phases is not None and ca.phases.decline is not None else ""
-    ax.set_title(f"{c.model} / {c.cls}: {ca.verdict.shape}{extra}", fontsize=10)
+    ax.set_title(f"{c.model} / {c.head_class}: {ca.verdict.shape}{extra}", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save(fig, path)
 
 
-def layers_figure(counts, model: str, klass: str, path: Path, floor_layers=(0, 1)) -> Path:
+def layers_figure(counts, model: str, head_class: str, path: Path, floor_layers=(0, 1)) -> Path:
     revs = counts.drop_duplicates("revision").sort_values("tokens")
     L = int(counts["layer"].max()) + 1
     grid = np.zeros((L, len(revs)))
@@ -156,7 +160,7 @@ def layers_figure(counts, model: str, klass: str, path: Path, floor_layers=(0, 1
     ax.set_yticklabels(range(L))
     ax.set_xlabel("revision (training tokens)")
     ax.set_ylabel("layer")
-    ax.set_title(f"{model}: {klass} heads per layer", fontsize=10)
+    ax.set_title(f"{model}: {head_class} heads per layer", fontsize=10)
     fig.colorbar(im, ax=ax, label="heads")
     return save(fig, path)
 
@@ -167,20 +171,20 @@ def timeline_figure(analysis, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7.0, 1.0 + 0.7 * len(models)))
     plotted = False
     for i, model in enumerate(models):
-        for klass, color, dy in ((tc.early_class, "C0", 0.12), (tc.late_class, "C3", -0.12)):
+        for head_class, color, dy in ((tc.early_class, "C0", 0.12), (tc.late_class, "C3", -0.12)):
             try:
-                ca = analysis.curve(model, klass)
+                ca = analysis.curve(model, head_class)
             except KeyError:
                 continue
             t = ca.times
             if t is None:
                 continue
-            val = t.t50 if (klass == tc.late_class or tc.formation == "t50") else t.onset
-            ci = t.t50_ci if (klass == tc.late_class or tc.formation == "t50") else t.onset_ci
+            val = t.t50 if (head_class == tc.late_class or tc.formation == "t50") else t.onset
+            ci = t.t50_ci if (head_class == tc.late_class or tc.formation == "t50") else t.onset_ci
             lo, hi, open_lo, open_hi = _open_ci(val, ci, val / 3, val * 3)
             marker = {"left": "<", "right": ">"}.get(ca.censored, "o")
             ax.errorbar([val], [i + dy], xerr=[[max(val - lo, 0)], [max(hi - val, 0)]], fmt=marker, color=color,
-                        capsize=0 if (open_lo or open_hi) else 3, label=klass)
+                        capsize=0 if (open_lo or open_hi) else 3, label=head_class)
             for open_end, edge, sign in ((open_lo, lo, "<"), (open_hi, hi, ">")):
                 if open_end:  # an open interval end (a censored or unbounded side): an arrowhead
                     ax.plot([edge], [i + dy], marker=sign, color=color, ms=5)
@@ -284,10 +288,10 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
     with its interval shaded and the prediction interval for a new run lighter."""
     classes = (group.early_class, group.late_class)
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0), sharey=False)
-    for ax, klass in zip(axes, classes):
+    for ax, head_class in zip(axes, classes):
         for i, row in enumerate(group.per_seed):
             try:
-                ca = analysis.curve(row["model"], klass)
+                ca = analysis.curve(row["model"], head_class)
             except KeyError:
                 continue
             c, color = ca.curve, f"C{i % 10}"
@@ -297,7 +301,7 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
             if ca.fits is not None and len(c):
                 grid = np.logspace(np.log10(c.tokens.min()), np.log10(c.tokens.max()), 200)
                 ax.plot(grid, ca.fits["logistic"].predict(grid), color=color, lw=1.0, alpha=0.8)
-        pooled = group.t50.get(klass)
+        pooled = group.t50.get(head_class)
         if pooled:
             lo, hi = _band(pooled["prediction_interval"], ax)
             if lo is not None:
@@ -309,8 +313,8 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
                 ax.axvline(pooled["t50"], color="C4", lw=1.5, label="pooled t50")
         ax.set_xscale("log")
         ax.set_xlabel("training tokens")
-        ax.set_ylabel(f"fraction of heads: {klass}")
-        ax.set_title(f"{group.model} / {klass}: {len(group.per_seed)} runs", fontsize=9)
+        ax.set_ylabel(f"fraction of heads: {head_class}")
+        ax.set_title(f"{group.model} / {head_class}: {len(group.per_seed)} runs", fontsize=9)
         ax.legend(fontsize=6, loc="best")
     return save(fig, path)
 
@@ -379,9 +383,6 @@ def forest_figure(group, path: Path) -> Path:
 def heads_views(analysis, draw) -> None:
     """The per-head views (:mod:`stats.headviews`) of every model and class with per-head
     selectivities, at the analysis thresholds."""
-    from emergence.contract import selectivity_column
-    from stats.headviews import circuit_figure, heads_heatmap
-
     heads = analysis.results.heads
     thresholds = analysis.results.source.get("thresholds") or {}
     if heads is None:
@@ -390,27 +391,27 @@ def heads_views(analysis, draw) -> None:
     for model in analysis.results.models:
         if not (heads["model"] == model).any():
             continue
-        for klass in analysis.results.classes(model):
-            thr = thresholds.get(klass)
-            if thr is None or selectivity_column(klass) not in heads.columns:
+        for head_class in analysis.results.classes(model):
+            thr = thresholds.get(head_class)
+            if thr is None or selectivity_column(head_class) not in heads.columns:
                 continue
-            if (heads.loc[heads["model"] == model, selectivity_column(klass)] >= thr).any():
-                draw("heads", f"heads_{_safe(model)}_{_safe(klass)}.png",
-                     lambda path: heads_heatmap(heads, model, klass, thr, path))
+            if (heads.loc[heads["model"] == model, selectivity_column(head_class)] >= thr).any():
+                draw("heads", f"heads_{_safe(model)}_{_safe(head_class)}.png",
+                     lambda path: heads_heatmap(heads, model, head_class, thr, path))
         thr = thresholds.get(circuit_class)
         if thr is not None and selectivity_column(circuit_class) in heads.columns:
             draw("circuit", f"circuit_{_safe(model)}.png",
                  lambda path: circuit_figure(heads, model, circuit_class, thr, path, analysis.config.pr_lead.column))
 
 
-def models_figure(analysis, klass: str, path: Path) -> Path:
-    """Every model's ``klass`` fraction on one log-token axis (left) and on a normalised axis,
+def models_figure(analysis, head_class: str, path: Path) -> Path:
+    """Every model's ``head_class`` fraction on one log-token axis (left) and on a normalised axis,
     the fraction of each model's training (its tokens over its last revision's, right)."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.6), sharey=True)
     top = 0.0
     for i, model in enumerate(analysis.results.models):
         try:
-            c = analysis.curve(model, klass).curve
+            c = analysis.curve(model, head_class).curve
         except KeyError:
             continue
         if not len(c):
@@ -422,9 +423,9 @@ def models_figure(analysis, klass: str, path: Path) -> Path:
     share_axis(bx)
     ax.set_xlabel("training tokens")
     bx.set_xlabel("share of the model's training (to its last revision)")
-    ax.set_ylabel(f"fraction of heads: {klass}")
+    ax.set_ylabel(f"fraction of heads: {head_class}")
     fraction_axis(ax, top)
-    ax.set_title(f"{klass}: every model on one token axis")
+    ax.set_title(f"{head_class}: every model on one token axis")
     bx.set_title("normalised to each model's training")
     bx.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     fig.tight_layout()
@@ -445,8 +446,6 @@ def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
     one note per such figure (its file name and the error), which the report shows,
     and the other figures, the tables and the summary are still written.
     """
-    from tqdm.auto import tqdm
-
     out_dir = Path(out_dir)
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
@@ -461,7 +460,7 @@ def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
             made["skipped"].append(f"{name}: {type(exc).__name__}: {exc}")
 
     for ca in tqdm(analysis.curves, desc="figures", disable=not progress, leave=False):
-        draw("curves", f"curve_{_safe(ca.model)}_{_safe(ca.klass)}.png", lambda path: curve_figure(ca, path))
+        draw("curves", f"curve_{_safe(ca.model)}_{_safe(ca.head_class)}.png", lambda path: curve_figure(ca, path))
     fc = analysis.config.findings
     for model in analysis.results.models:
         counts = class_layer_counts(analysis.results, fc.onset_class, model)
@@ -474,8 +473,8 @@ def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
     draw("timeline", "timeline.png", lambda path: timeline_figure(analysis, path))
     tc = analysis.config.times
     if len(analysis.results.models) > 1:
-        for klass in (tc.early_class, tc.late_class):
-            draw("models", f"models_{_safe(klass)}.png", lambda path: models_figure(analysis, klass, path))
+        for head_class in (tc.early_class, tc.late_class):
+            draw("models", f"models_{_safe(head_class)}.png", lambda path: models_figure(analysis, head_class, path))
     heads_views(analysis, draw)
     for lead in analysis.pr_lead:
         if lead.top:

@@ -48,15 +48,21 @@ import numpy as np
 import pandas as pd
 
 from emergence.contract import flag_column, selectivity_column
-from stats.hypotheses import TestResult, clopper_pearson_upper, layer_floor_test, permutation_spearman
+from stats.config import DEFAULTS
+from stats.hypotheses import TestResult, clopper_pearson_upper, exceedance_p, layer_floor_test, permutation_spearman
+from stats.pr_lead import first_persistent
+from stats.results import HEAD_CLASS_KEY, Results
+
+#: the findings options' defaults (the schema's), the keyword defaults below
+_FC = DEFAULTS.findings
 
 
-def class_layer_counts(results, klass: str, model: Optional[str] = None) -> pd.DataFrame:
-    """Per-layer counts of ``klass`` (model, revision, tokens, layer, k, n), from the
+def class_layer_counts(results, head_class: str, model: Optional[str] = None) -> pd.DataFrame:
+    """Per-layer counts of ``head_class`` (model, revision, tokens, layer, k, n), from the
     per-layer metrics, else from the per-head table."""
     lay = results.layers
-    df = lay[lay["class"] == klass] if not lay.empty else lay
-    flag = flag_column(klass)
+    df = lay[lay["class"] == head_class] if not lay.empty else lay
+    flag = flag_column(head_class)
     if df.empty and results.heads is not None and flag in results.heads.columns:
         h = results.heads
         df = (
@@ -71,46 +77,43 @@ def class_layer_counts(results, klass: str, model: Optional[str] = None) -> pd.D
 
 
 @dataclass
-class LayerFloor:
+class LayerFloor(Results):
+    """The floor claim of one model: no heads of the class in the floor layers (module docstring)."""
+
+    RENAME = {"head_class": "class", "k": "flagged_head_revisions", "N": "head_revisions",
+              "heads_ever": "heads_ever_flagged"}
+    EXCLUDE = ("test",)
+
     model: str
-    klass: str
+    head_class: str
     layers: list
     k: int
     N: int
     n_revisions: int
     n_heads: int
     heads_ever: int
+    rate: Optional[float] = field(init=False)
     upper_bound: float
     upper_bound_heads: float
     test: TestResult
     level: float = 0.95
+    holds: bool = field(init=False)
+    p_value: float = field(init=False)
+    null: str = field(init=False)
 
-    @property
-    def holds(self) -> bool:
-        return self.k == 0
+    def __post_init__(self):
+        self.rate = self.k / self.N if self.N else None
+        self.holds = self.k == 0
+        self.p_value, self.null = self.test.p_value, self.test.null
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "class": self.klass,
-            "layers": self.layers,
-            "flagged_head_revisions": self.k,
-            "head_revisions": self.N,
-            "n_revisions": self.n_revisions,
-            "n_heads": self.n_heads,
-            "heads_ever_flagged": self.heads_ever,
-            "rate": self.k / self.N if self.N else None,
-            "upper_bound": self.upper_bound,
-            "upper_bound_heads": self.upper_bound_heads,
-            "level": self.level,
-            "holds": self.holds,
-            "p_value": self.test.p_value,
-            "null": self.test.null,
-        }
+    def summary(self) -> str:
+        return (f"{self.model}: {self.k} of {self.N} {self.head_class} head-revisions in layers {self.layers} "
+                f"({self.level:.0%} bound on the rate {self.upper_bound:.3g}); p = {self.p_value:.3g}")
 
 
-def layer_floor(counts: pd.DataFrame, model: str, klass: str = "bos", floor_layers=(0, 1), rate0: float = 0.05,
-                alpha: float = 0.05, heads: Optional[pd.DataFrame] = None) -> Optional[LayerFloor]:
+def layer_floor(counts: pd.DataFrame, model: str, head_class: str = _FC.floor_class, floor_layers=tuple(_FC.floor_layers),
+                rate0: float = _FC.floor_rate, alpha: float = DEFAULTS.alpha,
+                heads: Optional[pd.DataFrame] = None) -> Optional[LayerFloor]:
     """Layer-floor summary of one model from its per-layer counts (see module docstring)."""
     floor_layers = [int(v) for v in floor_layers]
     df = counts[counts["layer"].isin(floor_layers)]
@@ -120,7 +123,7 @@ def layer_floor(counts: pd.DataFrame, model: str, klass: str = "bos", floor_laye
     N = int(df["n"].sum())
     n_rev = int(df["revision"].nunique())
     n_heads = int(df.groupby("layer")["n"].max().sum())
-    flag = flag_column(klass)
+    flag = flag_column(head_class)
     if heads is not None and flag in heads.columns:
         h = heads[heads["layer"].isin(floor_layers)]
         if "model" in h.columns:  # per-head rows of every model may be passed: count this model's only
@@ -130,54 +133,59 @@ def layer_floor(counts: pd.DataFrame, model: str, klass: str = "bos", floor_laye
         # without per-head rows, bound by the largest per-revision count (a lower bound on distinct heads)
         heads_ever = int(df.groupby("revision")["k"].sum().max()) if k else 0
     test = layer_floor_test(k, N, rate0, alpha)
-    return LayerFloor(model, klass, floor_layers, k, N, n_rev, n_heads, heads_ever,
+    return LayerFloor(model, head_class, floor_layers, k, N, n_rev, n_heads, heads_ever,
                       clopper_pearson_upper(k, N, alpha), clopper_pearson_upper(heads_ever, n_heads, alpha), test, 1 - alpha)
 
 
-@dataclass
-class LayerOnset:
+@dataclass(kw_only=True)
+class LayerOnset(Results):
+    """Per-layer onsets of one model and the tests of the middle-first claim (module docstring)."""
+
+    RENAME = {"head_class": "class", "just_above": "just_above_floor", "persist": "onset_persist",
+              "floor_layers": "floor_layers_excluded"}
+    EXCLUDE = ("onset", "test", "last_test", "alpha", "depth_test")
+
     model: str
-    klass: str
+    head_class: str
     onset: dict  # layer -> tokens (None: never)
+    onset_tokens: dict = field(init=False)
     first_layers: list
     last_layers: list
     never_layers: list
+    #: the middle-out test (onset against distance from the middle)
     test: Optional[TestResult]
-    floor_layers: list = field(default_factory=list)
-    #: the one-sided test that the layers just above the floor gain heads last
-    last_test: Optional[TestResult] = None
-    just_above: list = field(default_factory=list)
-    persist: int = 1
-    alpha: float = 0.05
+    middle_out_rho: Optional[float] = field(init=False)
+    middle_out_p_value: Optional[float] = field(init=False)
     #: the one-sided test of onset against depth below the middle (deeper earlier)
     depth_test: Optional[TestResult] = None
+    depth_rho: Optional[float] = field(init=False)
+    depth_p_value: Optional[float] = field(init=False)
+    just_above: list = field(default_factory=list)
+    #: the one-sided test that the layers just above the floor gain heads last
+    last_test: Optional[TestResult] = None
+    just_above_last_p_value: Optional[float] = field(init=False)
+    alpha: float = 0.05
+    #: ``yes`` / ``mixed`` / ``no`` for "middle first, the layers just above the floor last"
+    verdict: str = field(init=False)
+    persist: int = 1
+    floor_layers: list = field(default_factory=list)
 
-    @property
-    def verdict(self) -> str:
-        """``yes`` / ``mixed`` / ``no`` for "middle first, the layers just above the floor last"."""
+    def __post_init__(self):
+        self.onset_tokens = {str(k): v for k, v in self.onset.items()}
+        self.middle_out_rho = None if self.test is None else self.test.statistic
+        self.middle_out_p_value = None if self.test is None else self.test.p_value
+        self.depth_rho = None if self.depth_test is None else -self.depth_test.statistic
+        self.depth_p_value = None if self.depth_test is None else self.depth_test.p_value
+        self.just_above_last_p_value = None if self.last_test is None else self.last_test.p_value
         if self.depth_test is None or self.last_test is None:
-            return "n/a"
-        hits = (self.depth_test.p_value <= self.alpha) + (self.last_test.p_value <= self.alpha)
-        return ("no", "mixed", "yes")[hits]
+            self.verdict = "n/a"
+        else:
+            hits = (self.depth_test.p_value <= self.alpha) + (self.last_test.p_value <= self.alpha)
+            self.verdict = ("no", "mixed", "yes")[hits]
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "class": self.klass,
-            "onset_tokens": {str(k): v for k, v in self.onset.items()},
-            "first_layers": self.first_layers,
-            "last_layers": self.last_layers,
-            "never_layers": self.never_layers,
-            "middle_out_rho": None if self.test is None else self.test.statistic,
-            "middle_out_p_value": None if self.test is None else self.test.p_value,
-            "depth_rho": None if self.depth_test is None else -self.depth_test.statistic,
-            "depth_p_value": None if self.depth_test is None else self.depth_test.p_value,
-            "just_above_floor": self.just_above,
-            "just_above_last_p_value": None if self.last_test is None else self.last_test.p_value,
-            "verdict": self.verdict,
-            "onset_persist": self.persist,
-            "floor_layers_excluded": self.floor_layers,
-        }
+    def summary(self) -> str:
+        return (f"{self.model}: middle first {self.verdict}; first in layers {self.first_layers}, last in "
+                f"{self.last_layers}, never in {self.never_layers}")
 
 
 def _later_rank_test(vals, group: np.ndarray, n_perm: int, rng) -> TestResult:
@@ -188,16 +196,15 @@ def _later_rank_test(vals, group: np.ndarray, n_perm: int, rng) -> TestResult:
     t = float(r[group].mean())
     perms = rng.permuted(np.tile(r, (n_perm, 1)), axis=1)
     t_star = perms[:, group].mean(1)
-    p = (1.0 + np.sum(t_star >= t - 1e-12)) / (n_perm + 1.0)
-    return TestResult("just_above_floor_last_permutation", "onsets exchangeable across layers", t, float(p), n_perm)
+    p = exceedance_p(t_star, t, n_perm)
+    return TestResult("just_above_floor_last_permutation", "onsets exchangeable across layers", t, p, n_perm)
 
 
-def layer_onset(counts: pd.DataFrame, model: str, klass: str = "bos", min_count: int = 1, floor_layers=(0, 1),
-                n_perm: int = 9999, rng: Optional[np.random.Generator] = None, n_layers: Optional[int] = None,
-                persist: int = 1, just_above_floor: int = 2, alpha: float = 0.05) -> Optional[LayerOnset]:
+def layer_onset(counts: pd.DataFrame, model: str, head_class: str = _FC.onset_class, min_count: int = _FC.onset_min_count,
+                floor_layers=tuple(_FC.floor_layers), n_perm: int = _FC.n_perm, rng: Optional[np.random.Generator] = None,
+                n_layers: Optional[int] = None, persist: int = 1, just_above_floor: int = _FC.just_above_floor,
+                alpha: float = DEFAULTS.alpha) -> Optional[LayerOnset]:
     """Per-layer onset and the tests of the middle-first claim of one model (see module docstring)."""
-    from stats.pr_lead import first_persistent
-
     if counts.empty:
         return None
     rng = np.random.default_rng(0) if rng is None else rng
@@ -227,52 +234,51 @@ def layer_onset(counts: pd.DataFrame, model: str, klass: str = "bos", min_count:
         lower = np.array([l <= mid for l in eligible])
         if lower.sum() >= 3:  # rho(-depth, onset) > 0: the deeper lower layers gain heads earlier
             depth_test = permutation_spearman(-np.asarray(eligible, float)[lower], vals[lower], n_perm, rng)
-    return LayerOnset(model, klass, onset, first, last, never, test, [int(v) for v in floor_layers], last_test, just,
-                      int(persist), float(alpha), depth_test)
+    return LayerOnset(model=model, head_class=head_class, onset=onset, first_layers=first, last_layers=last,
+                      never_layers=never, test=test, floor_layers=[int(v) for v in floor_layers], last_test=last_test,
+                      just_above=just, persist=int(persist), alpha=float(alpha), depth_test=depth_test)
 
 
-@dataclass
-class Convergence:
+@dataclass(kw_only=True)
+class Convergence(Results):
+    """Recall of one model's final circuit at each revision (module docstring)."""
+
+    RENAME = HEAD_CLASS_KEY
+    EXCLUDE = ("table",)
+
     model: str
-    klass: str
-    table: pd.DataFrame  # revision, tokens, recall, n_found, n_final
+    head_class: str
+    #: the selectivity threshold that defines the circuit (None: the analysis threshold's flags)
+    threshold: Optional[float] = None
+    n_final: int
     level: float
     revision_at_level: Optional[str]
     tokens_at_level: Optional[float]
     pct_training: Optional[float]
-    n_final: int
-    #: the selectivity threshold that defines the circuit (None: the analysis threshold's flags)
-    threshold: Optional[float] = None
+    table: pd.DataFrame  # revision, tokens, recall, n_found, n_final
+    recall: list = field(init=False)
+
+    def __post_init__(self):
+        self.recall = [{"revision": r.revision, "tokens": float(r.tokens), "recall": float(r.recall)}
+                       for r in self.table.itertuples()]
 
     def recall_at(self, revision: str) -> Optional[float]:
         row = self.table[self.table["revision"] == revision]
         return None if row.empty else float(row["recall"].iloc[0])
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "class": self.klass,
-            "threshold": self.threshold,
-            "n_final": self.n_final,
-            "level": self.level,
-            "revision_at_level": self.revision_at_level,
-            "tokens_at_level": self.tokens_at_level,
-            "pct_training": self.pct_training,
-            "recall": [
-                {"revision": r.revision, "tokens": float(r.tokens), "recall": float(r.recall)}
-                for r in self.table.itertuples()
-            ],
-        }
+    def summary(self) -> str:
+        at = "never" if self.revision_at_level is None else f"at {self.revision_at_level} ({self.pct_training:.2f}% of training)"
+        return f"{self.model}: recall {self.level:.2f} of the final {self.n_final}-head {self.head_class} circuit {at}"
 
 
-def circuit_convergence(heads: pd.DataFrame, model: str, klass: str = "induction", level: float = 2 / 3,
-                        threshold: Optional[float] = None) -> Optional[Convergence]:
+def circuit_convergence(heads: pd.DataFrame, model: str, head_class: str = _FC.convergence_class,
+                        level: float = _FC.recall_level, threshold: Optional[float] = None) -> Optional[Convergence]:
     """Recall of the final circuit at each revision (see module docstring); with ``threshold`` the
     circuit is the heads with ``selectivity >= threshold`` instead of the table's flags."""
-    col = flag_column(klass)
+    col = flag_column(head_class)
     h = heads[heads["model"] == model]
     if threshold is not None:
-        sel = selectivity_column(klass)
+        sel = selectivity_column(head_class)
         if sel not in h.columns:
             return None
         h = h.assign(**{col: (h[sel].fillna(0.0) >= threshold).astype(int)})
@@ -289,8 +295,48 @@ def circuit_convergence(heads: pd.DataFrame, model: str, klass: str = "induction
     table = pd.DataFrame(rows, columns=["revision", "tokens", "recall", "n_found", "n_final"]).sort_values("tokens").reset_index(drop=True)
     hit = table[table["recall"] >= level - 1e-12]
     if hit.empty or not s_final:
-        return Convergence(model, klass, table, level, None, None, None, len(s_final), threshold)
+        return Convergence(model=model, head_class=head_class, threshold=threshold, n_final=len(s_final), level=level,
+                           revision_at_level=None, tokens_at_level=None, pct_training=None, table=table)
     first = hit.iloc[0]
     pct = 100.0 * first["tokens"] / final_tokens if final_tokens > 0 else None
-    return Convergence(model, klass, table, level, str(first["revision"]), float(first["tokens"]), pct, len(s_final),
-                       threshold)
+    return Convergence(model=model, head_class=head_class, threshold=threshold, n_final=len(s_final), level=level,
+                       revision_at_level=str(first["revision"]), tokens_at_level=float(first["tokens"]), pct_training=pct,
+                       table=table)
+
+
+@dataclass
+class Findings(Results):
+    """The study's per-layer and circuit findings of every model (F1, F3, F4)."""
+
+    layer_floor: list = field(default_factory=list)
+    layer_onset: list = field(default_factory=list)
+    convergence: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        return "\n".join(x.summary() for x in self.layer_floor + self.layer_onset + self.convergence)
+
+
+def analyse_findings(results, cfg, thresholds: dict, rng: np.random.Generator) -> Findings:
+    """The layer floor and the layer onsets of every model with per-layer counts, and (with a
+    per-head table) the circuit convergence at the analysis threshold and ``convergence_thresholds``."""
+    fc = cfg.findings
+    out = Findings()
+    for model in results.models:
+        counts = class_layer_counts(results, fc.floor_class, model)
+        if not counts.empty:
+            f = layer_floor(counts, model, fc.floor_class, fc.floor_layers, fc.floor_rate, cfg.alpha, results.heads)
+            if f is not None:
+                out.layer_floor.append(f)
+        counts = class_layer_counts(results, fc.onset_class, model)
+        if not counts.empty:
+            o = layer_onset(counts, model, fc.onset_class, fc.onset_min_count, fc.floor_layers, fc.n_perm, rng,
+                            persist=fc.onset_persist, just_above_floor=fc.just_above_floor, alpha=cfg.alpha)
+            if o is not None:
+                out.layer_onset.append(o)
+        if results.heads is not None:
+            main = thresholds.get(fc.convergence_class)
+            for thr in sorted({float(t) for t in fc.convergence_thresholds} | ({float(main)} if main else set())):
+                c = circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr)
+                if c is not None:
+                    out.convergence.append(c)
+    return out

@@ -5,8 +5,8 @@ A per-head table has one row per (model, revision, layer, head) with the columns
 per class ``c`` named either ``c`` (the reference study's file) or
 ``selectivity.c`` (a run's ``heads.csv``), and optionally ``pr``, ``pr_corrected``,
 ``pretraining_corpus``, and ``seed`` / ``seed_kind`` for the training runs of a seed suite
-(one set of heads per (model, seed), :func:`stats.curves.label_seeds`). :func:`normalise_heads` renames selectivities to
-``selectivity.c``.
+(one set of heads per (model, seed), :func:`stats.tracked.label_seeds`). :func:`normalise_heads` renames selectivities to
+``selectivity.c``; the source kind ``heads_csv`` (:mod:`stats.sources.heads_csv`) reads such a file.
 
 Values (:func:`normalise_heads`): a selectivity is a finite number >= 0 or empty (not
 measured); a run's own ``heads.csv`` may also hold +inf (a head whose baseline keys got no
@@ -21,7 +21,7 @@ From the flags:
     k_c(m, r)    = sum over heads of model m at revision r of flag_c,   n(m, r) = #heads,
     k_c(m, r, l) = the same over the heads of layer l,                  n(m, r, l) = #heads in l,
 
-the whole-model and per-layer curves of :mod:`stats.curves`. A (model, revision)
+the whole-model and per-layer curves of :mod:`stats.tracked`. A (model, revision)
 whose selectivity of c is empty for every head carries no per-head data for c; its
 count, if any, stays the one logged by the screen (``count.c`` metric), with a note.
 So a study is re-read at other thresholds without screening again.
@@ -29,9 +29,9 @@ So a study is re-read at other thresholds without screening again.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, is_dataclass
-from pathlib import Path
 from typing import Mapping, Optional
 
 import numpy as np
@@ -40,15 +40,8 @@ import pandas as pd
 from emergence.contract import head_classes
 from emergence.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS, PR_MEAN_METRIC, PRIMARY_COLUMN, column_class,
                                 flag_column, mean_selectivity_metric, selectivity_column)
-from stats.curves import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, _dedupe_tokens, class_names, label_seeds, read_table
 from stats.errors import StatsError
-
-
-def default_thresholds() -> dict:
-    """Default thresholds: each head class's registry default (50x induction, 30x most
-    classes, 10x local), read from the registry at each call."""
-    return head_classes.default_thresholds()
-
+from stats.tracked import CONTINUOUS_COLUMNS, CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens
 
 HEADS_REQUIRED = ("model", "revision", "tokens") + HEAD_KEY_COLUMNS
 HEADS_OPTIONAL = ("step", "pr", "pr_corrected", "pretraining_corpus", "seed", "seed_kind")
@@ -60,7 +53,7 @@ KEY = ["model", "revision"] + list(HEAD_KEY_COLUMNS)
 def thresholds_dict(thresholds=None) -> dict:
     """Validated ``{class: threshold}`` from a :class:`ThresholdsConfig`, a mapping
     (missing classes get the defaults) or None (the defaults)."""
-    classes = class_names()
+    classes = head_classes.names()
     if thresholds is None:
         return head_classes.default_thresholds()
     if is_dataclass(thresholds):
@@ -87,7 +80,7 @@ def selectivity_columns(columns) -> dict:
     study's file). Registered classes first, in registry order."""
     cols = list(columns)
     out = {}
-    for c in class_names():
+    for c in head_classes.names():
         if selectivity_column(c) in cols:
             out[c] = selectivity_column(c)
         elif c in cols:
@@ -162,7 +155,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: 
     sel = selectivity_columns(df.columns)
     if not sel:
         raise StatsError(f"{where} has no selectivity column; expected one per class named <class> or selectivity.<class>, "
-                         f"classes: {list(class_names())}")
+                         f"classes: {list(head_classes.names())}")
     if df.empty:
         raise StatsError(f"{where} has no rows")
     df = df.copy()
@@ -224,11 +217,11 @@ def flag_heads(heads: pd.DataFrame, thresholds: Mapping[str, float]) -> pd.DataF
     return heads
 
 
-def class_counts(heads: pd.DataFrame, klass: str, threshold: float, by_layer: bool = False) -> pd.DataFrame:
-    """Counts of heads with S_klass >= threshold per (model, revision, tokens[, layer]):
+def class_counts(heads: pd.DataFrame, head_class: str, threshold: float, by_layer: bool = False) -> pd.DataFrame:
+    """Counts of heads with S_head_class >= threshold per (model, revision, tokens[, layer]):
     columns ..., k, n. (model, revision) groups whose selectivity is empty for every
     head are left out (no per-head data for the class there)."""
-    col = selectivity_column(klass)
+    col = selectivity_column(head_class)
     keys = ["model", "revision", "tokens"]
     if col not in heads.columns:
         return pd.DataFrame(columns=keys + (["layer"] if by_layer else []) + ["k", "n"])
@@ -240,7 +233,8 @@ def class_counts(heads: pd.DataFrame, klass: str, threshold: float, by_layer: bo
     return h.groupby(group, as_index=False, sort=False).agg(k=("_flag", "sum"), n=("head", "size"))
 
 
-def _corpus_map(heads: pd.DataFrame, curves: Optional[pd.DataFrame]) -> dict:
+def corpus_map(heads: pd.DataFrame, curves: Optional[pd.DataFrame]) -> dict:
+    """model -> its pretraining corpus: from the count table, then (overriding) the per-head table's column."""
     out = {}
     if curves is not None and not curves.empty:
         for m, g in curves.groupby("model"):
@@ -282,11 +276,9 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     heads = results.heads
     if heads is None or not selectivity_columns(heads.columns):
         note = "no per-head selectivities: counts as given by the source; analysis.thresholds not applied"
-        return TrackedResults(results.curves, results.layers, heads, results.continuous, results.source,
-                              results.notes + ([note] if results.source.get("kind") != "csv" else []),
-                              results.registry_index, seeds=results.seeds)
+        return dataclasses.replace(results, notes=results.notes + ([] if results.counts_only else [note]))
     heads = flag_heads(heads, thr)
-    curves, layers = counts_from_heads(heads, thr, _corpus_map(heads, results.curves))
+    curves, layers = counts_from_heads(heads, thr, corpus_map(heads, results.curves))
     notes = list(results.notes)
     derived = set(zip(curves["model"], curves["class"], curves["revision"]))
     old = results.curves
@@ -302,11 +294,11 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
         keep_l = old_l[[(m, c, r) not in derived_l for m, c, r in zip(old_l["model"], old_l["class"], old_l["revision"])]]
         layers = pd.concat([layers, keep_l[LAYER_COLUMNS]], ignore_index=True) if not keep_l.empty else layers
     layers = layers.astype({"layer": int, "k": float, "n": float}) if not layers.empty else layers
-    curves = _dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
+    curves = dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
     src = dict(results.source)
     src["thresholds"] = thr
-    return TrackedResults(curves, layers.reset_index(drop=True), heads, results.continuous, src, notes,
-                          results.registry_index, seeds=results.seeds)
+    return dataclasses.replace(results, curves=curves, layers=layers.reset_index(drop=True), heads=heads, source=src,
+                               notes=notes)
 
 
 def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:
@@ -323,26 +315,4 @@ def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:
                     rows.append((m, r, float(t), mean_selectivity_metric(c), float(v.mean())))
         if "pr" in g.columns and g["pr"].notna().any():
             rows.append((m, r, float(t), PR_MEAN_METRIC, float(g["pr"].mean())))
-    return pd.DataFrame(rows, columns=["model", "revision", "tokens", "metric", "value"])
-
-
-def read_heads_csv(path, thresholds=None) -> TrackedResults:
-    """Read a per-head table (module docstring) into :class:`TrackedResults`, with counts
-    at ``thresholds`` (defaults; :func:`stats.analysis.analyse` re-applies its own).
-    ``.gz`` files are read directly."""
-    path = Path(path)
-    df = read_table(path, "per-head file", "per-head CSV")
-    seeds = {}
-    if "model" in df.columns:  # one set of heads per (model, seed): named per training run (stats.curves.label_seeds)
-        df, seeds = label_seeds(df.assign(model=df["model"].astype(str)), f"per-head CSV {str(path)!r}")
-    heads, notes = normalise_heads(df, f"per-head CSV {str(path)!r}")
-    known = set(HEADS_REQUIRED + HEADS_OPTIONAL + PR_COLUMNS + (FIRST_TOKEN_COLUMN, PRIMARY_COLUMN))
-    extra = [c for c in heads.columns if c not in known and column_class(c) is None]
-    if extra:
-        notes.append(f"ignored per-head columns: {extra}")
-    thr = thresholds_dict(thresholds)
-    heads = flag_heads(heads, thr)
-    curves, layers = counts_from_heads(heads, thr, _corpus_map(heads, None))
-    source = {"kind": "heads_csv", "path": str(path.resolve()), "thresholds": thr}
-    return TrackedResults(_dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float})), layers, heads,
-                          continuous_from_heads(heads), source, notes, seeds=seeds)
+    return pd.DataFrame(rows, columns=CONTINUOUS_COLUMNS)

@@ -31,10 +31,10 @@ MAX_ROWS = 48
 MAX_PANELS = 12
 
 
-def crossing_heads(heads, model: str, klass: str, threshold: float):
+def crossing_heads(heads, model: str, head_class: str, threshold: float):
     """``(grid, labels, revisions, tokens, more)``: the selectivity (heads x revisions) of the
-    heads of ``model`` that ever reach ``threshold`` for ``klass``, ordered by first crossing."""
-    col = selectivity_column(klass)
+    heads of ``model`` that ever reach ``threshold`` for ``head_class``, ordered by first crossing."""
+    col = selectivity_column(head_class)
     h = heads[heads["model"] == model]
     grid = h.pivot_table(index=["layer", "head"], columns="tokens", values=col, aggfunc="max").sort_index(axis=1)
     grid = grid.loc[:, [t for t in grid.columns if t > 0]]
@@ -50,11 +50,11 @@ def crossing_heads(heads, model: str, klass: str, threshold: float):
             np.asarray(grid.columns, float), more)
 
 
-def heads_heatmap(heads, model: str, klass: str, threshold: float, path: Path) -> Path:
+def heads_heatmap(heads, model: str, head_class: str, threshold: float, path: Path) -> Path:
     """The heads heatmap of one model and class (module docstring)."""
-    grid, labels, _, tokens, more = crossing_heads(heads, model, klass, threshold)
+    grid, labels, _, tokens, more = crossing_heads(heads, model, head_class, threshold)
     if not labels:
-        raise ValueError(f"no {klass} head of {model} reaches {threshold:g}x")
+        raise ValueError(f"no {head_class} head of {model} reaches {threshold:g}x")
     vals = np.where(np.isfinite(grid) & (grid > 0), grid, np.nan)
     lo = max(np.nanmin(vals), 1e-2) if np.isfinite(vals).any() else 0.1
     hi = max(np.nanmax(vals), threshold * 1.5) if np.isfinite(vals).any() else threshold * 2
@@ -68,22 +68,22 @@ def heads_heatmap(heads, model: str, klass: str, threshold: float, path: Path) -
     ax.set_yticklabels(labels)
     ax.set_xlabel("training tokens (revision)")
     ax.set_ylabel("head (first to cross at the top)")
-    title = f"{model}: {klass} selectivity of the {len(labels)} heads that reach {threshold:g}x"
+    title = f"{model}: {head_class} selectivity of the {len(labels)} heads that reach {threshold:g}x"
     ax.set_title(title + (f" (+{more} more not shown)" if more else ""))
-    bar = fig.colorbar(im, ax=ax, label=f"selectivity.{klass} (x over a uniform head)")
+    bar = fig.colorbar(im, ax=ax, label=f"selectivity.{head_class} (x over a uniform head)")
     bar.ax.axhline(threshold, color="#38d", lw=2)
     ax.legend(loc="upper left", bbox_to_anchor=(1.25, 1.0), frameon=False)
     return save(fig, path)
 
 
-def circuit_figure(heads, model: str, klass: str, threshold: float, path: Path, pr_column: str = "pr") -> Path:
+def circuit_figure(heads, model: str, head_class: str, threshold: float, path: Path, pr_column: str = "pr") -> Path:
     """Small multiples of the final circuit of ``model`` (module docstring)."""
-    col = selectivity_column(klass)
+    col = selectivity_column(head_class)
     h = heads[(heads["model"] == model) & (heads["tokens"] > 0)]
     final = h[h["tokens"] == h["tokens"].max()]
     circuit = final[final[col] >= threshold].sort_values(col, ascending=False)[["layer", "head"]].to_numpy().tolist()
     if not circuit:
-        raise ValueError(f"{model} has no {klass} head at or above {threshold:g}x at its final revision")
+        raise ValueError(f"{model} has no {head_class} head at or above {threshold:g}x at its final revision")
     circuit = circuit[:MAX_PANELS]
     ncol = min(4, len(circuit))
     nrow = int(np.ceil(len(circuit) / ncol))
@@ -103,9 +103,9 @@ def circuit_figure(heads, model: str, klass: str, threshold: float, path: Path, 
     for ax in list(axes.flat)[len(circuit):]:
         ax.axis("off")
     fig.supxlabel("training tokens")
-    fig.supylabel(f"selectivity.{klass} (dotted: {threshold:g}x)")
+    fig.supylabel(f"selectivity.{head_class} (dotted: {threshold:g}x)")
     if has_pr:
         fig.text(1.0, 0.5, f"{pr_column} (orange)", rotation=90, va="center", ha="left", color="C1")
-    fig.suptitle(f"{model}: the final {klass} circuit ({len(circuit)} heads at >= {threshold:g}x)")
+    fig.suptitle(f"{model}: the final {head_class} circuit ({len(circuit)} heads at >= {threshold:g}x)")
     fig.tight_layout()
     return save(fig, path)

@@ -2,8 +2,9 @@
 
 ``conf/stats.yaml`` sets ``hydra.help.template`` to the ``${stats_help:}`` resolver
 (registered in ``stats/__init__.py``). Everything listed is read from where it is
-defined: the ``source`` options from ``<conf>/source/*.yaml``, the source kinds and
-the classes (the threshold fields) from :mod:`stats.config`.
+defined: the ``source`` options from ``<conf>/source/*.yaml``, the source kinds from
+the source registry (:mod:`stats.sources`) and the classes (the threshold fields) from
+:mod:`stats.config`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ import textwrap
 
 from omegaconf import OmegaConf
 
-from stats import CONF_DIR, emergence_home
+from stats.config import ThresholdsConfig
+from stats.paths import CONF_DIR, emergence_home
+from stats.sources import kinds
+
+
+def default_source() -> str:
+    """The ``source`` option ``stats.yaml``'s defaults list names."""
+    for entry in OmegaConf.load(CONF_DIR / "stats.yaml").get("defaults", []):
+        if isinstance(entry, dict) or OmegaConf.is_dict(entry):
+            if "source" in entry:
+                return str(entry["source"])
+    return ""
 
 
 def source_rows():
@@ -25,11 +37,10 @@ def source_rows():
 
 
 def help_text() -> str:
-    from stats.config import SOURCE_KINDS, ThresholdsConfig
-
     classes = [f"{f.name} ({f.default:g}x)" if isinstance(f.default, (int, float)) else f.name
                for f in dataclasses.fields(ThresholdsConfig)]
     width = max(len(name) for name, _ in source_rows())
+    default = default_source()
     parts = [
         "stats: the statistics suite over tracked screen runs (or a CSV / per-head table): is a",
         "transition sharp or gradual, when does it happen, how far apart are the induction and",
@@ -41,8 +52,8 @@ def help_text() -> str:
         "",
         "== Config group source (source=option; * = default) ==",
     ]
-    parts += [f"  {(name + ('*' if name == 'mlflow' else '')).ljust(width + 1)}  kind {kind}" for name, kind in source_rows()]
-    parts += ["", "== Source kinds (source.kind) ==", "  " + ", ".join(SOURCE_KINDS)]
+    parts += [f"  {(name + ('*' if name == default else '')).ljust(width + 1)}  kind {kind}" for name, kind in source_rows()]
+    parts += ["", "== Source kinds (source.kind) ==", "  " + ", ".join(kinds())]
     parts += ["", "== Classes and their default thresholds (analysis.thresholds.<class>) ==",
               textwrap.fill(", ".join(classes), width=100, initial_indent="  ", subsequent_indent="  ")]
     parts += ["",

@@ -39,10 +39,14 @@ import numpy as np
 from scipy import stats as sps
 
 from stats.bootstrap import simulate_counts
+from stats.models import LogisticModel, StepModel
+from stats.models.base import pearson_chi2
+from stats.models.logistic import effective_params, logistic_mean_jac
+from stats.results import Results, record
 
 
 @dataclass
-class TestResult:
+class TestResult(Results):
     """A test's statistic, p-value and stated null."""
 
     __test__ = False  # not a pytest test class
@@ -57,18 +61,26 @@ class TestResult:
         return bool(self.p_value <= alpha)
 
     def to_dict(self):
-        out = {"name": self.name, "null": self.null, "statistic": self.statistic, "p_value": self.p_value}
-        if self.n_boot is not None:
-            out["n_boot"] = self.n_boot
-        out.update(self.details)
-        return out
+        """The record, ``n_boot`` left out when None and the ``details`` merged in."""
+        out = record(self)
+        details = out.pop("details")
+        if out["n_boot"] is None:
+            del out["n_boot"]
+        return out | details
+
+    def summary(self) -> str:
+        return f"{self.name}: statistic {self.statistic:.4g}, p = {self.p_value:.4g} (H0: {self.null})"
+
+
+def exceedance_p(t_star, t: float, n: int, tol: float = 1e-12) -> float:
+    """The p-value of a permutation or bootstrap test from ``n`` replicates ``t_star`` of the statistic
+    ``t`` (larger is more extreme): ``(1 + #{T* >= T}) / (n + 1)``, ``T*`` within ``tol`` of ``T``
+    counting as equal (the observed order is one of the replicates: exact in size)."""
+    return float((1.0 + np.sum(t_star >= t - tol)) / (n + 1.0))
 
 
 def _studentiser(k, n, theta, x):
     """phi~ = max(1, X2 / df) of logistic fits (B, 4) to counts (B, m)."""
-    from stats.models.base import pearson_chi2
-    from stats.models.logistic import effective_params, logistic_mean_jac
-
     p = logistic_mean_jac(np.atleast_2d(theta), x)[0]
     df = np.maximum(k.shape[-1] - effective_params(theta, x), 1)
     return np.maximum(1.0, pearson_chi2(k, n, p) / df)
@@ -77,8 +89,6 @@ def _studentiser(k, n, theta, x):
 def step_vs_logistic(tokens, k, n, n_boot: int, rng: np.random.Generator, dispersion: float = 1.0, fits=None,
                      studentize: bool = True) -> TestResult:
     """Parametric-bootstrap likelihood-ratio test of H0 step against the logistic."""
-    from stats.models import LogisticModel, StepModel
-
     tokens = np.asarray(tokens, float)
     k = np.asarray(k, float)
     n = np.asarray(n, float)
@@ -97,8 +107,8 @@ def step_vs_logistic(tokens, k, n, n_boot: int, rng: np.random.Generator, disper
     lr_star = np.maximum(2.0 * (bl.loglik - ll_step), 0.0)
     scale_star = _studentiser(counts, n, bl.theta, x) if studentize else 1.0
     t, t_star = lr / scale, lr_star / scale_star
-    p = (1.0 + np.sum(t_star >= t - 1e-9)) / (n_boot + 1.0)
-    return TestResult("step_vs_logistic", "the curve is a single step between adjacent revisions", float(t), float(p), n_boot,
+    p = exceedance_p(t_star, t, n_boot, tol=1e-9)
+    return TestResult("step_vs_logistic", "the curve is a single step between adjacent revisions", float(t), p, n_boot,
                       {"likelihood_ratio": float(lr), "studentiser": scale, "dispersion": float(dispersion)})
 
 
@@ -156,5 +166,5 @@ def permutation_spearman(x, y, n_perm: int, rng: np.random.Generator) -> TestRes
     r = float(rho(x, y))
     perms = rng.permuted(np.tile(y, (n_perm, 1)), axis=1)
     r_star = rho(x[None, :], perms)
-    p = (1.0 + np.sum(r_star >= r - 1e-12)) / (n_perm + 1.0)
-    return TestResult("spearman_permutation", "no association (exchangeable)", r, float(p), n_perm)
+    p = exceedance_p(r_star, r, n_perm)
+    return TestResult("spearman_permutation", "no association (exchangeable)", r, p, n_perm)

@@ -22,7 +22,7 @@ late milestone never reached makes the ratio a lower bound t_m / E_f.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -30,38 +30,27 @@ import numpy as np
 import pandas as pd
 
 from emergence.contract import selectivity_column
-from stats.curves import class_names
-from stats.errors import StatsError
+from stats.config import MilestoneRuleConfig, check_milestone_rules, check_options
+from stats.heads import class_counts
+from stats.results import HEAD_CLASS_KEY, Results
 
 
 @dataclass
-class MilestoneRule:
-    """One first-crossing rule (see module docstring)."""
-
-    name: str
-    head_class: str
-    min_heads: Optional[int] = None
-    min_fraction: Optional[float] = None
-    threshold: Optional[float] = None
+class MilestoneRule(MilestoneRuleConfig):
+    """One first-crossing rule (see module docstring): the schema's :class:`~stats.config.MilestoneRuleConfig`
+    (its fields, defaults and constraints) with what the rule means."""
 
     @classmethod
     def from_config(cls, rc) -> "MilestoneRule":
-        rule = cls(rc.name, rc.head_class, rc.min_heads, rc.min_fraction, rc.threshold)
+        rule = cls(**{f.name: getattr(rc, f.name) for f in dataclasses.fields(MilestoneRuleConfig)})
         rule.validate()
         return rule
 
     def validate(self):
-        classes = class_names()  # the registry now: a class registered after import counts
-        if self.head_class not in classes:
-            raise StatsError(f"analysis.milestones rule {self.name!r}: head_class={self.head_class!r}; valid: {list(classes)}")
-        if (self.min_heads is None) == (self.min_fraction is None):
-            raise StatsError(f"analysis.milestones rule {self.name!r}: set exactly one of min_heads, min_fraction")
-        if self.min_heads is not None and not self.min_heads >= 1:
-            raise StatsError(f"analysis.milestones rule {self.name!r}: min_heads={self.min_heads}; must be >= 1")
-        if self.min_fraction is not None and not 0 < self.min_fraction <= 1:
-            raise StatsError(f"analysis.milestones rule {self.name!r}: min_fraction={self.min_fraction}; must be in (0, 1]")
-        if self.threshold is not None and not (math.isfinite(self.threshold) and self.threshold > 0):
-            raise StatsError(f"analysis.milestones rule {self.name!r}: threshold={self.threshold}; must be a positive finite number")
+        """Refuse (one line) a value its schema refuses (the class read from the registry now: a class
+        registered after import counts), or a rule that does not set exactly one level."""
+        check_options(self, f"analysis.milestones rule {self.name!r}: ", sep=";")
+        check_milestone_rules([self])
 
     def describe(self, threshold: Optional[float]) -> str:
         at = "" if threshold is None else f" at >= {threshold:g}x"
@@ -76,43 +65,40 @@ class MilestoneRule:
 
 
 @dataclass
-class Milestone:
+class Milestone(Results):
+    """The first revision of one model that meets a rule, and the bracket of its crossing."""
+
+    RENAME = HEAD_CLASS_KEY
+    EXCLUDE = ("last_tokens",)
+
     model: str
     name: str
-    klass: str
+    head_class: str
     rule: str
     reached: bool
     revision: Optional[str]
     tokens: Optional[float]
     previous_revision: Optional[str]
     previous_tokens: Optional[float]
+    #: (lower, upper] tokens of the crossing; None where unbounded
+    bracket_tokens: list = field(init=False)
     k: Optional[float] = None
     n: Optional[float] = None
+    fraction: Optional[float] = field(init=False)
     last_tokens: Optional[float] = None
+
+    def __post_init__(self):
+        self.bracket_tokens = [self.previous_tokens, self.tokens] if self.reached else [self.last_tokens, None]
+        self.fraction = None if self.k is None or not self.n else self.k / self.n
 
     @property
     def bracket(self) -> list:
         """(lower, upper] tokens of the crossing; None where unbounded."""
-        if not self.reached:
-            return [self.last_tokens, None]
-        return [self.previous_tokens, self.tokens]
+        return self.bracket_tokens
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "name": self.name,
-            "class": self.klass,
-            "rule": self.rule,
-            "reached": self.reached,
-            "revision": self.revision,
-            "tokens": self.tokens,
-            "previous_revision": self.previous_revision,
-            "previous_tokens": self.previous_tokens,
-            "bracket_tokens": self.bracket,
-            "k": self.k,
-            "n": self.n,
-            "fraction": None if self.k is None or not self.n else self.k / self.n,
-        }
+    def summary(self) -> str:
+        where = f"at {self.revision} ({self.tokens:.3g} tokens)" if self.reached else "not reached"
+        return f"{self.model}: {self.name} ({self.rule}) {where}"
 
 
 def first_crossing(curve: pd.DataFrame, rule: MilestoneRule, model: str, threshold: Optional[float] = None) -> Milestone:
@@ -132,35 +118,39 @@ def first_crossing(curve: pd.DataFrame, rule: MilestoneRule, model: str, thresho
 
 
 @dataclass
-class MilestoneGap:
+class MilestoneGap(Results):
     """t(late milestone) / t(early milestone) with its resolution interval."""
 
+    EXCLUDE = ("late", "early")
+
     model: str
+    definition: str = field(init=False, default="milestone")
+    late_class: str = field(init=False)
+    early_class: str = field(init=False)
+    late_milestone: str = field(init=False)
+    early_milestone: str = field(init=False)
+    formation: str = field(init=False)
+    t_late: Optional[float] = field(init=False)
+    t_early: Optional[float] = field(init=False)
     late: Milestone
     early: Milestone
     ratio: Optional[float]
     ratio_ci: list
+    interval: str = field(init=False, default="bracket: the crossings lie between each milestone's previous and "
+                                                 "first-crossing revisions")
+    p_value: None = field(init=False, default=None)
     bound: Optional[str] = None
     notes: list = field(default_factory=list)
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "definition": "milestone",
-            "late_class": self.late.klass,
-            "early_class": self.early.klass,
-            "late_milestone": self.late.name,
-            "early_milestone": self.early.name,
-            "formation": self.early.name,
-            "t_late": self.late.tokens,
-            "t_early": self.early.tokens,
-            "ratio": self.ratio,
-            "ratio_ci": self.ratio_ci,
-            "interval": "bracket: the crossings lie between each milestone's previous and first-crossing revisions",
-            "p_value": None,
-            "bound": self.bound,
-            "notes": self.notes,
-        }
+    def __post_init__(self):
+        self.late_class, self.early_class = self.late.head_class, self.early.head_class
+        self.late_milestone, self.early_milestone = self.late.name, self.early.name
+        self.formation = self.early.name
+        self.t_late, self.t_early = self.late.tokens, self.early.tokens
+
+    def summary(self) -> str:
+        value = "-" if self.ratio is None else f"{'>= ' if self.bound == 'lower' else ''}{self.ratio:.3g}x"
+        return f"{self.model}: milestone gap {self.late_milestone} / {self.early_milestone} {value} {self.ratio_ci}"
 
 
 def _div(a, b):
@@ -192,8 +182,6 @@ def compute_milestones(results, rules, thresholds: dict) -> list:
     """Milestones of every model of ``results`` (a :class:`TrackedResults` already at
     the analysis thresholds) under ``rules``; a rule with its own threshold is counted
     from the per-head table (skipped, with no entry, without one)."""
-    from stats.heads import class_counts
-
     out = []
     for model in results.models:
         for rule in rules:

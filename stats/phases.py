@@ -44,7 +44,9 @@ from typing import Optional
 
 import numpy as np
 
-from stats.isotonic import isotonic_fit, unimodal_fit, unimodal_ss  # noqa: F401  (unimodal_fit: re-exported)
+from stats.hypotheses import exceedance_p
+from stats.isotonic import isotonic_fit, unimodal_fit, unimodal_ss
+from stats.results import Results
 
 #: Residual permutations of the decline test (at most; fewer when ``n_perm`` is smaller).
 DECLINE_PERMUTATIONS = 999
@@ -72,11 +74,11 @@ def decline_test(k, n, n_perm: int, rng: np.random.Generator, regime: str = "ide
         y_star = np.clip(null[None, :] + resid[idx], 0.0, 1.0)
     ss_b, ss_up_b = unimodal_ss(y_star, w)
     t_star = ss_up_b - ss_b
-    return float((1.0 + np.sum(t_star >= t - 1e-12)) / (n_perm + 1.0))
+    return exceedance_p(t_star, t, n_perm)
 
 
 @dataclass
-class Decline:
+class Decline(Results):
     """The fall after a curve's peak: the peak, the later level and where it falls."""
 
     peak: float
@@ -97,15 +99,12 @@ class Decline:
         return (f"peaks at {self.peak_heads:.3g} heads ({self.peak_revision}), falls after {a} -> {b} to "
                 f"{self.later_heads:.3g} heads by the last revision (-{self.share:.0%}, p = {self.p_value:.3g})")
 
-    def to_dict(self) -> dict:
-        return {"peak": self.peak, "peak_heads": self.peak_heads, "peak_revision": self.peak_revision,
-                "peak_tokens": self.peak_tokens, "later": self.later, "later_heads": self.later_heads,
-                "drop_heads": self.drop_heads, "share": self.share, "falls_after": self.falls_after,
-                "p_value": self.p_value}
+    def summary(self) -> str:
+        return self.describe()
 
 
 @dataclass
-class CurvePhases:
+class CurvePhases(Results):
     """Where a curve's rise ends (``rise_end``: the rise is revisions ``[0, rise_end)``),
     its unimodal fit, the peak, and the decline when one is reported."""
 
@@ -123,9 +122,9 @@ class CurvePhases:
 
 def curve_phases(curve, min_rise_heads: float, min_decline_share: float, alpha: float, n_perm: int,
                  rng: np.random.Generator, regime: Optional[str] = None) -> CurvePhases:
-    """The :class:`CurvePhases` of ``curve`` (rules of the module docstring); ``regime`` (default: by
-    ``curve.identity``) chooses the decline test's null draws."""
-    regime = regime or ("identity" if curve.identity else "aggregate")
+    """The :class:`CurvePhases` of ``curve`` (rules of the module docstring); ``regime`` (default:
+    :attr:`~stats.tracked.Curve.regime`) chooses the decline test's null draws."""
+    regime = regime or curve.regime
     k, n = np.asarray(curve.k, float), np.asarray(curve.n, float)
     y = k / np.where(n > 0, n, 1)
     n_ref = float(np.median(n))

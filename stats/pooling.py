@@ -3,7 +3,7 @@
 Every verdict, time and gap of :mod:`stats.analysis` is *within* one training run (its
 intervals bootstrap over heads and revisions). A seed suite (several runs of one model
 that differ only in their seeds: PolyPythias, or the toy recipes' ``seed``; the curves'
-:attr:`stats.curves.TrackedResults.seeds`) says how much another run would differ. Per
+:attr:`stats.tracked.TrackedResults.seeds`) says how much another run would differ. Per
 group of runs this module reports each run's t50s, shapes and gap ratio with its interval,
 and pools the log gap ratio by a random-effects meta-analysis.
 
@@ -88,6 +88,10 @@ import numpy as np
 from scipy import optimize, special
 from scipy import stats as sps
 
+from stats.config import DEFAULTS
+from stats.results import Results
+from stats.units import format_number
+
 #: A run's within-run variance is at least this (decades^2): a run whose draws are all equal
 #: (a bound drawn as itself) must not take all the weight.
 MIN_VARIANCE = 1e-6
@@ -109,7 +113,7 @@ class Effect:
 
 
 @dataclass
-class MetaAnalysis:
+class MetaAnalysis(Results):
     """A random-effects pooled estimate on the log10 scale (module docstring)."""
 
     estimate: Optional[float]
@@ -166,11 +170,11 @@ def q_profile(y, v, level: float = 0.95) -> list:
     return out
 
 
-def hartung_knapp(y, v, level: float = 0.95, method: str = "pm") -> MetaAnalysis:
+def hartung_knapp(y, v, level: float = 0.95, method: str = DEFAULTS.pooling.tau2_method) -> MetaAnalysis:
     """Random-effects pooling of points ``y`` with within-run variances ``v`` (module docstring):
     tau^2 from statsmodels' ``combine_effects`` (``pm``: Paule-Mandel, ``dl``: DerSimonian-Laird,
     truncated at 0), the Hartung-Knapp t interval with its scale truncated at 1."""
-    from statsmodels.stats.meta_analysis import combine_effects
+    from statsmodels.stats.meta_analysis import combine_effects  # statsmodels (heavy) only when runs are pooled
 
     y, v = np.asarray(y, float), np.maximum(np.asarray(v, float), MIN_VARIANCE)
     k = len(y)
@@ -287,7 +291,8 @@ def censored_likelihood(y, v, bounds: Sequence[Optional[str]], level: float = 0.
                         [f"{n_bounds} of {k} runs enter as bounds (censored)"])
 
 
-def meta_analysis(effects: Sequence[Effect], level: float = 0.95, method: str = "pm") -> Optional[MetaAnalysis]:
+def meta_analysis(effects: Sequence[Effect], level: float = 0.95,
+                  method: str = DEFAULTS.pooling.tau2_method) -> Optional[MetaAnalysis]:
     """Pool ``effects`` (points by :func:`hartung_knapp`; with any bound by
     :func:`censored_likelihood`); None for fewer than 2."""
     if len(effects) < 2:
@@ -355,60 +360,72 @@ def pooled_runs(kinds: Sequence[str], min_seeds: int) -> tuple:
                                      "reference run's other seed, so they are not independent draws of a new run)")
 
 
-@dataclass
-class PooledGap:
-    """One group of runs (a seed suite): each run's times, shapes and gap, and the pooled gap."""
+#: The entries a :class:`PooledGap` takes from its :class:`MetaAnalysis` record (``MetaAnalysis.to_dict``),
+#: by its name there where that differs, and the value when the group is not pooled.
+POOLED_ENTRIES = {"ratio": ("ratio", None), "ci": ("ci", [None, None]), "p_value": ("p_value", None),
+                  "prediction_interval": ("prediction_interval", [None, None]), "tau2": ("tau2", None),
+                  "tau2_ci": ("tau2_ci", None), "i2": ("i2", None), "bound": ("bound", None), "n_pooled": ("n", None),
+                  "n_bounds": ("n_bounds", None), "method": ("method", None), "log10_ratio": ("log10_estimate", None),
+                  "log10_ci": ("log10_ci", None)}
+
+
+@dataclass(kw_only=True)
+class PooledGap(Results):
+    """One group of runs (a seed suite): each run's times, shapes and gap, and the pooled gap (its
+    entries those of :attr:`pooled`'s record, :data:`POOLED_ENTRIES`)."""
+
+    EXCLUDE = ("pooled",)
 
     model: str
+    n_seeds: int
+    ratio: Optional[float] = field(init=False)
+    ci: list = field(init=False)
+    p_value: Optional[float] = field(init=False)
+    prediction_interval: list = field(init=False)
+    tau2: Optional[float] = field(init=False)
+    tau2_ci: Optional[list] = field(init=False)
+    i2: Optional[float] = field(init=False)
+    bound: Optional[str] = field(init=False)
+    n_pooled: Optional[int] = field(init=False)
+    n_bounds: Optional[int] = field(init=False)
+    method: Optional[str] = field(init=False)
+    log10_ratio: Optional[float] = field(init=False)
+    log10_ci: Optional[list] = field(init=False)
+    level: float = 0.95
     late_class: str
     early_class: str
     formation: str
     per_seed: list
-    pooled: Optional[MetaAnalysis]
-    n_seeds: int
     shapes: dict = field(default_factory=dict)
     t50: dict = field(default_factory=dict)
     variance_share: Optional[dict] = None
-    level: float = 0.95
+    null: str = field(init=False, default="pooled t_late / t_early <= 1")
+    #: the group's notes, then the pooling's
     notes: list = field(default_factory=list)
+    pooled: Optional[MetaAnalysis]
 
-    @property
-    def ratio(self) -> Optional[float]:
-        return None if self.pooled is None or self.pooled.estimate is None else float(10 ** self.pooled.estimate)
+    def __post_init__(self):
+        d = self.pooled.to_dict() if self.pooled is not None else {}
+        for name, (key, default) in POOLED_ENTRIES.items():
+            setattr(self, name, d.get(key, default))
+        self.notes = self.notes + d.get("notes", [])
 
     def summary(self) -> str:
         """One line: the pooled ratio with both intervals, tau^2, I^2 and the shape agreement."""
         if self.pooled is None:
             return f"{self.model}: {self.n_seeds} run(s), no pooled gap ({'; '.join(self.notes) or 'too few runs'})"
-        d = self.pooled.to_dict()
-        sign = {"lower": ">= ", "upper": "<= "}.get(d["bound"], "")
-        value = _num(d["ratio"]) if d["ratio"] is not None else _num(d["ci"][0] if d["bound"] == "lower" else d["ci"][1])
+        sign = {"lower": ">= ", "upper": "<= "}.get(self.bound, "")
+        value = format_number(self.ratio) if self.ratio is not None else format_number(self.ci[0] if self.bound == "lower" else self.ci[1])
         shapes = ", ".join(f"{c} {a['modal']} in {a['counts'][a['modal']]} of {sum(a['counts'].values())}"
                            for c, a in self.shapes.items() if a["modal"] is not None)
-        return (f"{self.model}: pooled {self.late_class}/{self.early_class} gap {sign}{value}x over {d['n']} runs, "
-                f"{self.level:.0%} CI {_interval(d['ci'])}, prediction interval for a new run "
-                f"{_interval(d['prediction_interval'])}, p = {_num(d['p_value'])}, tau^2 = {_num(d['tau2'])} "
-                f"decades^2, I^2 = {_num(d['i2'], '{:.0%}')}" + (f"; shapes: {shapes}" if shapes else ""))
-
-    def to_dict(self) -> dict:
-        d = self.pooled.to_dict() if self.pooled is not None else {}
-        return {"model": self.model, "n_seeds": self.n_seeds, "ratio": d.get("ratio"), "ci": d.get("ci", [None, None]),
-                "p_value": d.get("p_value"), "prediction_interval": d.get("prediction_interval", [None, None]),
-                "tau2": d.get("tau2"), "tau2_ci": d.get("tau2_ci"), "i2": d.get("i2"), "bound": d.get("bound"),
-                "n_pooled": d.get("n"), "n_bounds": d.get("n_bounds"), "method": d.get("method"),
-                "log10_ratio": d.get("log10_estimate"), "log10_ci": d.get("log10_ci"), "level": self.level,
-                "late_class": self.late_class, "early_class": self.early_class, "formation": self.formation,
-                "per_seed": self.per_seed, "shapes": self.shapes, "t50": self.t50,
-                "variance_share": self.variance_share, "null": "pooled t_late / t_early <= 1",
-                "notes": self.notes + d.get("notes", [])}
-
-
-def _num(v, fmt="{:.3g}") -> str:
-    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else fmt.format(v)
+        return (f"{self.model}: pooled {self.late_class}/{self.early_class} gap {sign}{value}x over {self.n_pooled} "
+                f"runs, {self.level:.0%} CI {_interval(self.ci)}, prediction interval for a new run "
+                f"{_interval(self.prediction_interval)}, p = {format_number(self.p_value)}, tau^2 = {format_number(self.tau2)} "
+                f"decades^2, I^2 = {format_number(self.i2, '{:.0%}')}" + (f"; shapes: {shapes}" if shapes else ""))
 
 
 def _interval(ci) -> str:
-    return "[" + ", ".join(_num(v) for v in (ci or [None, None])) + "]"
+    return "[" + ", ".join(format_number(v) for v in (ci or [None, None])) + "]"
 
 
 def variance_share(effects: Sequence[Effect], kinds: Sequence[str], level: float, method: str) -> Optional[dict]:
@@ -443,11 +460,11 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
                "p_value": None if gap is None else gap.p_value, "bound": None if gap is None else gap.bound,
                "log10_ratio": None if effect is None else effect.value,
                "variance": None if effect is None else effect.variance, "used": False, "left_out": why}
-        for klass, ca in ((tc.early_class, early), (tc.late_class, late)):
+        for head_class, ca in ((tc.early_class, early), (tc.late_class, late)):
             t = None if ca is None else ca.times
-            row[f"shape.{klass}"] = verdict(ca)
-            row[f"t50.{klass}"] = None if t is None else t.t50
-            row[f"t50_ci.{klass}"] = None if t is None else t.t50_ci
+            row[f"shape.{head_class}"] = verdict(ca)
+            row[f"t50.{head_class}"] = None if t is None else t.t50
+            row[f"t50_ci.{head_class}"] = None if t is None else t.t50_ci
         per_seed.append(row)
         if effect is not None:
             effects.append(effect)
@@ -464,18 +481,19 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
         notes.append(f"{len(used)} informative run(s) < analysis.pooling.min_seeds = {pc.min_seeds}: no pooled gap")
     used_labels = [e.label for e in used] or list(labels)
     shapes, t50 = {}, {}
-    for klass in (tc.early_class, tc.late_class):
-        shapes[klass] = agreement([verdict(by_key.get((m, klass))) for m in used_labels])
-        eff = [e for e, _ in (t50_effect(m, by_key.get((m, klass))) for m in used_labels) if e is not None]
+    for head_class in (tc.early_class, tc.late_class):
+        shapes[head_class] = agreement([verdict(by_key.get((m, head_class))) for m in used_labels])
+        eff = [e for e, _ in (t50_effect(m, by_key.get((m, head_class))) for m in used_labels) if e is not None]
         fit = meta_analysis(eff, level, pc.tau2_method)
-        t50[klass] = None if fit is None else fit.to_dict("t50")
-    return PooledGap(group, tc.late_class, tc.early_class, tc.formation, per_seed, pooled, len(labels), shapes, t50,
-                     variance_share(effects, kinds, level, pc.tau2_method), level, notes)
+        t50[head_class] = None if fit is None else fit.to_dict("t50")
+    return PooledGap(model=group, late_class=tc.late_class, early_class=tc.early_class, formation=tc.formation,
+                     per_seed=per_seed, pooled=pooled, n_seeds=len(labels), shapes=shapes, t50=t50,
+                     variance_share=variance_share(effects, kinds, level, pc.tau2_method), level=level, notes=notes)
 
 
 def pool_seeds(results, by_key: dict, gaps: Sequence, cfg) -> List[PooledGap]:
     """One :class:`PooledGap` per seed group of ``results`` with at least 2 runs
-    (:meth:`stats.curves.TrackedResults.seed_groups`)."""
+    (:meth:`stats.tracked.TrackedResults.seed_groups`)."""
     if not cfg.pooling.enabled:
         return []
     by_model = {g.model: g for g in gaps}

@@ -38,10 +38,15 @@ import numpy as np
 import pandas as pd
 
 from emergence.contract import flag_column, selectivity_column
+from stats.config import DEFAULTS
 from stats.hypotheses import TestResult, sign_test
+from stats.results import Results
+
+#: the PR-lead options' defaults (the schema's), the keyword defaults below
+_PC = DEFAULTS.pr_lead
 
 
-def elevation_threshold(heads: pd.DataFrame, column: str = "pr", k_mad: float = 3.0) -> pd.DataFrame:
+def elevation_threshold(heads: pd.DataFrame, column: str = _PC.column, k_mad: float = _PC.k_mad) -> pd.DataFrame:
     """Per revision: median PR, robust SD and the elevation threshold (revision, tokens, ...)."""
     rows = []
     for (rev, tok), g in heads.groupby(["revision", "tokens"], sort=False):
@@ -57,7 +62,7 @@ def elevation_threshold(heads: pd.DataFrame, column: str = "pr", k_mad: float = 
 
 
 @dataclass
-class HeadLead:
+class HeadLead(Results):
     layer: int
     head: int
     revision_elevated: Optional[str]
@@ -68,57 +73,63 @@ class HeadLead:
     #: +1 elevated (persistently) before the crossing, 0 at the crossing revision, -1 after or never,
     #: None: not observable (crosses at the first revision)
     sign: Optional[int]
+    outcome: str = field(init=False)
 
-    @property
-    def outcome(self) -> str:
-        return {1: "before", 0: "same revision", -1: "after or never", None: "not observable"}[self.sign]
-
-    def to_dict(self):
-        return dict(self.__dict__) | {"outcome": self.outcome}
+    def __post_init__(self):
+        self.outcome = {1: "before", 0: "same revision", -1: "after or never", None: "not observable"}[self.sign]
 
 
-@dataclass
-class PRLead:
+@dataclass(kw_only=True)
+class PRLead(Results):
+    """The PR lead of one model's final induction heads (module docstring)."""
+
+    EXCLUDE = ("k_mad", "test", "persist", "trajectories", "thresholds", "top")
+
     model: str
     column: str
     k_mad: float
+    #: the elevation rule in words
+    rule: str = field(init=False)
     heads: list
+    #: heads by outcome: before, same revision, after or never, not observable
+    before: int = field(init=False)
+    same: int = field(init=False)
+    after_or_never: int = field(init=False)
+    not_observable: int = field(init=False)
+    #: share of the observable heads whose PR rises at or before their crossing (the study's claim)
+    at_or_before: Optional[float] = field(init=False)
+    median_lead_ratio: Optional[float] = field(init=False)
     test: TestResult
-    persist: int = 2
+    p_value: Optional[float] = field(init=False)
+    null: str = field(init=False)
+    persist: int = _PC.persist
     trajectories: pd.DataFrame = field(repr=False, default=None)
     thresholds: pd.DataFrame = field(repr=False, default=None)
     top: list = field(default_factory=list)
 
-    @property
-    def counts(self):
-        s = [h.sign for h in self.heads]
-        return {"before": s.count(1), "same": s.count(0), "after_or_never": s.count(-1), "not_observable": s.count(None)}
-
-    @property
-    def at_or_before(self) -> Optional[float]:
-        """Share of the observable heads whose PR rises at or before their crossing (the study's claim)."""
-        s = [h.sign for h in self.heads if h.sign is not None]
-        return sum(x >= 0 for x in s) / len(s) if s else None
-
-    @property
-    def median_lead_ratio(self):
+    def __post_init__(self):
+        self.rule = (f"PR > median + {self.k_mad} x 1.4826 MAD across heads at the revision, from the lead revision "
+                     f"on staying above the line it crossed there through the crossing (after the crossing: held for "
+                     f"{self.persist} consecutive revisions)")
+        signs = [h.sign for h in self.heads]
+        self.before, self.same = signs.count(1), signs.count(0)
+        self.after_or_never, self.not_observable = signs.count(-1), signs.count(None)
+        observable = [x for x in signs if x is not None]
+        self.at_or_before = sum(x >= 0 for x in observable) / len(observable) if observable else None
         r = [h.lead_ratio for h in self.heads if h.lead_ratio is not None and np.isfinite(h.lead_ratio)]
-        return float(np.median(r)) if r else None
+        self.median_lead_ratio = float(np.median(r)) if r else None
+        self.p_value = self.test.p_value if self.heads else None
+        self.null = self.test.null
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "column": self.column,
-            "rule": f"PR > median + {self.k_mad} x 1.4826 MAD across heads at the revision, from the lead revision "
-                    f"on staying above the line it crossed there through the crossing (after the crossing: held for "
-                    f"{self.persist} consecutive revisions)",
-            "heads": [h.to_dict() for h in self.heads],
-            **self.counts,
-            "at_or_before": self.at_or_before,
-            "median_lead_ratio": self.median_lead_ratio,
-            "p_value": self.test.p_value if self.heads else None,
-            "null": self.test.null,
-        }
+    @property
+    def counts(self) -> dict:
+        return {"before": self.before, "same": self.same, "after_or_never": self.after_or_never,
+                "not_observable": self.not_observable}
+
+    def summary(self) -> str:
+        share = "-" if self.at_or_before is None else f"{self.at_or_before:.0%}"
+        return (f"{self.model}: {len(self.heads)} final induction heads, PR at or before the crossing in {share} "
+                f"of the observable ({self.counts}); sign-test p = {self.p_value}")
 
 
 def lead_revision(pr, line, elevated, c: int) -> Optional[int]:
@@ -140,8 +151,9 @@ def first_persistent(flags, persist: int = 2) -> Optional[int]:
     return None
 
 
-def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 3.0, induction_class: str = "induction",
-            top_heads: int = 6, persist: int = 2) -> Optional[PRLead]:
+def pr_lead(heads: pd.DataFrame, model: str, column: str = _PC.column, k_mad: float = _PC.k_mad,
+            induction_class: str = _PC.induction_class, top_heads: int = _PC.top_heads,
+            persist: int = _PC.persist) -> Optional[PRLead]:
     """PR-lead analysis of one model's per-head table (see module docstring)."""
     flag = flag_column(induction_class)
     h = heads[heads["model"] == model]
@@ -182,4 +194,16 @@ def pr_lead(heads: pd.DataFrame, model: str, column: str = "pr", k_mad: float = 
     traj = h[[tuple(v) in set(top) for v in h[["layer", "head"]].to_numpy().tolist()]][
         ["layer", "head", "revision", "tokens", column, "elevated", flag]
     ].sort_values(["layer", "head", "tokens"])
-    return PRLead(model, column, k_mad, leads, test, persist, traj.reset_index(drop=True), thr, top)
+    return PRLead(model=model, column=column, k_mad=k_mad, heads=leads, test=test, persist=persist,
+                  trajectories=traj.reset_index(drop=True), thresholds=thr, top=top)
+
+
+def pr_leads(results, cfg) -> list:
+    """The :class:`PRLead` of every model of ``results`` with a per-head table holding PR values
+    (``analysis.pr_lead``)."""
+    if results.heads is None:
+        return []
+    pc = cfg.pr_lead
+    leads = (pr_lead(results.heads, model, pc.column, pc.k_mad, pc.induction_class, pc.top_heads, pc.persist)
+             for model in results.models)
+    return [p for p in leads if p is not None]

@@ -21,6 +21,8 @@ from typing import Optional
 
 import numpy as np
 
+from stats.results import Results
+
 #: The study's per-head table (gzip CSV; see ``stats/data/README.md``).
 XU2026_HEADS = Path(__file__).resolve().parent / "data" / "xu2026_heads.csv.gz"
 STUDY = "Xu (2026)"
@@ -126,14 +128,17 @@ STUDY_MODELS = tuple(SHAPES)
 
 
 @dataclass
-class Reproduction:
+class Reproduction(Results):
     """Rows ``{finding, model, quantity, reported, tool, agrees, note}``."""
 
+    study: str = field(init=False, default=STUDY)
     models: list
     rows: list = field(default_factory=list)
 
-    def to_dict(self):
-        return {"study": STUDY, "models": self.models, "rows": self.rows}
+    def summary(self) -> str:
+        disagree = [r for r in self.rows if r["agrees"] is False]
+        return (f"{self.study} reproduced for {', '.join(self.models)}: {len(self.rows)} figures, "
+                f"{len(disagree)} disagree")
 
     def add(self, finding, model, quantity, reported, tool, agrees, note=""):
         self.rows.append({"finding": finding, "model": model, "quantity": quantity, "reported": reported, "tool": tool,

@@ -11,13 +11,13 @@ import re
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-
 from emergence.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
-from stats.units import format_tokens
+from emergence.contract.store import log_run
+from stats.units import format_number, format_tokens
 
 
 _fmt_tokens = format_tokens
+_num = format_number
 
 
 def _fmt_ci(ci) -> str:
@@ -69,14 +69,20 @@ def _models_section(summary: dict) -> list:
     return L
 
 
-def _num(v, fmt="{:.3g}") -> str:
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
-        return "-"
-    return fmt.format(v)
-
-
 def render_report(summary: dict, figures: dict) -> str:
-    """The Markdown report of a summary and its figures (paths relative to the report)."""
+    """The Markdown report of a summary and its figures (paths relative to the report): one section a stage."""
+    L = _header(summary) + _models_section(summary) + _curves_section(summary) + _gaps_section(summary)
+    L += _pooled_section(summary.get("pooled_gaps") or [])
+    L += _milestone_section(summary.get("milestones") or [])
+    L += _sensitivity_section(summary.get("sensitivity"))
+    f = summary["findings"]
+    L += _floor_section(f["layer_floor"]) + _onset_section(f["layer_onset"]) + _convergence_section(f["convergence"])
+    L += _pr_section(summary) + _figures_section(figures)
+    return "\n".join(L) + "\n"
+
+
+def _header(summary: dict) -> list:
+    """The title, the source, the thresholds and the notes, then the reproduction (when there is one)."""
     L = ["# Emergence statistics report", ""]
     src = summary.get("source", {})
     L.append("Source: " + ", ".join(f"{k}={v}" for k, v in src.items() if v is not None) + ".")
@@ -90,26 +96,30 @@ def render_report(summary: dict, figures: dict) -> str:
         L.append(f"- Note: {note}")
     if summary.get("reproduction"):
         L += [""] + _reproduction_section(summary["reproduction"])
-    L += _models_section(summary)
-    L += ["", "## Curves: sharp or gradual, and when", "",
-          "Verdict rule: `none` for too few revisions, a rise below the minimum number of heads, no evidence of "
-          "change against noise (permutation test of a monotone change, p > alpha), or a rise whose midpoint lies "
-          "outside the screened range (`left-censored`: formed at or before the first revision, t50 `<=` it; "
-          "`right-censored`: not formed by the last, t50 `>` it); `sharp` when at least half the rise lies between "
-          "one pair of adjacent revisions, i.e. sharp at the resolution of the checkpoints, that interval named in the "
-          "reason; `gradual` otherwise. Regime (column `regime`): `identity` where a per-head table follows the same "
-          "heads (counts are cumulative: the share is in heads), `aggregate` where counts have no head identity "
-          "(independent draws: the share is of the fitted logistic). A count that rises and later falls is fitted "
-          "on its rise only (column `course`). The step test (is the rise a *pure* step?) is evidence, not a criterion. "
-          "Times are from the 4-parameter logistic in log10 tokens, "
-          "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions). "
-          "Where the runs know the model's registry, the largest jump says whether its interval is two adjacent checkpoints "
-          "(the transition resolved) or how many checkpoints lie inside (`python -m emergence model=<model> "
-          "revision=refine` screens a few of them).",
-          "",
-          "| model | class | shape | t50 | 95% CI | onset | saturation | 10-90 width (dec.) | largest jump (share) "
-          "| change point | best model | p (step) | dispersion | regime | course |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    return L
+
+
+def _curves_section(summary: dict) -> list:
+    """The curves: verdict, times and evidence, one row a curve, then the reasons."""
+    L = ["", "## Curves: sharp or gradual, and when", "",
+         "Verdict rule: `none` for too few revisions, a rise below the minimum number of heads, no evidence of "
+         "change against noise (permutation test of a monotone change, p > alpha), or a rise whose midpoint lies "
+         "outside the screened range (`left-censored`: formed at or before the first revision, t50 `<=` it; "
+         "`right-censored`: not formed by the last, t50 `>` it); `sharp` when at least half the rise lies between "
+         "one pair of adjacent revisions, i.e. sharp at the resolution of the checkpoints, that interval named in the "
+         "reason; `gradual` otherwise. Regime (column `regime`): `identity` where a per-head table follows the same "
+         "heads (counts are cumulative: the share is in heads), `aggregate` where counts have no head identity "
+         "(independent draws: the share is of the fitted logistic). A count that rises and later falls is fitted "
+         "on its rise only (column `course`). The step test (is the rise a *pure* step?) is evidence, not a criterion. "
+         "Times are from the 4-parameter logistic in log10 tokens, "
+         "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions). "
+         "Where the runs know the model's registry, the largest jump says whether its interval is two adjacent checkpoints "
+         "(the transition resolved) or how many checkpoints lie inside (`python -m emergence model=<model> "
+         "revision=refine` screens a few of them).",
+         "",
+         "| model | class | shape | t50 | 95% CI | onset | saturation | 10-90 width (dec.) | largest jump (share) "
+         "| change point | best model | p (step) | dispersion | regime | course |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in summary["curves"]:
         width = "-" if c.get("width_decades") is None else ("<= " if c.get("width_is_bound") else "") + f"{c['width_decades']:.2f}"
         jump = "-" if c.get("max_jump") is None else f"{c['max_jump']:+.3f} ({c['max_jump_share']:.0%})"
@@ -134,7 +144,12 @@ def render_report(summary: dict, figures: dict) -> str:
         for metric, v in cont.items():
             if v.get("max_jump_share") is not None:
                 L.append(f"  - continuous check, {metric} ({v['scale']}): largest adjacent jump {v['max_jump_share']:.0%} of its range")
-    L += ["", "## Gaps: induction first, sinks later?", ""]
+    return L
+
+
+def _gaps_section(summary: dict) -> list:
+    """The fitted and milestone gaps, one row each."""
+    L = ["", "## Gaps: induction first, sinks later?", ""]
     if summary["gaps"]:
         L += ["`fitted`: t50 of the late class over the early class's formation point (logistic fits), 95% bootstrap "
               "interval and the one-sided separation test (H0 ratio <= 1); with a censored side the ratio is a bound "
@@ -155,23 +170,29 @@ def render_report(summary: dict, figures: dict) -> str:
                      f"{_num(g.get('p_value'))} | {'; '.join(g.get('notes') or []) or '-'} |")
     else:
         L.append("No model has both classes.")
-    L += _pooled_section(summary.get("pooled_gaps") or [])
-    L += _milestone_section(summary.get("milestones") or [])
-    L += _sensitivity_section(summary.get("sensitivity"))
-    f = summary["findings"]
-    L += ["", "## Layer floor", ""]
-    if f["layer_floor"]:
+    return L
+
+
+def _floor_section(layer_floor: list) -> list:
+    """F1: heads of the class in the floor layers."""
+    L = ["", "## Layer floor", ""]
+    if layer_floor:
         L += ["| model | layers | flagged / head-revisions | 95% upper bound (head-revisions) | distinct heads ever flagged "
               "| 95% upper bound (heads) | p (H0 rate >= r0) |",
               "|---|---|---|---|---|---|---|"]
-        for x in f["layer_floor"]:
+        for x in layer_floor:
             L.append(f"| {x['model']} | {x['layers']} | {x['flagged_head_revisions']} / {x['head_revisions']} | {x['upper_bound']:.4f} | "
                      f"{x['heads_ever_flagged']} / {x['n_heads']} | {x['upper_bound_heads']:.4f} | {_num(x['p_value'])} |")
     else:
         L.append("No per-layer counts.")
-    L += ["", "## Where BOS heads appear first", ""]
-    if f["layer_onset"]:
-        for x in f["layer_onset"]:
+    return L
+
+
+def _onset_section(layer_onset: list) -> list:
+    """F3: the layers where the class appears first and last."""
+    L = ["", "## Where BOS heads appear first", ""]
+    if layer_onset:
+        for x in layer_onset:
             L.append(f"- {x['model']}: middle first **{x.get('verdict', 'n/a')}**. First in layer(s) {x['first_layers']}, "
                      f"last (outside the floor) in {x['last_layers']}, never in {x['never_layers']} (an onset kept "
                      f"{x.get('onset_persist', 1)} revisions); onset against depth below the middle rho = "
@@ -180,19 +201,29 @@ def render_report(summary: dict, figures: dict) -> str:
                      f"{_num(x['middle_out_rho'])}, p = {_num(x['middle_out_p_value'])}")
     else:
         L.append("No per-layer counts.")
-    L += ["", "## Circuit convergence", ""]
-    if f["convergence"]:
+    return L
+
+
+def _convergence_section(convergence: list) -> list:
+    """F4: when the final circuit is recalled."""
+    L = ["", "## Circuit convergence", ""]
+    if convergence:
         L += ["The final circuit: the heads at or above the threshold at the final revision; recall at a revision: the "
               "share of them already at or above it there.", "",
               "| model | threshold | final set | recall level | first revision | tokens | % of training |",
               "|---|---|---|---|---|---|---|"]
-        for x in f["convergence"]:
+        for x in convergence:
             L.append(f"| {x['model']} | {_num(x.get('threshold'), '{:g}x')} | {x['n_final']} | {x['level']:.2f} | "
                      f"{x['revision_at_level'] or '-'} | {_fmt_tokens(x['tokens_at_level'])} | "
                      f"{_num(x['pct_training'], '{:.2f}%')} |")
     else:
         L.append("No per-head table: not computed.")
-    L += ["", "## PR lead", ""]
+    return L
+
+
+def _pr_section(summary: dict) -> list:
+    """F5: does a head's PR rise at or before its crossing."""
+    L = ["", "## PR lead", ""]
     if not summary.get("has_pr_data"):
         L.append("No PR data: the runs carry no participation-ratio column, so the PR-lead analysis is empty.")
     elif not summary["pr_lead"]:
@@ -210,7 +241,12 @@ def render_report(summary: dict, figures: dict) -> str:
                      f"{_num(x['median_lead_ratio'])} | {_num(x['p_value'])} |")
         L.append("")
         L.append(f"Rule: {summary['pr_lead'][0]['rule']}.")
-    L += ["", "## Figures", ""]
+    return L
+
+
+def _figures_section(figures: dict) -> list:
+    """The figures by kind, and those that could not be drawn."""
+    L = ["", "## Figures", ""]
     for note in figures.get("skipped") or []:
         L.append(f"- Figure skipped (it could not be drawn; the rest of the report is complete): {note}")
     if figures.get("skipped"):
@@ -229,7 +265,7 @@ def render_report(summary: dict, figures: dict) -> str:
         for p in paths:
             L.append(f"![{Path(p).stem}]({p})")
         L.append("")
-    return "\n".join(L) + "\n"
+    return L
 
 
 def _cell(v) -> str:
@@ -290,7 +326,7 @@ def write_outputs(analysis, out_dir, figures: bool = True, progress: bool = Fals
     summary = analysis.summary()
     figs = {}
     if figures:
-        from stats.figures import write_figures
+        from stats.figures import write_figures  # matplotlib only when figures are drawn
 
         figs = write_figures(analysis, out_dir, progress)
     summary["figures"] = figs
@@ -355,8 +391,6 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
     """Log the output folder and headline metrics as one MLflow run, through the store both apps
     write with (:func:`emergence.contract.store.log_run`: prepared under its lock, retried on a
     locked SQLite file, an I/O failure one line); return its id."""
-    from emergence.contract.store import log_run
-
     # Named after what it analysed: the models, the classes, and the source (experiment or file).
     models = sorted({c["model"] for c in summary["curves"]})
     classes = sorted({c["class"] for c in summary["curves"]})
@@ -446,9 +480,9 @@ def _pooled_section(groups: list) -> list:
                      f"{r.get('shape.' + g['late_class'])} | {b}{_num(r.get('ratio'))} | {_fmt_ratio_ci(r.get('ci'))} | "
                      f"{_num(r.get('p_value'))} | {'yes' if r['used'] else 'no: ' + (r.get('left_out') or 'other kind')} |")
         L.append("")
-        for klass, a in (g.get("shapes") or {}).items():
+        for head_class, a in (g.get("shapes") or {}).items():
             if a.get("modal") is not None:
-                L.append(f"- {klass} shape agreement: {a['modal']} in {a['counts'][a['modal']]} of "
+                L.append(f"- {head_class} shape agreement: {a['modal']} in {a['counts'][a['modal']]} of "
                          f"{sum(a['counts'].values())} runs ({', '.join(f'{k}: {v}' for k, v in a['counts'].items())})")
         vs = g.get("variance_share")
         if vs:

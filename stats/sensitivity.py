@@ -19,13 +19,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emergence.contract import selectivity_column
-from stats.curves import Curve
+from stats.curve_analysis import analyse_curve
+from stats.gaps import fitted_gap
+from stats.heads import class_counts
+from stats.results import HEAD_CLASS_KEY, Results
+from stats.tracked import Curve
 
 
-@dataclass
-class SensitivityRow:
+@dataclass(kw_only=True)
+class SensitivityRow(Results):
+    """One class re-counted at one grid threshold, its verdict and t50, and the gap against the other class."""
+
+    RENAME = HEAD_CLASS_KEY
+
     model: str
-    klass: str
     threshold: float
     other_class: str
     other_threshold: float
@@ -42,22 +49,23 @@ class SensitivityRow:
     gap_ratio_ci: list = None
     gap_p_value: float = None
     gap_bound: str = None
-
-    def to_dict(self):
-        d = dict(self.__dict__)
-        d["class"] = d.pop("klass")
-        return d
+    #: the class whose threshold the row sets (written last, ``class``)
+    head_class: str
 
 
 @dataclass
-class Sensitivity:
+class Sensitivity(Results):
+    """The threshold-sensitivity table (module docstring)."""
+
     grid: list
     n_boot: int
     rule: str
     rows: list = field(default_factory=list)
 
-    def to_dict(self):
-        return {"grid": self.grid, "n_boot": self.n_boot, "rule": self.rule, "rows": [r.to_dict() for r in self.rows]}
+    def summary(self) -> str:
+        changed = sorted({(r.model, r.head_class) for r in self.rows if r.shape != self.rows[0].shape}) if self.rows else []
+        return (f"{len(self.rows)} rows over thresholds {self.grid} ({self.n_boot} replicates a curve)"
+                + (f"; verdicts vary for {changed}" if changed else ""))
 
 
 RULE = ("each grid value sets the threshold of one class (rows grouped by class); the other class keeps its "
@@ -68,9 +76,6 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
     """The sensitivity table of ``results`` (at the analysis thresholds, with its per-head
     table) given the main curve analyses ``{(model, class): CurveAnalysis}``; ``seed``
     an int or a :class:`numpy.random.SeedSequence`."""
-    from stats.analysis import analyse_curve, fitted_gap
-    from stats.heads import class_counts
-
     sc, tc = cfg.sensitivity, cfg.times
     out = Sensitivity([float(g) for g in sc.grid], int(sc.n_boot), RULE)
     heads = results.heads
@@ -83,31 +88,34 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
     scfg = dataclasses.replace(cfg, n_boot=int(sc.n_boot))
     models = [m for m in results.models if all((m, c) in analyses for c in classes)]
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    seeds = seq.spawn(max(1, len(models) * 2 * len(out.grid)))
-    i = 0
+    seeds = iter(seq.spawn(max(1, len(models) * 2 * len(out.grid))))
     for model in models:
-        h = heads[heads["model"] == model]
-        corpus = results.corpus(model)
-        for klass, other in (classes, classes[::-1]):
+        for head_class, other in (classes, classes[::-1]):
             for g in out.grid:
-                rng = np.random.default_rng(seeds[i])
-                i += 1
-                if np.isclose(g, thr.get(klass, np.nan)):
-                    ca = analyses[(model, klass)]
-                else:
-                    d = class_counts(h, klass, g).sort_values("tokens")
-                    curve = Curve.from_frame(d, model, klass, corpus, identity=True)  # the same heads, re-counted
-                    curve.flags = results.head_flags(model, klass, curve.revisions, g)
-                    ca = analyse_curve(curve, scfg, rng)
-                pair = {klass: ca, other: analyses[(model, other)]}
+                rng = np.random.default_rng(next(seeds))
+                own = bool(np.isclose(g, thr.get(head_class, np.nan)))
+                ca = analyses[(model, head_class)] if own else _recounted(results, model, head_class, g, scfg, rng)
+                pair = {head_class: ca, other: analyses[(model, other)]}
                 gap = fitted_gap(model, pair[tc.late_class], pair[tc.early_class], scfg)
-                c = ca.curve
-                t = ca.times
-                frac = c.fraction
-                out.rows.append(SensitivityRow(
-                    model, klass, g, other, float(thr.get(other, np.nan)), bool(np.isclose(g, thr.get(klass, np.nan))),
-                    float(c.k[-1]) if len(c) else float("nan"), float(c.n[-1]) if len(c) else float("nan"),
-                    float(frac.max()) if len(c) else float("nan"), ca.verdict.shape, ca.verdict.reason,
-                    None if t is None else t.t50, None if t is None else t.t50_ci, None if t is None else t.t50_bound,
-                    gap.ratio, gap.ratio_ci, gap.p_value, gap.bound))
+                out.rows.append(_row(ca, g, own, other, float(thr.get(other, np.nan)), gap))
     return out
+
+
+def _recounted(results, model: str, head_class: str, threshold: float, cfg, rng):
+    """The analysis of ``model``'s ``head_class`` curve re-counted at ``threshold``: the same heads, re-counted."""
+    d = class_counts(results.heads[results.heads["model"] == model], head_class, threshold).sort_values("tokens")
+    curve = Curve.from_frame(d, model, head_class, results.corpus(model), identity=True)
+    curve.flags = results.head_flags(model, head_class, curve.revisions, threshold)
+    return analyse_curve(curve, cfg, rng)
+
+
+def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, gap) -> SensitivityRow:
+    c, t = ca.curve, ca.times
+    nan = float("nan")
+    return SensitivityRow(
+        model=c.model, head_class=c.head_class, threshold=threshold, other_class=other, other_threshold=other_threshold,
+        is_analysis_threshold=own, k_last=float(c.k[-1]) if len(c) else nan, n_last=float(c.n[-1]) if len(c) else nan,
+        max_fraction=float(c.fraction.max()) if len(c) else nan, shape=ca.verdict.shape, reason=ca.verdict.reason,
+        t50=None if t is None else t.t50, t50_ci=None if t is None else t.t50_ci,
+        t50_bound=None if t is None else t.t50_bound, gap_ratio=gap.ratio, gap_ratio_ci=gap.ratio_ci,
+        gap_p_value=gap.p_value, gap_bound=gap.bound)

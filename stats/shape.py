@@ -1,7 +1,7 @@
 """Shape verdict of a curve: ``sharp``, ``gradual`` or ``none``, with its evidence.
 
 Two regimes, by what the counts are (``analysis.shape.regime``; ``auto`` chooses
-by the data, :func:`stats.analysis.curve_regime`):
+by the data, :func:`stats.curve_analysis.curve_regime`):
 
 - ``identity``: the counts follow the *same* heads across revisions (a per-head
   table: the runs' ``heads.csv``, or a ``heads_csv`` file). The data model below
@@ -97,22 +97,31 @@ from typing import Optional
 import numpy as np
 from scipy import stats as sps
 
-from stats.config import REGIMES, ShapeConfig
+from stats.config import DEFAULTS, REGIMES, ShapeConfig
 from stats.errors import StatsError
-from stats.hypotheses import TestResult
-from stats.isotonic import isotonic_fit, monotone_r2, unimodal_r2  # noqa: F401  (isotonic_fit: re-exported)
+from stats.hypotheses import TestResult, exceedance_p
+from stats.isotonic import monotone_r2, unimodal_r2
+from stats.results import Results, record
 
 SHAPES = ("sharp", "gradual", "none")
 
 
 @dataclass
-class ShapeVerdict:
+class ShapeVerdict(Results):
+    """A verdict, its reason and its evidence (the entries of the module docstring)."""
+
     shape: str
     reason: str
     evidence: dict = field(default_factory=dict)
 
     def to_dict(self):
-        return {"shape": self.shape, "reason": self.reason, **self.evidence}
+        """The record with the evidence's entries in place of ``evidence``."""
+        out = record(self)
+        evidence = out.pop("evidence")
+        return {**out, **evidence}
+
+    def summary(self) -> str:
+        return f"{self.shape}: {self.reason}"
 
 
 def jump_share(values, direction: Optional[float] = None) -> dict:
@@ -177,26 +186,12 @@ def level_change_test(k, n, n_perm: int, rng: np.random.Generator, shape: str = 
     t = float(stat(k, n)[0])
     idx = rng.permuted(np.tile(np.arange(m), (n_perm, 1)), axis=1)
     t_star = stat(k[idx], n[idx])
-    p = (1.0 + np.sum(t_star >= t - 1e-9)) / (n_perm + 1.0)
-    return TestResult(name, "no change across revisions (exchangeable)", t, float(p), n_perm)
+    p = exceedance_p(t_star, t, n_perm, tol=1e-9)
+    return TestResult(name, "no change across revisions (exchangeable)", t, p, n_perm)
 
 
 def _pct(v):
     return f"{100 * v:.0f}%"
-
-
-def check_shape_config(cfg: ShapeConfig) -> None:
-    """Raise :class:`~stats.errors.StatsError` (one line) for a rule value out of range."""
-    checks = [
-        ("min_points", cfg.min_points >= 2, "an integer >= 2"),
-        ("min_rise_heads", cfg.min_rise_heads >= 0, "a number of heads >= 0"),
-        ("min_jump_share", 0 < cfg.min_jump_share <= 1, "a share in (0, 1]"),
-        ("n_perm", cfg.n_perm >= 99, "an integer >= 99"),
-        ("width_factor", cfg.width_factor > 0, "a number > 0"),
-    ]
-    for name, ok, valid in checks:
-        if not ok:
-            raise StatsError(f"analysis.shape.{name}={getattr(cfg, name)!r}: must be {valid}")
 
 
 def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, level: float = 0.95) -> dict:
@@ -272,21 +267,33 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, level: float, p_step, alpha: fl
                                    f"of the rise ({what}) < {_pct(cfg.min_jump_share)}{resolved}", ev)
 
 
-def classify_shape(
-    tokens,
-    k,
-    n,
-    revisions,
-    fits: Optional[dict],
-    times=None,
-    p_step: Optional[float] = None,
-    change: Optional[TestResult] = None,
-    config: Optional[ShapeConfig] = None,
-    alpha: float = 0.05,
-    level: float = 0.95,
-    regime: str = "identity",
-    boot=None,
-) -> ShapeVerdict:
+def jump_location(tokens, revisions, i: Optional[int]) -> dict:
+    """Where the largest jump (between revisions ``i`` and ``i + 1``) lies: its revisions, tokens and
+    log10 spacing; {} without one."""
+    if i is None:
+        return {}
+    return {"max_jump_revisions": [revisions[i], revisions[i + 1]],
+            "max_jump_tokens": [float(tokens[i]), float(tokens[i + 1])],
+            "jump_spacing_decades": float(np.log10(tokens[i + 1] / tokens[i]))}
+
+
+def model_evidence(fits: Optional[dict]) -> tuple:
+    """``(direction, evidence)`` of the four fits: the sign of the logistic's rise (ceiling - floor),
+    and each model's AICc, the best and each one's difference to it; ``(None, {})`` without fits."""
+    if fits is None:
+        return None, {}
+    pr = fits["logistic"].params
+    aicc = {name: fit.aicc for name, fit in fits.items()}
+    best = min(aicc.values())
+    return float(pr["ceiling"] - pr["floor"]), {
+        "best_model": min(aicc, key=aicc.get), "aicc": aicc,
+        "delta_aicc": {name: (a - best if np.isfinite(a) else float("inf")) for name, a in aicc.items()}}
+
+
+def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
+                   change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
+                   alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
+                   boot=None) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
@@ -296,7 +303,6 @@ def classify_shape(
     ``boot``: the logistic's bootstrap (the aggregate share's interval).
     """
     cfg = ShapeConfig() if config is None else config
-    check_shape_config(cfg)
     if regime not in REGIMES:
         raise StatsError(f"shape regime {regime!r}; valid: {list(REGIMES)}")
     tokens = np.asarray(tokens, float)
@@ -309,21 +315,10 @@ def classify_shape(
     ev["rise_heads"] = ev["rise"] * n_ref
     if m < cfg.min_points:
         return ShapeVerdict("none", f"too short: {m} revisions with positive tokens < min_points {cfg.min_points}", ev)
-    direction = None
-    if fits is not None:
-        pr = fits["logistic"].params
-        direction = float(pr["ceiling"] - pr["floor"])
-        aicc = {name: fit.aicc for name, fit in fits.items()}
-        best = min(aicc.values())
-        ev["best_model"] = min(aicc, key=aicc.get)
-        ev["aicc"] = aicc
-        ev["delta_aicc"] = {name: (a - best if np.isfinite(a) else float("inf")) for name, a in aicc.items()}
+    direction, fitted = model_evidence(fits)
+    ev.update(fitted)
     ev.update(jump_evidence(f, n_ref, direction, regime, None if fits is None else fits["logistic"], boot, level))
-    i = ev.pop("_index")
-    if i is not None:
-        ev["max_jump_revisions"] = [revisions[i], revisions[i + 1]]
-        ev["max_jump_tokens"] = [float(tokens[i]), float(tokens[i + 1])]
-        ev["jump_spacing_decades"] = float(np.log10(tokens[i + 1] / tokens[i]))
+    ev.update(jump_location(tokens, revisions, ev.pop("_index")))
     if times is not None:
         ev["width_decades"] = times.width_decades
         ev["width_is_bound"] = times.width_is_bound

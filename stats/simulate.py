@@ -45,6 +45,7 @@ from emergence.contract import flag_column, selectivity_column
 from stats.bootstrap import simulate_counts
 from stats.errors import StatsError
 from stats.models.logistic import LN9
+from stats.tracked import Curve
 
 
 def logspaced_tokens(first: float = 1e9, last: float = 3e11, m: int = 10) -> np.ndarray:
@@ -71,13 +72,13 @@ def simulate_counts_once(p, n, rng: np.random.Generator, dispersion: float = 1.0
     return simulate_counts(p, n, 1, rng, dispersion)[0]
 
 
-def curves_frame(model: str, klass: str, tokens, k, n, revisions: Optional[Sequence[str]] = None,
+def curves_frame(model: str, head_class: str, tokens, k, n, revisions: Optional[Sequence[str]] = None,
                  corpus: str = "simulated") -> pd.DataFrame:
     """A CSV-format table (model, class, tokens, k, n, revision, pretraining_corpus)."""
     tokens = np.asarray(tokens, float)
     revisions = [f"t{int(t)}" for t in tokens] if revisions is None else list(revisions)
     return pd.DataFrame({
-        "model": model, "class": klass, "tokens": tokens, "k": np.asarray(k, int),
+        "model": model, "class": head_class, "tokens": tokens, "k": np.asarray(k, int),
         "n": np.broadcast_to(np.asarray(n, int), tokens.shape), "revision": revisions, "pretraining_corpus": corpus,
     })
 
@@ -195,9 +196,9 @@ class SimulatedPopulation:
         i = int(np.argmax(share))
         return {"interval_heads": counts, "interval_share": share, "max_share": float(share[i]), "max_interval": i}
 
-    def frame(self, model: str = "sim", klass: str = "bos", revisions: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    def frame(self, model: str = "sim", head_class: str = "bos", revisions: Optional[Sequence[str]] = None) -> pd.DataFrame:
         """The curve as a CSV-format table (:func:`curves_frame`)."""
-        return curves_frame(model, klass, self.tokens, self.k, self.n, revisions)
+        return curves_frame(model, head_class, self.tokens, self.k, self.n, revisions)
 
 
 # ---------------------------------------------------------------------------------
@@ -312,16 +313,14 @@ class SimulatedCurve:
     #: (revisions x heads) flags of a head population (None for aggregate draws)
     flags: Optional[np.ndarray] = None
 
-    def curve(self, model: str = "sim", klass: str = "bos"):
-        """A :class:`stats.curves.Curve` of this simulation (revisions ``r0``, ``r1``, ...)."""
-        from stats.curves import Curve
-
+    def curve(self, model: str = "sim", head_class: str = "bos"):
+        """A :class:`stats.tracked.Curve` of this simulation (revisions ``r0``, ``r1``, ...)."""
         revisions = np.array([f"r{i}" for i in range(len(self.tokens))])
-        return Curve(model, klass, revisions, self.tokens, np.asarray(self.k, float), np.asarray(self.n, float),
+        return Curve(model, head_class, revisions, self.tokens, np.asarray(self.k, float), np.asarray(self.n, float),
                      identity=self.identity, flags=self.flags)
 
-    def frame(self, model: str = "sim", klass: str = "bos") -> pd.DataFrame:
-        return curves_frame(model, klass, self.tokens, self.k, self.n)
+    def frame(self, model: str = "sim", head_class: str = "bos") -> pd.DataFrame:
+        return curves_frame(model, head_class, self.tokens, self.k, self.n)
 
 
 def population_truth(pop: "SimulatedPopulation", n_decline: int = 0) -> Truth:
@@ -427,7 +426,7 @@ FAMILIES = tuple(f"aggregate/{k}" for k in ("logistic-sharp", "logistic-gradual"
 
 
 def score(analysis, truth: Truth) -> dict:
-    """How a curve analysis (:class:`stats.analysis.CurveAnalysis`) fares against its truth.
+    """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against its truth.
 
     ``shape``: the verdict equals the true shape (``none`` for a censored truth: no
     transition inside the range); ``censored``: the censoring flag equals the truth's
@@ -489,6 +488,6 @@ def seed_group_frame(model: str, runs, early_class: str = "induction", late_clas
     """A :func:`seed_group` as a CSV-format table with a ``seed`` column (seeds 1, 2, ...)."""
     frames = []
     for seed, (early, late, _) in enumerate(runs, start=1):
-        for klass, sim in ((early_class, early), (late_class, late)):
-            frames.append(curves_frame(model, klass, sim.tokens, sim.k, sim.n).assign(seed=seed))
+        for head_class, sim in ((early_class, early), (late_class, late)):
+            frames.append(curves_frame(model, head_class, sim.tokens, sim.k, sim.n).assign(seed=seed))
     return pd.concat(frames, ignore_index=True)

@@ -29,11 +29,13 @@ disagreement, at the top of the model's section.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
+from stats.config import DEFAULTS
+from stats.results import Results, record
 from stats.units import format_tokens
 
 #: A rise of at most this many heads is "few heads": its fitted t50 rests on single heads switching.
@@ -81,12 +83,12 @@ def describe_time(ca) -> str:
         return "no curve"
     t = ca.times
     if ca.censored == "left":
-        return f"{ca.klass} at or before {_fmt(t.t50)} (left-censored)"
+        return f"{ca.head_class} at or before {_fmt(t.t50)} (left-censored)"
     if ca.censored == "right":
-        return f"{ca.klass} not before {_fmt(t.t50)} (right-censored)"
+        return f"{ca.head_class} not before {_fmt(t.t50)} (right-censored)"
     if t is None:
-        return f"{ca.klass}: no transition ({ca.verdict.reason.split(':')[0]})"
-    return f"{ca.klass} at ~{_fmt(t.t50)} {_interval(t.t50_ci)} ({ca.verdict.shape})"
+        return f"{ca.head_class}: no transition ({ca.verdict.reason.split(':')[0]})"
+    return f"{ca.head_class} at ~{_fmt(t.t50)} {_interval(t.t50_ci)} ({ca.verdict.shape})"
 
 
 def describe_gap(g) -> str:
@@ -106,7 +108,7 @@ def _ratio_ci(ci) -> str:
 
 
 @dataclass
-class GapStory:
+class GapStory(Results):
     """The fitted and milestone gaps of one model side by side, and whether they agree."""
 
     model: str
@@ -127,7 +129,11 @@ class GapStory:
         return (f"The fitted and the milestone gap disagree in {self.disagreement} ({why}). Trust: {self.trust}")
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The record, with the :meth:`warning` line last."""
+        return record(self) | {"warning": self.warning()}
+
+    def summary(self) -> str:
+        return self.text + (f"\n{self.warning()}" if self.warning() else "")
 
 
 def _reasons(curves, milestones, min_points: int, min_rise_heads: float) -> list:
@@ -136,20 +142,20 @@ def _reasons(curves, milestones, min_points: int, min_rise_heads: float) -> list
         if ca is None:
             continue
         if ca.censored:
-            out.append(f"censoring: {ca.klass} is {ca.censored}-censored")
+            out.append(f"censoring: {ca.head_class} is {ca.censored}-censored")
         c = ca.curve
         if ca.phases is not None and ca.phases.decline is not None:
-            out.append(f"non-monotone count: {ca.klass} {ca.phases.decline.describe()}")
+            out.append(f"non-monotone count: {ca.head_class} {ca.phases.decline.describe()}")
         elif len(c) > 1:
             k = np.asarray(c.k, float) * (np.median(c.n) / np.where(c.n > 0, c.n, 1))
             drawdown = float(np.max(np.maximum.accumulate(k) - k))
             if drawdown >= min_rise_heads:
-                out.append(f"non-monotone count: {ca.klass} falls by {drawdown:.3g} heads below an earlier level")
+                out.append(f"non-monotone count: {ca.head_class} falls by {drawdown:.3g} heads below an earlier level")
         rise = ca.verdict.evidence.get("rise_heads")
         if len(c) < min_points:
-            out.append(f"too few points: {ca.klass} has {len(c)} revisions")
+            out.append(f"too few points: {ca.head_class} has {len(c)} revisions")
         elif rise is not None and 0 < rise <= FEW_HEADS and not ca.censored:
-            out.append(f"few heads: the {ca.klass} rise is {rise:.3g} heads")
+            out.append(f"few heads: the {ca.head_class} rise is {rise:.3g} heads")
     for m in milestones:
         if m is None:
             continue
@@ -171,7 +177,8 @@ def _trust(reasons: list) -> str:
     return "neither alone: they measure different things (a midpoint against a first crossing); report both"
 
 
-def gap_story(model: str, fitted, milestone, late, early, min_points: int = 5, min_rise_heads: float = 2.0) -> GapStory:
+def gap_story(model: str, fitted, milestone, late, early, min_points: int = DEFAULTS.shape.min_points,
+              min_rise_heads: float = DEFAULTS.shape.min_rise_heads) -> GapStory:
     """The :class:`GapStory` of ``model`` from its fitted gap (:class:`stats.times.GapRatio`),
     its milestone gap (:class:`stats.milestones.MilestoneGap`) and the two curve analyses."""
     times = f"{describe_time(early)}, {describe_time(late)}"

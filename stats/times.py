@@ -55,7 +55,11 @@ from typing import Optional
 
 import numpy as np
 
+from stats.bootstrap import parametric_bootstrap
+from stats.config import DEFAULTS, FORMATIONS
+from stats.hypotheses import separation_test
 from stats.models.logistic import LN9
+from stats.results import Results
 
 
 def _spacing_and_gap(mu, x):
@@ -108,8 +112,10 @@ def logistic_times(theta, x, rng: Optional[np.random.Generator] = None, width_fa
 
 
 @dataclass
-class TransitionTimes:
+class TransitionTimes(Results):
     """Onset, t50 and saturation (tokens) with intervals; see module docstring."""
+
+    EXCLUDE = ("draws_t50", "draws_onset")
 
     onset: float
     t50: float
@@ -130,23 +136,10 @@ class TransitionTimes:
     #: ``left`` / ``right`` when the rise's midpoint lies outside the screened range
     censored: Optional[str] = None
 
-    def to_dict(self):
-        return {
-            "censored": self.censored,
-            "onset": self.onset,
-            "onset_ci": self.onset_ci,
-            "t50": self.t50,
-            "t50_ci": self.t50_ci,
-            "saturation": self.saturation,
-            "saturation_ci": self.saturation_ci,
-            "width_decades": self.width_decades,
-            "width_is_bound": self.width_is_bound,
-            "spacing_decades": self.spacing_decades,
-            "bracket_tokens": self.bracket_tokens,
-            "t50_bound": self.t50_bound,
-            "level": self.level,
-            "notes": self.notes,
-        }
+    def summary(self) -> str:
+        sign = {"upper": "<= ", "lower": "> "}.get(self.t50_bound, "")
+        return (f"t50 {sign}{self.t50:.3g} tokens {self.t50_ci}, onset {self.onset:.3g}, saturation "
+                f"{self.saturation:.3g}; 10-90 width {'<= ' if self.width_is_bound else ''}{self.width_decades:.3g} decades")
 
 
 def _pct(draws, level):
@@ -154,8 +147,8 @@ def _pct(draws, level):
     return [float(v) for v in np.quantile(draws, [a, 1 - a])]
 
 
-def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, level: float = 0.95,
-                     width_factor: float = 1.0) -> TransitionTimes:
+def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, level: float = DEFAULTS.level,
+                     width_factor: float = DEFAULTS.shape.width_factor) -> TransitionTimes:
     """Times of a logistic :class:`FitResults`, with intervals from its bootstrap ``boot``."""
     x = fit.x
     pt = logistic_times(fit.theta[None, :], x, None, width_factor)
@@ -241,21 +234,22 @@ def bracket_times(lo_tokens: float, hi_tokens: float, n_boot: int, rng: np.rando
                            draws, draws.copy())
 
 
-def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = 0.95,
-                               width_factor: float = 1.0, overdispersion: bool = True):
+def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = DEFAULTS.level,
+                               width_factor: float = DEFAULTS.shape.width_factor,
+                               overdispersion: bool = DEFAULTS.fit.overdispersion):
     """Times of a logistic fit with the analysis's bootstrap: one phi a replicate drawn
     from ``dispersion`` (:meth:`Dispersion.draw`) when ``overdispersion``; returns
     ``(times, boot)``."""
-    from stats.bootstrap import parametric_bootstrap
-
     phi = dispersion.draw(n_boot, rng) if overdispersion else 1.0
     boot = parametric_bootstrap(fit, n_boot, rng, dispersion=phi)
     return transition_times(fit, boot, rng, level, width_factor), boot
 
 
 @dataclass
-class GapRatio:
+class GapRatio(Results):
     """t(late) / t(early) for one model, with its interval and separation test."""
+
+    EXCLUDE = ("level",)
 
     model: str
     late_class: str
@@ -266,26 +260,16 @@ class GapRatio:
     ratio: float
     ratio_ci: list
     p_value: float
-    level: float = 0.95
-    notes: list = field(default_factory=list)
     #: ``lower`` / ``upper`` when a censored time makes the ratio a one-sided bound
     bound: Optional[str] = None
+    null: str = field(init=False, default="t_late / t_early <= 1")
+    notes: list = field(default_factory=list)
+    level: float = 0.95
 
-    def to_dict(self):
-        return {
-            "model": self.model,
-            "late_class": self.late_class,
-            "early_class": self.early_class,
-            "formation": self.formation,
-            "t_late": self.t_late,
-            "t_early": self.t_early,
-            "ratio": self.ratio,
-            "ratio_ci": self.ratio_ci,
-            "p_value": self.p_value,
-            "bound": self.bound,
-            "null": "t_late / t_early <= 1",
-            "notes": self.notes,
-        }
+    def summary(self) -> str:
+        sign = {"lower": ">= ", "upper": "<= "}.get(self.bound, "")
+        return (f"{self.model}: {self.late_class} / {self.early_class} ({self.formation}) gap {sign}{self.ratio:.3g}x, "
+                f"{self.level:.0%} interval {self.ratio_ci}, p = {self.p_value:.3g} (H0: {self.null})")
 
 
 def _gap_bound(late: TransitionTimes, early: TransitionTimes) -> tuple:
@@ -301,25 +285,24 @@ def _gap_bound(late: TransitionTimes, early: TransitionTimes) -> tuple:
     return None, None
 
 
-def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formation: str = "t50",
-              late_class: str = "bos", early_class: str = "induction", level: float = 0.95) -> GapRatio:
+def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formation: str = DEFAULTS.times.formation,
+              late_class: str = DEFAULTS.times.late_class, early_class: str = DEFAULTS.times.early_class,
+              level: float = DEFAULTS.level) -> GapRatio:
     """Gap ratio of two curves' times from their bootstrap draws (see module docstring)."""
-    from stats.hypotheses import separation_test
-
-    if formation not in ("t50", "onset"):
-        raise ValueError(f"formation {formation!r}: valid choices are 't50', 'onset'")
+    if formation not in FORMATIONS:
+        raise ValueError(f"formation {formation!r}: valid choices are {', '.join(map(repr, FORMATIONS))}")
     t_early = early.t50 if formation == "t50" else early.onset
     d_early = early.draws_t50 if formation == "t50" else early.draws_onset
     bound, note = _gap_bound(late, early)
     notes = [note] if note else []
     nan = float("nan")
     if bound == "none":
-        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, nan, [None, None], nan, level,
-                        notes, None)
+        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, nan, [None, None], nan,
+                        notes=notes, level=level)
     ratio = late.t50 / t_early
     if late.draws_t50 is None or d_early is None:
-        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio,
-                        [nan, nan], nan, level, notes + ["no bootstrap draws"], bound)
+        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, [nan, nan], nan, bound,
+                        notes=notes + ["no bootstrap draws"], level=level)
     B = min(len(late.draws_t50), len(d_early))
     log_ratio = late.draws_t50[:B] - d_early[:B]
     if bound == "lower":
@@ -330,5 +313,5 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
         lo, hi = _pct(log_ratio, level)
         ci = [float(10**lo), float(10**hi)]
     test = separation_test(log_ratio)
-    return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, test.p_value, level,
-                    notes, bound)
+    return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, test.p_value, bound,
+                    notes=notes, level=level)

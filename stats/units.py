@@ -1,5 +1,6 @@
-"""Token counts as people write them (``23B``, ``1.35T``, ``537M``): one formatter for the
-report, the stories and the figures' axes."""
+"""Numbers as the report writes them: token counts as people write them (``23B``, ``1.35T``,
+``537M``), one formatter for the report, the stories and the figures' axes; other numbers with
+``-`` for a missing one."""
 
 from __future__ import annotations
 
@@ -23,3 +24,10 @@ def format_tokens(t) -> str:
         if abs(t) >= div:
             return f"{t / div:.3g}{unit}"
     return f"{t:.3g}"
+
+
+def format_number(v, fmt: str = "{:.3g}") -> str:
+    """``v`` in ``fmt``; ``-`` for None or a float that is not finite."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return fmt.format(v)

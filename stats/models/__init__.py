@@ -9,6 +9,7 @@ one shared dispersion, estimated on the logistic (the most flexible).
 
 from __future__ import annotations
 
+from stats.config import DEFAULTS
 from stats.models.base import (
     CurveModel,
     Dispersion,
@@ -26,7 +27,8 @@ from stats.models.step import StepModel
 MODELS = {"logistic": LogisticModel, "step": StepModel, "ramp": RampModel, "constant": ConstantModel}
 
 
-def fit_all(tokens, k, n, overdispersion: bool = True, level: float = 0.95):
+def fit_all(tokens, k, n, overdispersion: bool = DEFAULTS.fit.overdispersion,
+            level: float = DEFAULTS.fit.dispersion_level):
     """Fit the four models to one curve; return ``(fits, dispersion)``.
 
     The dispersion is estimated from the logistic's Pearson statistic (see
@@ -35,7 +37,7 @@ def fit_all(tokens, k, n, overdispersion: bool = True, level: float = 0.95):
     (:func:`~stats.models.logistic.effective_params`), and, when ``overdispersion``
     is on and it is present, applied to every model (standard errors, QAICc).
     """
-    fits = {name: cls().fit(tokens, k, n) for name, cls in MODELS.items()}
+    fits = {name: model().fit(tokens, k, n) for name, model in MODELS.items()}
     logistic = fits["logistic"]
     k_eff = int(effective_params(logistic.theta, logistic.x)[0])
     disp = estimate_dispersion(k, n, logistic.fitted, k_eff, level)

@@ -38,6 +38,9 @@ import pandas as pd
 from scipy import stats as sps
 from scipy.special import expit, gammaln
 
+from stats.bootstrap import parametric_bootstrap
+from stats.results import Results
+
 #: Probabilities are kept in [EPS, 1 - EPS] inside logarithms.
 EPS = 1e-12
 #: Bound on the logit of a probability parameter (expit(-18) ~ 1.5e-8).
@@ -84,21 +87,21 @@ def information_criterion(loglik, n_params, n_obs, dispersion=1.0):
 
 
 @dataclass
-class Dispersion:
+class Dispersion(Results):
     """Pearson dispersion estimate of a fit (see module docstring)."""
+
+    RENAME = {"chi2": "pearson_chi2"}
 
     chi2: float
     df: int
     phi: float
+    #: max(1, X2 / df) without the significance threshold (the bootstrap test's)
+    phi_raw: float = field(init=False)
     present: bool
     p_value: float
 
-    @property
-    def phi_raw(self) -> float:
-        """max(1, X2 / df) without the significance threshold (the bootstrap test's)."""
-        if self.df < 1 or not np.isfinite(self.chi2):
-            return 1.0
-        return max(1.0, self.chi2 / self.df)
+    def __post_init__(self):
+        self.phi_raw = 1.0 if self.df < 1 or not np.isfinite(self.chi2) else max(1.0, self.chi2 / self.df)
 
     def draw(self, n_boot: int, rng) -> np.ndarray:
         """One phi a bootstrap replicate: ``max(1, X2 / chi2_b)``, ``chi2_b ~ chi-square(df)``,
@@ -107,15 +110,6 @@ class Dispersion:
             return np.ones(n_boot)
         return np.maximum(1.0, self.chi2 / rng.chisquare(self.df, size=n_boot))
 
-    def to_dict(self):
-        return {
-            "pearson_chi2": self.chi2,
-            "df": self.df,
-            "phi": self.phi,
-            "phi_raw": self.phi_raw,
-            "present": self.present,
-            "p_value": self.p_value,
-        }
 
 
 def estimate_dispersion(k, n, p, n_params, level=0.95) -> Dispersion:
@@ -249,6 +243,10 @@ class FitResults:
     def n_params(self) -> int:
         return self.model.n_params
 
+    def to_dict(self) -> dict:
+        """The written record of the fit: its natural parameters, log-likelihood and AICc."""
+        return {"params": {k: float(v) for k, v in self.params.items()}, "loglik": self.loglik, "aicc": self.aicc}
+
     @property
     def n_obs(self) -> int:
         return len(self.tokens)
@@ -285,8 +283,6 @@ class FitResults:
         """Intervals for ``params``: ``wald`` (NaN for a parameter at a bound) or ``bootstrap``."""
         names = list(self.model.param_names)
         if method == "bootstrap":
-            from stats.bootstrap import parametric_bootstrap
-
             boot = parametric_bootstrap(self, n_boot, np.random.default_rng(seed))
             nat = self.model.natural(boot.theta, self.x)
             lo, hi = np.nanquantile(nat, [alpha / 2, 1 - alpha / 2], axis=0)

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from stats import analyse, read_csv, read_heads_csv
-from stats.analysis import analyse_curve, curve_regime, fitted_gap
+from stats.curve_analysis import analyse_curve, curve_regime
+from stats.gaps import fitted_gap
 from stats.config import AnalysisConfig, SensitivityConfig, ShapeConfig
-from stats.curves import Curve
+from stats.tracked import Curve
 from stats.milestones import Milestone, MilestoneGap
 from stats.report import render_report, write_outputs
 from stats.simulate import FAMILIES, AggregateCurve, HeadPopulation, family, logspaced_tokens, score, simulate_population

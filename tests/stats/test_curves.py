@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from stats.curves import read_csv, read_mlflow
+from stats.sources.csv import read_csv
+from stats.sources.mlflow import read_mlflow
 from stats.errors import StatsError
 
 

@@ -9,9 +9,10 @@ import pytest
 
 from stats import analyse
 from stats.config import AnalysisConfig, SensitivityConfig, ThresholdsConfig
-from stats.curves import read_mlflow
+from stats.sources.mlflow import read_mlflow
 from stats.errors import StatsError
-from stats.heads import apply_thresholds, read_heads_csv, thresholds_dict
+from stats.heads import apply_thresholds, thresholds_dict
+from stats.sources.heads_csv import read_heads_csv
 
 CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
 TOKENS = [1e9, 2e9, 4e9, 8e9, 16e9, 32e9]

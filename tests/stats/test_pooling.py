@@ -16,8 +16,9 @@ from scipy import stats as sps
 from emergence import contract as C
 from stats.analysis import analyse
 from stats.config import AnalysisConfig
-from stats.curves import read_csv, read_mlflow
-from stats.heads import read_heads_csv
+from stats.sources.csv import read_csv
+from stats.sources.mlflow import read_mlflow
+from stats.sources.heads_csv import read_heads_csv
 from stats.pooling import (Effect, agreement, censored_likelihood, hartung_knapp, meta_analysis, pooled_runs,
                            q_profile, variance_share)
 from stats.simulate import logspaced_tokens, seed_group, seed_group_frame

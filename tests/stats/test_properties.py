@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from stats import analyse, analyse_curve, fit_all
 from stats.config import AnalysisConfig
-from stats.curves import Curve, TrackedResults
+from stats.tracked import Curve, TrackedResults
 from stats.figures import curve_figure, wilson_interval
 from stats.report import write_outputs
 from stats.shape import SHAPES

@@ -6,7 +6,7 @@ import pytest
 
 from stats import analyse
 from stats.config import AnalysisConfig, SensitivityConfig
-from stats.curves import read_mlflow
+from stats.sources.mlflow import read_mlflow
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 
 import stats
-from stats.analysis import analyse_curve
+from stats.curve_analysis import analyse_curve
 from stats.config import AnalysisConfig, ShapeConfig
-from stats.curves import Curve
+from stats.tracked import Curve
 from stats.errors import StatsError
-from stats.shape import isotonic_fit, level_change_test, monotone_r2, share_interval
+from stats.isotonic import isotonic_fit, monotone_r2
+from stats.shape import level_change_test, share_interval
 from stats.simulate import HeadPopulation, logistic_probability, logspaced_tokens, simulate_counts_once, step_probability
 
 TOK = logspaced_tokens(1e9, 3e12, 10)

@@ -5,9 +5,10 @@ on them."""
 import numpy as np
 import pytest
 
-from stats.analysis import analyse_curve
+from stats.curve_analysis import analyse_curve
 from stats.config import AnalysisConfig
-from stats.curves import Curve, read_csv
+from stats.sources.csv import read_csv
+from stats.tracked import Curve
 from stats.errors import StatsError
 from stats.simulate import NORMAL_WIDTH_PER_SD, HeadPopulation, logspaced_tokens
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from emergence.contract import MEAN_FIRST_TOKEN_METRIC
-from stats.analysis import analyse_curve
+from stats.curve_analysis import analyse_curve
 from stats.config import AnalysisConfig
-from stats.curves import Curve, TrackedResults
+from stats.tracked import Curve, TrackedResults
 from stats.shape import ShapeVerdict, qualify_verdict
 from stats.units import format_tokens
 

@@ -1,0 +1,244 @@
+"""The per-curve stage: fits, change points, the verdict and the times of one curve.
+
+Per curve (:func:`analyse_curve`): the four models with a shared dispersion
+(:func:`stats.models.fit_all`); PELT change points; the ``none`` checks of the
+verdict rule; then, for curves that change, a parametric bootstrap of the logistic
+(times and their intervals) and the bootstrap step-vs-logistic test, and the
+verdict (:mod:`stats.shape`). A curve that rises and falls again is analysed on its
+rise (:mod:`stats.phases`); a rise whose midpoint lies outside the screened range is
+a bound (:mod:`stats.censoring`). The result is a :class:`CurveAnalysis`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from emergence.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
+from stats.bootstrap import BootstrapResults
+from stats.censoring import Censoring, censoring_from_fit, censoring_without_rise
+from stats.changepoint import ChangePoints, detect_changepoints
+from stats.config import AnalysisConfig, ShapeConfig, check_options
+from stats.hypotheses import TestResult, step_vs_logistic
+from stats.models import Dispersion, fit_all
+from stats.phases import CurvePhases, curve_phases
+from stats.results import Results, written
+from stats.shape import (ShapeVerdict, classify_shape, jump_evidence, jump_location, jump_share, level_change_test,
+                         qualify_verdict, sharp_or_gradual)
+from stats.times import TransitionTimes, bootstrap_transition_times, bracket_times, censored_times
+from stats.tracked import Curve, TrackedResults
+
+#: Minimum revisions for any fit.
+MIN_FIT_POINTS = 3
+
+#: The written record of a curve (``summary.json`` ``curves[]``), its entries in order. Each is
+#: read by name from the analysis's parts (:meth:`CurveAnalysis.entries`), never computed here.
+RECORD = ("model", "class", "pretraining_corpus", "shape", "strength", "continuous_disagrees", "reason", "censored",
+          "regime", "decline", "rise_revisions", "n_points", "tokens", "revisions", "k", "n", "t50", "t50_ci", "onset",
+          "onset_ci", "saturation", "saturation_ci", "t50_bound", "bracket_tokens", "width_decades", "width_is_bound",
+          "spacing_decades", "rise", "max_jump", "max_jump_share", "max_jump_tokens", "max_jump_revisions",
+          "max_jump_between", "changepoint_tokens", "changepoint_revisions", "changepoints", "best_model", "aicc",
+          "delta_aicc", "rise_heads", "jump_heads", "max_jump_share_ci", "jump_spacing_decades", "p_change",
+          "pure_step", "p_step", "step_test", "dispersion", "fits", "continuous", "notes")
+
+
+@dataclass
+class CurveAnalysis(Results):
+    """The per-curve stage's result: the curve, its verdict and its evidence, fits, times and tests."""
+
+    curve: Curve
+    verdict: ShapeVerdict
+    fits: Optional[dict] = None
+    dispersion: Optional[Dispersion] = None
+    changepoints: Optional[ChangePoints] = None
+    times: Optional[TransitionTimes] = None
+    step_test: Optional[TestResult] = None
+    boot: Optional[BootstrapResults] = None
+    continuous: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    #: ``identity`` or ``aggregate`` (:func:`curve_regime`)
+    regime: str = "aggregate"
+    #: the rise, peak and decline (:mod:`stats.phases`)
+    phases: Optional[CurvePhases] = None
+    #: set when the rise's midpoint lies outside the screened range (:mod:`stats.censoring`)
+    censoring: Optional[Censoring] = None
+
+    @property
+    def censored(self) -> Optional[str]:
+        return None if self.censoring is None else self.censoring.side
+
+    @property
+    def model(self) -> str:
+        return self.curve.model
+
+    @property
+    def head_class(self) -> str:
+        return self.curve.head_class
+
+    @property
+    def klass(self) -> str:
+        """Alias of :attr:`head_class`, for the tests that still read ``klass``."""
+        return self.head_class
+
+    def entries(self) -> dict:
+        """Every entry the record can show, by name: the verdict's evidence, the times, the curve's
+        record, then the analysis's own (each part overriding the ones before it)."""
+        c, cp = self.curve, None if self.changepoints is None else self.changepoints.primary
+        rise_end = None if self.phases is None else self.phases.rise_end
+        own = {
+            "shape": self.verdict.shape, "reason": self.verdict.reason, "censored": self.censored,
+            "regime": self.regime, "decline": None if self.phases is None else written(self.phases.decline),
+            "rise_revisions": None if rise_end is None else [str(c.revisions[0]), str(c.revisions[rise_end - 1])],
+            "n_points": len(c),
+            "changepoint_tokens": None if cp is None else [cp.tokens_before, cp.tokens_after],
+            "changepoint_revisions": None if cp is None else [cp.revision_before, cp.revision_after],
+            "changepoints": written(self.changepoints), "p_step": None if self.step_test is None else self.step_test.p_value,
+            "step_test": written(self.step_test), "dispersion": written(self.dispersion),
+            "fits": None if self.fits is None else {name: f.to_dict() for name, f in self.fits.items()},
+            "continuous": self.continuous, "notes": self.notes + (self.times.notes if self.times is not None else []),
+        }
+        times = {} if self.times is None else self.times.to_dict()
+        return {**self.verdict.evidence, **times, **c.to_dict(), **own}
+
+    def to_dict(self) -> dict:
+        """The written record (:data:`RECORD`); an entry the analysis does not have is None."""
+        entries = self.entries()
+        return {key: entries.get(key) for key in RECORD}
+
+    def summary(self) -> str:
+        strength = ", weak evidence" if self.verdict.evidence.get("strength") == "weak" else ""
+        when = "" if self.times is None else f"; {self.times.summary()}"
+        return f"{self.model} / {self.head_class}: {self.verdict.shape}{strength} - {self.verdict.reason}{when}"
+
+
+def continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float]) -> dict:
+    """Largest-jump share of the class's continuous metric(s) at the curve's revisions (the rise):
+    its mean selectivity (log10), and the mean first-token attention (BOS) or the induction loss
+    (induction, which falls as the circuit forms)."""
+    cont = results.continuous
+    if cont is None or cont.empty:
+        return {}
+    metrics = [(mean_selectivity_metric(curve.head_class), 1.0)]
+    metrics += {"bos": [(MEAN_FIRST_TOKEN_METRIC, 1.0)],
+                "induction": [(INDUCTION_LOSS_METRIC, -1.0)]}.get(curve.head_class, [])
+    revs = set(map(str, curve.revisions))
+    out = {}
+    for metric, sign in metrics:
+        d = cont[(cont["model"] == curve.model) & (cont["metric"] == metric) & (cont["tokens"] > 0)
+                 & cont["revision"].astype(str).isin(revs)].sort_values("tokens")
+        if len(d) < 2:
+            continue
+        v = d["value"].to_numpy(float)
+        scale = "value"
+        if metric.startswith("mean_selectivity") and np.all(v > 0):
+            v, scale = np.log10(v), "log10"
+        js = jump_share(v, None if direction is None else sign * direction)
+        out[metric] = {"scale": scale, "max_jump_share": js["max_jump_share"], "n_points": int(len(v))}
+    return out
+
+
+def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Optional[np.random.Generator] = None,
+                  results: Optional[TrackedResults] = None) -> CurveAnalysis:
+    """Analyse one curve (see module docstring); never raises on short or flat curves. A verdict
+    rule value its schema refuses is one :class:`~stats.errors.StatsError` line.
+
+    With tracked ``results`` that know the model's registry (runs log ``registry_index``),
+    the evidence also says how many registry revisions lie inside the largest jump's
+    interval (``max_jump_between``; 0: resolved to adjacent checkpoints, as ``revision=refine``
+    leaves it)."""
+    cfg = AnalysisConfig() if config is None else config
+    check_options(cfg.shape, "analysis.shape.")
+    rng = np.random.default_rng(cfg.seed) if rng is None else rng
+    analysis = _analyse(curve, cfg, rng, results)
+    ev = analysis.verdict.evidence
+    if results is not None and ev.get("max_jump_revisions"):
+        ev["max_jump_between"] = results.registry_between(curve.model, *ev["max_jump_revisions"])
+    return analysis
+
+
+def curve_regime(curve: Curve, shape: ShapeConfig) -> str:
+    """The verdict rule's regime for ``curve``: ``analysis.shape.regime``, or with ``auto``
+    ``identity`` where its counts follow the same heads, else ``aggregate``."""
+    return curve.regime if shape.regime == "auto" else shape.regime
+
+
+def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: AnalysisConfig, **parts) -> CurveAnalysis:
+    """The analysis of a curve whose rise midpoint lies outside the range: verdict ``none`` with
+    the censoring's reason, times the bound."""
+    verdict = ShapeVerdict("none", censor.reason, verdict.evidence)
+    if censor.side is None:
+        return CurveAnalysis(curve, verdict, **parts)
+    bound = float(curve.tokens[censor.bound_tokens_index])
+    times = censored_times(censor.side, bound, cfg.n_boot, cfg.level)
+    return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
+
+
+def _short_rise(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, rng, **parts) -> CurveAnalysis:
+    """A rise of fewer than ``min_points`` revisions before a decline: located by the
+    checkpoints alone (where the count first passes half its rise), its verdict the
+    share of its largest jump in the observed counts (too few points for a fit)."""
+    f = rise.fraction
+    j = max(int(np.argmax(f >= f[0] + (f.max() - f[0]) / 2 - 1e-12)), 1)
+    times = bracket_times(rise.tokens[j - 1], rise.tokens[j], cfg.n_boot, rng, cfg.level)
+    ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
+    ev.update({"n_points": len(rise), "p_change": change.p_value,
+               **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
+    verdict = sharp_or_gradual(ev, cfg.shape, cfg.level, None, cfg.alpha, "identity")
+    return CurveAnalysis(curve, verdict, times=times, **parts)
+
+
+def _analyse(curve: Curve, cfg: AnalysisConfig, rng: np.random.Generator,
+             results: Optional[TrackedResults]) -> CurveAnalysis:
+    """The steps of :func:`analyse_curve`: too short, the rise and its censoring, a short rise, or the fits."""
+    sc = cfg.shape
+    regime = curve_regime(curve, sc)
+    notes = [f"left out of log10-token fits: {d}" for d in curve.dropped]
+    rule = dict(config=sc, alpha=cfg.alpha, level=cfg.level, regime=regime)
+    if len(curve) < max(MIN_FIT_POINTS, sc.min_points):
+        verdict = classify_shape(curve.tokens, curve.k, curve.n, curve.revisions, fits=None, **rule)
+        if verdict.shape != "none":  # min_points below MIN_FIT_POINTS
+            verdict = ShapeVerdict("none", f"too short: {len(curve)} revisions < {MIN_FIT_POINTS} needed for a fit", verdict.evidence)
+        return CurveAnalysis(curve, verdict, notes=notes, regime=regime)
+    phases = curve_phases(curve, sc.min_rise_heads, sc.min_decline_share, cfg.alpha, sc.n_perm, rng, regime)
+    change = level_change_test(curve.k, curve.n, sc.n_perm, rng, "unimodal" if phases.decline else "monotone")
+    rise = curve.head(phases.rise_end)
+    if phases.decline is not None:
+        notes.append(f"decline: {phases.decline.describe()}; the fits, the verdict and the times are of the rise "
+                     f"({rise.revisions[0]} .. {rise.revisions[-1]})")
+    parts = dict(notes=notes, regime=regime, phases=phases)
+    censor = censoring_without_rise(curve, phases, change.p_value, sc.min_rise_heads, cfg.alpha, regime,
+                                    sc.background_share)
+    if censor is not None:
+        pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
+        return _censored(curve, censor, pre, cfg, **parts)
+    if len(rise) < sc.min_points:
+        return _short_rise(curve, rise, change, cfg, rng, **parts)
+    return _fitted(curve, rise, change, cfg, rng, results, rule, parts)
+
+
+def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, rng: np.random.Generator,
+            results: Optional[TrackedResults], rule: dict, parts: dict) -> CurveAnalysis:
+    """A rise long enough to fit: the four models, change points, the verdict's ``none`` checks,
+    then (for a rise inside the range) the bootstrap times, the step test and the verdict."""
+    args = (rise.tokens, rise.k, rise.n, rise.revisions)
+    fits, disp = fit_all(*args[:3], cfg.fit.overdispersion, cfg.fit.dispersion_level)
+    cps = detect_changepoints(curve.tokens, curve.k, curve.n, curve.revisions, cfg.changepoint.penalty, disp.phi)
+    pre = classify_shape(*args, fits=fits, change=change, **rule)
+    params = fits["logistic"].params
+    direction = float(params["ceiling"] - params["floor"])
+    cont = continuous_evidence(results, rise, direction) if results is not None else {}
+    parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
+    if pre.shape == "none":
+        return CurveAnalysis(curve, pre, **parts)
+    censor = censoring_from_fit(rise, float(params["log10_t50"]))
+    if censor is not None:
+        return _censored(curve, censor, pre, cfg, **parts)
+    times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, cfg.shape.width_factor,
+                                             cfg.fit.overdispersion)
+    test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
+    test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
+    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot, **rule)
+    verdict = qualify_verdict(verdict, cont, cfg.shape.min_jump_share)
+    return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)
