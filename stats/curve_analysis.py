@@ -77,11 +77,6 @@ class CurveAnalysis(Results):
     def head_class(self) -> str:
         return self.curve.head_class
 
-    @property
-    def klass(self) -> str:
-        """Alias of :attr:`head_class`, for the tests that still read ``klass``."""
-        return self.head_class
-
     def entries(self) -> dict:
         """Every entry the record can show, by name: the verdict's evidence, the times, the curve's
         record, then the analysis's own (each part overriding the ones before it)."""

@@ -28,7 +28,6 @@ the curves fitted on log10 tokens (noted by the analysis).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -86,15 +85,6 @@ class Curve(Results):
     def __len__(self):
         return len(self.tokens)
 
-    @property
-    def cls(self) -> str:
-        """Alias of :attr:`head_class`, for the tests that still construct and set ``cls``."""
-        return self.head_class
-
-    @cls.setter
-    def cls(self, value: str) -> None:
-        self.head_class = value
-
     def summary(self) -> str:
         if not len(self):
             return f"{self.model} / {self.head_class}: no revisions with positive tokens"
@@ -129,19 +119,6 @@ class Curve(Results):
         )
 
 
-def _accepts_cls(init):
-    """``Curve(..., cls=...)``: the alias :attr:`Curve.cls` as a constructor keyword too."""
-
-    @functools.wraps(init)
-    def __init__(self, *args, cls: Optional[str] = None, **kwargs):
-        if cls is not None:
-            kwargs["head_class"] = cls
-        init(self, *args, **kwargs)
-
-    return __init__
-
-
-Curve.__init__ = _accepts_cls(Curve.__init__)
 
 
 @dataclass

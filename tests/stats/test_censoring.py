@@ -37,10 +37,10 @@ def heads_table(path, counts: dict, n_heads: int = 256, tokens=OLMOE_TOKENS, lea
     for j, t in enumerate(tokens):
         for h in range(n_heads):
             row = {"model": "moe", "revision": f"step{j}", "tokens": t, "layer": h // 16, "head": h % 16}
-            for cls, k in counts.items():
-                start, gone = leave.get(cls, (len(tokens), 0))
+            for head_class, k in counts.items():
+                start, gone = leave.get(head_class, (len(tokens), 0))
                 on = h < k[j] and not (j >= start and h < gone)
-                row[cls] = 100.0 if on else 1.0
+                row[head_class] = 100.0 if on else 1.0
             rows.append(row)
     pd.DataFrame(rows).to_csv(path, index=False)
     return path

@@ -51,7 +51,7 @@ def curves(draw, max_points: int = 12, max_n: int = 300):
         if kind == "monotone":
             u = np.sort(u)
         k = np.floor(u * (n + 1)).clip(0, n).astype(int)
-    return Curve(model="m", cls="bos", revisions=np.array([f"r{i}" for i in range(m)]),
+    return Curve(model="m", head_class="bos", revisions=np.array([f"r{i}" for i in range(m)]),
                  tokens=10 ** x, k=k.astype(float), n=n.astype(float))
 
 
@@ -120,7 +120,7 @@ def _results(curve_list) -> TrackedResults:
     rows = []
     for c in curve_list:
         for r, t, k, n in zip(c.revisions, c.tokens, c.k, c.n):
-            rows.append({"model": c.model, "pretraining_corpus": "x", "class": c.cls, "revision": r,
+            rows.append({"model": c.model, "pretraining_corpus": "x", "class": c.head_class, "revision": r,
                          "tokens": t, "k": k, "n": n})
     return TrackedResults(curves=pd.DataFrame(rows),
                           layers=pd.DataFrame(columns=["model", "class", "revision", "tokens", "layer", "k", "n"]))
@@ -130,7 +130,7 @@ def _results(curve_list) -> TrackedResults:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(curves(max_points=10, max_n=64), curves(max_points=10, max_n=64))
 def test_whole_report_is_written_for_any_pair_of_curves(tmp_path_factory, bos, induction):
-    induction.cls = "induction"
+    induction.head_class = "induction"
     induction.tokens = bos.tokens[: len(induction)] if len(induction) <= len(bos) else induction.tokens
     out = tmp_path_factory.mktemp("report")
     analysis = analyse(_results([bos, induction]), CONFIG)

@@ -36,6 +36,6 @@ def test_report_lists_every_curve_and_gap(reference_csv):
     analysis = analyse(read_csv(reference_csv), AnalysisConfig(n_boot=100, progress=False))
     text = render_report(analysis.summary(), {})
     for c in analysis.curves:
-        assert f"| {c.model} | {c.klass} | **{c.verdict.shape}**" in text
+        assert f"| {c.model} | {c.head_class} | **{c.verdict.shape}**" in text
     for g in analysis.gaps:
         assert f"| {g.model} |" in text

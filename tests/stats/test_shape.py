@@ -21,10 +21,10 @@ TOK = logspaced_tokens(1e9, 3e12, 10)
 CFG = AnalysisConfig(n_boot=200, progress=False)
 
 
-def curve(k, n, tokens=TOK, cls="bos", revisions=None):
+def curve(k, n, tokens=TOK, head_class="bos", revisions=None):
     tokens = np.asarray(tokens, float)
     revisions = np.array([f"r{i}" for i in range(len(tokens))]) if revisions is None else np.asarray(revisions)
-    return Curve("sim", cls, revisions, tokens, np.asarray(k, float), np.broadcast_to(np.asarray(n, float), tokens.shape).copy())
+    return Curve("sim", head_class, revisions, tokens, np.asarray(k, float), np.broadcast_to(np.asarray(n, float), tokens.shape).copy())
 
 
 def verdicts(make, trials, seed):
@@ -40,14 +40,14 @@ XU2026 = Path(stats.__file__).parent / "data" / "xu2026_heads.csv.gz"
 STUDY_THRESHOLDS = {"bos": 30.0, "induction": 50.0}  # a head counts when S_c >= threshold
 
 
-def study_curve(model, cls):
+def study_curve(model, head_class):
     """Whole-model counts of the study's heads at its thresholds, built here from the
     per-head rows (not through the stats readers)."""
     heads = pd.read_csv(XU2026)
     heads = heads[heads["model"] == model]
-    g = heads.assign(flag=heads[cls] >= STUDY_THRESHOLDS[cls]).groupby(["tokens", "revision"])
+    g = heads.assign(flag=heads[head_class] >= STUDY_THRESHOLDS[head_class]).groupby(["tokens", "revision"])
     t = g["flag"].agg(["sum", "size"]).reset_index().sort_values("tokens")
-    return Curve(model, cls, t["revision"].to_numpy(), t["tokens"].to_numpy(float), t["sum"].to_numpy(float),
+    return Curve(model, head_class, t["revision"].to_numpy(), t["tokens"].to_numpy(float), t["sum"].to_numpy(float),
                  t["size"].to_numpy(float), identity=True)  # the same heads at every revision
 
 
@@ -55,8 +55,8 @@ def study_curve(model, cls):
 def study():
     out = {}
     for model in ("olmo_1b_0724", "pythia_1b"):
-        for cls in ("bos", "induction"):
-            out[(model, cls)] = analyse_curve(study_curve(model, cls), CFG, np.random.default_rng(0))
+        for head_class in ("bos", "induction"):
+            out[(model, head_class)] = analyse_curve(study_curve(model, head_class), CFG, np.random.default_rng(0))
     return out
 
 
@@ -103,7 +103,7 @@ def test_the_verdict_does_not_flip_with_more_heads():
     """The same shape in 16x as many heads: the share and the verdict are unchanged,
     while the step test (fresh draws) only grows more certain it is not a pure step."""
     c = study_curve("olmo_1b_0724", "bos")
-    big = Curve(c.model, c.cls, c.revisions, c.tokens, c.k * 16, c.n * 16, identity=True)
+    big = Curve(c.model, c.head_class, c.revisions, c.tokens, c.k * 16, c.n * 16, identity=True)
     ca = analyse_curve(big, CFG, np.random.default_rng(1))
     assert ca.verdict.shape == "sharp"
     assert ca.verdict.evidence["max_jump_share"] == pytest.approx(161 / 207)

@@ -52,7 +52,7 @@ def test_the_curve_record_holds_every_entry_of_its_layout_in_order():
     assert d["class"] == "bos" and d["shape"] == ca.verdict.shape and d["n_points"] == 10
     assert d["t50"] == ca.times.t50 and d["p_step"] == ca.step_test.p_value
     assert ca.summary().startswith("m / bos: ")
-    assert ca.klass == ca.head_class == "bos"
+    assert ca.head_class == "bos"
 
 
 def test_the_study_summary_is_the_record_and_prints_as_text():
