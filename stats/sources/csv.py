@@ -21,6 +21,19 @@ CSV_REQUIRED = ("model", "class", "tokens", "k", "n")
 CSV_OPTIONAL = ("layer", "revision", "pretraining_corpus", "seed", "seed_kind")
 
 
+def filled_revisions(df: pd.DataFrame) -> pd.Series:
+    """Each row's revision name: its ``revision`` cell; an empty cell (or no column) takes the name
+    the other rows of the same model and token count give, else ``t<tokens>``."""
+    by_tokens = df["tokens"].map(lambda t: f"t{int(t)}")
+    if "revision" not in df.columns:
+        return by_tokens
+    given = df["revision"].where(df["revision"].notna(), "").astype(str).str.strip()
+    named = df.assign(_r=given)[given != ""].groupby(["model", "tokens"])["_r"].agg(
+        lambda names: names.iloc[0] if names.nunique() == 1 else None)
+    fill = [named.get((m, t)) or by_tokens[i] for i, m, t in zip(df.index, df["model"], df["tokens"])]
+    return given.where(given != "", pd.Series(fill, index=df.index))
+
+
 def read_csv(path) -> TrackedResults:
     """Read curves measured elsewhere: columns ``model,class,tokens,k,n`` (optional
     ``layer``, ``revision``, ``pretraining_corpus``, and ``seed`` / ``seed_kind`` for the
@@ -28,7 +41,8 @@ def read_csv(path) -> TrackedResults:
     :func:`label_seeds`).
 
     Rows with an empty ``layer`` are whole-model counts; rows with a layer are
-    per-layer counts. A (model, class) with only per-layer rows gets its whole-model
+    per-layer counts. An empty ``revision`` takes the name other rows give the same model
+    and token count (:func:`filled_revisions`). A (model, class) with only per-layer rows gets its whole-model
     curve by summing the layers at each token count.
     """
     path = Path(path)
@@ -45,9 +59,7 @@ def read_csv(path) -> TrackedResults:
     df["model"] = df["model"].astype(str)
     df["class"] = df["class"].astype(str)
     df, seeds = label_seeds(df, f"CSV {str(path)!r}")  # one curve per (model, seed), named per training run
-    if "revision" not in df.columns:
-        df["revision"] = df["tokens"].map(lambda t: f"t{int(t)}")
-    df["revision"] = df["revision"].astype(str)
+    df["revision"] = filled_revisions(df)
     if "pretraining_corpus" not in df.columns:
         df["pretraining_corpus"] = "unknown"
     if "layer" not in df.columns:

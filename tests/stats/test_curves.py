@@ -103,3 +103,28 @@ def test_unknown_curve_names_the_choices(tmp_path):
     path.write_text("model,class,tokens,k,n\nm,bos,1e9,1,4\n")
     with pytest.raises(StatsError, match="models: \\['m'\\]"):
         read_csv(path).curve("x", "bos")
+
+
+def test_read_csv_fills_an_empty_revision_from_the_rows_of_the_same_tokens(tmp_path):
+    """Per-layer rows that leave ``revision`` empty take the name the whole-model rows give at the
+    same token count (a partly empty column crashed the layer floor with a NaN before)."""
+    p = tmp_path / "c.csv"
+    p.write_text("model,class,tokens,k,n,layer,revision\n"
+                 "m,bos,1000,0,16,,r1\nm,bos,2000,1,16,,r2\nm,bos,4000,5,16,,r3\n"
+                 "m,bos,1000,0,8,0,\nm,bos,2000,1,8,1,\nm,bos,8000,3,8,1,\n")
+    res = read_csv(p)
+    assert res.curves["revision"].tolist() == ["r1", "r2", "r3"]
+    assert sorted(res.layers["revision"].unique()) == ["r1", "r2", "t8000"]  # no name at 8000 tokens: t<tokens>
+
+
+def test_the_layer_floor_reads_a_partly_named_csv(tmp_path):
+    from stats import analyse
+    from stats.config import AnalysisConfig, SensitivityConfig
+
+    p = tmp_path / "c.csv"
+    p.write_text("model,class,tokens,k,n,layer,revision\n"
+                 + "".join(f"m,bos,{1000 * 2 ** i},{min(i * 3, 16)},16,,r{i}\n" for i in range(6))
+                 + "m,bos,1000,0,8,0,\nm,bos,2000,1,8,1,\n")
+    study = analyse(read_csv(p), AnalysisConfig(n_boot=20, progress=False, sensitivity=SensitivityConfig(enabled=False)))
+    (floor,) = study.layer_floor
+    assert floor.k == 1 and floor.heads_ever == 1
