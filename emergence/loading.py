@@ -37,6 +37,7 @@ import torch
 
 from emergence import EmergenceError
 from emergence import families
+from emergence.config import MATMUL_PRECISIONS
 from emergence.adapters import ArchitectureAdapter, adapter_for
 from emergence.revisions import Revision
 from emergence.sources import source_for
@@ -45,8 +46,6 @@ from emergence.sources._hub import (BIN_PATTERNS, CONFIG_PATTERNS, SAFETENSORS_P
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-#: ``matmul_precision`` choices (:func:`choose_matmul_precision`).
-MATMUL_PRECISIONS = ("auto", "float32", "tf32")
 #: The attention implementation a model is loaded with.
 LOAD_ATTENTION = "sdpa"
 

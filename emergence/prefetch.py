@@ -23,9 +23,12 @@ sleeps and copies).
 
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, List, Optional, Sequence, TypeVar
+
+from emergence.sources import folder_bytes
 
 T = TypeVar("T")
 
@@ -161,10 +164,6 @@ def disk_short(folder, remaining: int) -> bool:
     """``cache.evict: null`` (auto): whether a screened revision in ``folder`` is deleted because
     the disk holding it has less free space than ``remaining`` more revisions of its size need
     (plus :data:`DISK_MARGIN`), i.e. the study would not fit on the disk if it were kept."""
-    import shutil
-
-    from emergence.sources import folder_bytes
-
     if remaining <= 0:
         return False
     size = folder_bytes(folder)

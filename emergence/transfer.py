@@ -21,7 +21,7 @@ import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence
 
-from emergence.tracking import PARENT_TAG
+from emergence.contract import PARENT_TAG
 from emergence.contract.store import prepare_store, retry, store_lock
 
 COPIED_TAG = "emergence.copied_from"
