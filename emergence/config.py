@@ -24,8 +24,9 @@ from omegaconf import MISSING
 
 from emergence import EmergenceError, families, sources
 from emergence.contract import SEED_KINDS, head_classes
+from emergence.contract.head_classes import local
 from emergence.contract.checks import SEED, check, constraint, problem
-from emergence.revisions import SELECTIONS
+from emergence.revisions import MIN_LOGSPACED, SELECTIONS
 from emergence.sources import polypythia
 from emergence.toy.recipe import ToyRecipeConfig
 
@@ -50,6 +51,9 @@ CORPUS_KINDS = ("synthetic_induction", "text_file", "xu2026")
 #: ``screen.recipe`` choices: one recipe each in emergence/screens/recipes.py (``RECIPES``; tests/test_config.py
 #: checks that they agree).
 SCREEN_RECIPES = ("project", "xu2026")
+#: ``device`` values (the schema's pattern, and emergence/loading.py ``choose_device``).
+DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
+DEVICE_HINT = "auto, cpu, cuda, cuda:<i>, mps"
 #: ``matmul_precision`` choices (emergence/loading.py, ``choose_matmul_precision``).
 MATMUL_PRECISIONS = ("auto", "float32", "tf32")
 #: ``live.mode`` -> what it does (the schedules are emergence/live/schedule.py's ``SCHEDULES``).
@@ -160,7 +164,7 @@ class RevisionConfig:
     #: ``logspaced`` | ``final`` | ``all`` | ``named`` | ``refine`` (which starts from ``logspaced``).
     select: str = field(default="logspaced", metadata={"choices": lambda: SELECTIONS})
     #: Number of revisions for ``logspaced`` (first and last included).
-    k: int = field(default=10, metadata={"min": 2})
+    k: int = field(default=10, metadata={"min": MIN_LOGSPACED})
     #: Revision name for ``select: named``.
     name: Optional[str] = None
     #: One revision of the selection, set by the multirun sweeper for each job (for
@@ -227,7 +231,7 @@ class ScreenConfig:
         default_factory=head_classes.default_thresholds,  # each class's registry default
     )
     #: Window w of the ``local`` class: targets q-w .. q-2.
-    local_window: int = field(default=4, metadata={"min": 2})
+    local_window: int = field(default=local.DEFAULT_WINDOW, metadata={"min": local.MIN_WINDOW})
     participation_ratio: bool = False
     pr: PRConfig = field(default_factory=PRConfig)
     ablation: Optional[AblationConfig] = None
@@ -341,8 +345,7 @@ class EmergenceConfig:
     #: Live screening while a toy trains (``live=adaptive``; emergence/live/).
     live: LiveConfig = field(default_factory=LiveConfig)
     #: ``auto`` = cuda if available, else mps, else cpu.
-    device: str = field(default="auto", metadata={"pattern": r"auto|cpu|mps|cuda(:\d+)?",
-                                                  "hint": "auto, cpu, cuda, cuda:<i>, mps"})
+    device: str = field(default="auto", metadata={"pattern": DEVICE_PATTERN, "hint": DEVICE_HINT})
     #: How a float32 model's matrix products run on CUDA (emergence/loading.py): ``auto`` = TF32
     #: where the family allows it (Pythia's float32 passes), ``tf32``, or ``float32`` (IEEE, as the
     #: reference study). No effect on the CPU, MPS or a bfloat16 model; not part of a run's identity

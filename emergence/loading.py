@@ -37,7 +37,7 @@ import torch
 
 from emergence import EmergenceError
 from emergence import families
-from emergence.config import MATMUL_PRECISIONS
+from emergence.config import DEVICE_HINT, MATMUL_PRECISIONS
 from emergence.adapters import ArchitectureAdapter, adapter_for
 from emergence.revisions import Revision
 from emergence.sources import source_for
@@ -72,7 +72,7 @@ def choose_device(name: str = "auto") -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise EmergenceError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:<i>, mps") from None
+        raise EmergenceError(f"unknown device {name!r}; valid: {DEVICE_HINT}") from None
     mps = getattr(torch.backends, "mps", None)
     here = ["auto", "cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] \
         + (["mps"] if mps and mps.is_available() else [])

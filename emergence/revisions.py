@@ -31,6 +31,8 @@ from emergence import EmergenceError
 SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
 PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
 SELECTIONS = ("logspaced", "final", "all", "named", "refine")
+#: The fewest revisions a ``logspaced`` selection takes (its first and last; ``revision.k``'s bound).
+MIN_LOGSPACED = 2
 
 _BRANCH = re.compile(r"^step(?P<step>\d+)-tokens(?P<tokens>\d+(?:\.\d+)?)(?P<unit>[KMBT]?)$")
 _UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
@@ -230,8 +232,8 @@ def logspaced(revisions: Sequence[Revision], k: int) -> List[Revision]:
     target takes the nearest revision in log tokens not already taken, so the
     result has exactly min(K, available) distinct revisions, ordered by tokens.
     """
-    if k < 2:
-        raise EmergenceError(f"revision.k must be >= 2 for logspaced (got {k})")
+    if k < MIN_LOGSPACED:
+        raise EmergenceError(f"revision.k must be >= {MIN_LOGSPACED} for logspaced (got {k})")
     positive = sorted(r for r in revisions if r.tokens > 0)
     if len(positive) <= k:
         return positive

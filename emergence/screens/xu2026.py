@@ -224,8 +224,6 @@ class ExpEntropyPRReducer(_Rows):
     needs_head_outputs = True
 
     def __init__(self, n_sequences: int = 500):
-        if n_sequences < 1:
-            raise EmergenceError(f"screen.xu2026.pr_sequences={n_sequences} must be >= 1")
         self.n_sequences = n_sequences
 
     def begin(self, adapter, probe) -> None:

@@ -108,13 +108,6 @@ class MatchedAblationResult:
         return m
 
 
-def last_position_metrics(model, adapter, probe) -> Dict[str, float]:
-    """The clean model's last-position metrics over ``probe`` (one pass)."""
-    reducer = LastPositionLossReducer()
-    run_pass(model, adapter, probe, [reducer], progress=False)
-    return reducer.first()
-
-
 def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "zero", controls: int = 10,
                      seed: int = 0, exclude: Sequence[Head] = (), progress: bool = True,
                      clean: Optional[Dict[str, float]] = None,
