@@ -68,10 +68,10 @@ def _table(rows: List[List[str]], header: List[str], indent: str = "  ") -> str:
     return "\n".join(lines)
 
 
-def _names(registry) -> List[str]:
-    if isinstance(registry, dict):
-        return [f"{k} ({v})" if isinstance(v, str) else str(k) for k, v in registry.items()]
-    return [str(x) for x in registry]
+def _names(entries) -> List[str]:
+    if isinstance(entries, dict):
+        return [f"{k} ({v})" if isinstance(v, str) else str(k) for k, v in entries.items()]
+    return [str(x) for x in entries]
 
 
 def registries_text() -> str:

@@ -278,7 +278,7 @@ def plan_batch_size(config, seq_len: int, dtype: torch.dtype, device: torch.devi
     """Sequences per forward pass: as many as the budget holds, after the induction-loss
     logits (``LOGIT_CHUNK x vocab`` float32, twice) are set aside, at least 1 and at most
     ``cap`` (``corpus.batch_size`` is an upper bound); ``rows``: the attention rows a query
-    of the screen reads (None: the full map; :meth:`emergence.screens.recipes.Recipe.attention_rows`);
+    of the screen reads (None: the full map; :meth:`emergence.screens.recipes.ScreenRecipe.attention_rows`);
     ``reserve_bytes``: memory a model loading ahead will take (the default CUDA budget only)."""
     budget, source = memory_budget(memory_gb, device, reserve_bytes)
     per_seq = sequence_bytes(config, seq_len, dtype, rows)

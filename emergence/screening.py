@@ -86,8 +86,9 @@ def sweep_id(cfg: DictConfig) -> str:
 
 
 def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revision]) -> Dict[str, str]:
-    """Every config value (flattened) and the run contract's identity params; ``known`` is the
-    model's registry, whose index of the revision says which checkpoints are adjacent."""
+    """Every config value (flattened) and the run contract's identity params; ``known`` are the
+    model's known revisions, whose index of the revision (the ``registry_index`` param) says which
+    checkpoints are adjacent."""
     params = flatten(OmegaConf.to_container(cfg, resolve=True))
     params.update({
         MODEL_PARAM: cfg.model.name, REVISION_PARAM: revision.name, STEP_PARAM: str(revision.step),

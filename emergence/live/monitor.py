@@ -153,7 +153,7 @@ class LiveMonitor:
     def _pending_revision(self, step: int, tokens: int) -> Revision:
         return self._pending.revision if self._pending is not None else self._revision(step, tokens)
 
-    def _registry(self) -> List[Revision]:
+    def _known(self) -> List[Revision]:
         return sorted(Revision(int(r["tokens"]), int(r["step"]), r["name"]) for r in self.checkpoints.revisions)
 
     def _screen_and_decide(self, model, step: int, tokens: int, force_save: bool) -> bool:
@@ -166,7 +166,7 @@ class LiveMonitor:
             held_revision, state, config = self._held
             self._write(model, held_revision, state, config)
             if self._pending is not None:
-                self._pending.known = self._registry()
+                self._pending.known = self._known()
         self._flush_pending()
         if decision.save:
             return self._save_current(model, revision, record)
@@ -184,7 +184,7 @@ class LiveMonitor:
             self._decided.add(revision.step)
         self.schedule.last_saved = max(revision.step, self.schedule.last_saved or 0)
         if record is not None:
-            record.known = sorted(set(self._registry()) | {revision})
+            record.known = sorted(set(self._known()) | {revision})
             self.writer.submit(record)
         self._pending = self._held = None
         self.writer.retry()
@@ -199,7 +199,7 @@ class LiveMonitor:
 
     def _flush_pending(self) -> None:
         if self._pending is not None:
-            self._pending.known = self._registry()
+            self._pending.known = self._known()
             self.writer.submit(self._pending)
             self._pending = None
         self._held = None

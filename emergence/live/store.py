@@ -44,7 +44,7 @@ class LiveRecord:
     """One live screen, ready to be logged."""
 
     revision: Revision
-    #: The registry when it is logged (the saved checkpoints up to it; it is in it when saved).
+    #: The known revisions when it is logged (the saved checkpoints up to it; it is among them when saved).
     known: List[Revision]
     result: object  # emergence.screens.ScreenResult
     shape: object  # n_layers, n_heads, head_dim (an ArchitectureAdapter or a namespace)

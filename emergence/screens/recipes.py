@@ -8,7 +8,7 @@
   query, 50 fixed random baseline keys, exp-entropy PR; ablation with per-layer matched
   controls and whole-layer upper bounds, :mod:`emergence.screens.xu2026_ablation`).
 
-A recipe checks the corpus it needs before any model is loaded (:meth:`Recipe.check`;
+A recipe checks the corpus it needs before any model is loaded (:meth:`ScreenRecipe.check`;
 each field's own bounds are the schema's, emergence/config.py), builds the reducers of
 the one streaming pass, and runs the group ablation, returning its metrics. The names
 are ``screen.recipe``'s choices (emergence/config.py ``SCREEN_RECIPES``).
@@ -47,7 +47,7 @@ def control_exclusions(heads, thresholds, cfg) -> List[tuple]:
     return sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
 
 
-class Recipe:
+class ScreenRecipe:
     """One way of screening heads. Subclasses set the PR definition and the corpora they need."""
 
     name = ""
@@ -82,7 +82,7 @@ class Recipe:
         return {"screen.pr_definition": self.pr_definition if screen_cfg.participation_ratio else "none"}
 
 
-class ProjectRecipe(Recipe):
+class ProjectRecipe(ScreenRecipe):
     name = "project"
     pr_definition = "covariance_trace_ratio"
 
@@ -100,7 +100,7 @@ class ProjectRecipe(Recipe):
         return result.metrics()
 
 
-class Xu2026Recipe(Recipe):
+class Xu2026Recipe(ScreenRecipe):
     name = "xu2026"
     pr_definition = "exp_entropy_last_position"
     corpora = ("xu2026",)
@@ -160,10 +160,10 @@ def build_reducers(screen_cfg) -> List[Reducer]:
 
 
 #: ``screen.recipe`` (emergence/config.py ``SCREEN_RECIPES``) -> the recipe.
-RECIPES: Dict[str, Recipe] = {"project": ProjectRecipe(), "xu2026": Xu2026Recipe()}
+RECIPES: Dict[str, ScreenRecipe] = {"project": ProjectRecipe(), "xu2026": Xu2026Recipe()}
 
 
-def recipe_for(screen_cfg) -> Recipe:
+def recipe_for(screen_cfg) -> ScreenRecipe:
     name = getattr(screen_cfg, "recipe", None) or "project"
     if name not in RECIPES:
         raise EmergenceError(f"unknown screen.recipe {name!r}; valid: {', '.join(RECIPES)}")

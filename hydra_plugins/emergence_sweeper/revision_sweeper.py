@@ -35,8 +35,8 @@ additions:
 
 Selected in ``conf/config.yaml`` as ``override hydra/sweeper: revisions``. It lives in
 the ``hydra_plugins`` namespace package because Hydra instantiates sweepers only from
-there; Hydra imports this module for every app it runs (``python -m stats`` too), so the
-emergence modules that import torch are imported inside the methods that use them.
+there. Hydra imports this module for every app it runs (``python -m stats`` too), so it
+imports emergence's modules inside the methods that use them, when the sweeper runs.
 """
 
 
@@ -57,11 +57,6 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
 from emergence import EmergenceError
-from emergence.config import trains_live
-from emergence.console import format_plan, print_summary
-from emergence.contract.store import StoreError
-from emergence.registry import model_revisions, selected_revisions
-from emergence.tracking import end_parent, parent_heartbeat, start_parent
 
 
 @dataclass
@@ -92,6 +87,9 @@ class RevisionSweeper(BasicSweeper):
     refine_bases: List[List[str]]
 
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
+        from emergence.config import trains_live  # (when the sweeper runs: see the module notes)
+        from emergence.registry import selected_revisions
+
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         if cfg.revision.pin is not None:
             return [list(overrides)]
@@ -116,7 +114,7 @@ class RevisionSweeper(BasicSweeper):
     def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
         """Validate every job's config (exit 2 in one line on bad input); group the jobs by
         their store and experiment."""
-        from emergence.preflight import validate  # (torch: see the module notes)
+        from emergence.preflight import validate  # (when the sweeper runs: see the module notes)
 
         groups: Dict[tuple, List[List[str]]] = {}
         notes: List[str] = []
@@ -138,6 +136,8 @@ class RevisionSweeper(BasicSweeper):
         return groups
 
     def sweep(self, arguments: List[str]) -> Any:
+        from emergence.tracking import end_parent  # (when the sweeper runs: see the module notes)
+
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         self.refine_bases = []
         params_conf = self._parse_config()
@@ -179,6 +179,9 @@ class RevisionSweeper(BasicSweeper):
         """The store, the experiment and the sweep's parent run of each group exist before any job
         starts; the parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended
         later). Returns (group -> parent, job -> parent, the heartbeats); exit 1 when a store fails."""
+        from emergence.contract.store import StoreError  # (when the sweeper runs: see the module notes)
+        from emergence.tracking import parent_heartbeat, start_parent
+
         parents: Dict[tuple, str] = {}
         parent_of: Dict[tuple, str] = {}
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -203,7 +206,8 @@ class RevisionSweeper(BasicSweeper):
         """The end of the sweep: the figures of every job's curves in the sweep's parent run of this
         config's store and experiment (emergence/parent_run.py), the summary (as a single job's:
         emergence/console.py), then, when jobs failed, one stderr line naming them and exit 1."""
-        from emergence.parent_run import log_figures  # (torch: see the module notes)
+        from emergence.console import print_summary  # (when the sweeper runs: see the module notes)
+        from emergence.parent_run import log_figures
 
         results = outcome.results()
         tracking = self.config.tracking
@@ -223,7 +227,8 @@ class RevisionSweeper(BasicSweeper):
         wait, plan again (the round loop of emergence/refinement.py); a job stops when its brackets
         are resolved or after ``revision.refine.rounds`` rounds. A job whose store holds fewer than
         2 revisions of its identity first screens its start selection (round 0)."""
-        from emergence.refinement import Refinement, refine_rounds, screened_runs  # (torch: see the module notes)
+        from emergence.refinement import Refinement, refine_rounds, screened_runs  # (see the module notes)
+        from emergence.registry import model_revisions, selected_revisions
 
         jobs: List[Refinement] = []
         pinned: Dict[int, Any] = {}  # refinement -> its pinned jobs' overrides, parent run last
@@ -248,7 +253,8 @@ class RevisionSweeper(BasicSweeper):
     def _dry_run(self, batches: List[List[List[str]]]) -> List[Sequence[JobReturn]]:
         """``dry_run=true``: print every planned job (model, revision, tokens, download size);
         for a ``revision=refine`` job, its first round (emergence.planning.refine_first_round)."""
-        from emergence.job import plan_jobs  # (torch: see the module notes)
+        from emergence.console import format_plan  # (when the sweeper runs: see the module notes)
+        from emergence.job import plan_jobs
 
         planned = []
         for batch in batches + [self.refine_bases]:
@@ -264,7 +270,7 @@ class RevisionSweeper(BasicSweeper):
         """When the launcher runs the jobs one after another in this process (the basic launcher),
         the next job's revision is downloaded (and on CUDA loaded) while a job screens
         (emergence/sweep_prefetch.py); other launchers run jobs elsewhere: nothing to share."""
-        from emergence.sweep_prefetch import sweep_prefetch  # (torch: see the module notes)
+        from emergence.sweep_prefetch import sweep_prefetch  # (when the sweeper runs: see the module notes)
 
         if not isinstance(self.launcher, BasicLauncher):
             return contextlib.nullcontext()
