@@ -18,6 +18,7 @@ emergence.sources``. This module imports nothing else of the project but
 from __future__ import annotations
 
 import bisect
+import difflib
 import datetime as _dt
 import json
 import math
@@ -257,8 +258,6 @@ def nearest(revisions: Sequence[Revision], name: str, count: int = 2) -> List[st
         window = ordered[max(0, i - count + 1): i + count]
         window.sort(key=lambda r: abs(r.step - int(match[1])))
         return [r.name for r in window[:count]]
-    import difflib
-
     return difflib.get_close_matches(name, [r.name for r in revisions], n=count, cutoff=0.0)
 
 

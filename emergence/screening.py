@@ -294,7 +294,7 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, kn
     probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
     reserve = model_bytes(loaded.model) if sweep_prefetch.loads_ahead(cfg) else 0  # the next one may be loading
     plan = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
-                           cfg.screen.get("memory_gb"), cfg.corpus.batch_size,
+                           cfg.screen.memory_gb, cfg.corpus.batch_size,
                            rows=recipe_for(cfg.screen).attention_rows(cfg.screen, probe.seq_len), reserve_bytes=reserve)
     probe.batch_size = plan.batch_size
     result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,

@@ -17,6 +17,7 @@ fetched at all) fetches and loads as usual. Eviction stays the jobs' own (``cach
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Sequence
 
@@ -138,8 +139,6 @@ def sweep_prefetch(cfgs: Sequence[Any], progress: bool = True):
 def still_there(folder) -> bool:
     """Whether a folder fetched ahead still holds its revision (an earlier job of the same
     revision, another screen of it, may have evicted it since: then it is fetched again)."""
-    from pathlib import Path
-
     return folder is not None and (Path(str(folder)) / "config.json").exists()
 
 
