@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 from emergence.contract import INDUCTION_LOSS_METRIC, count_metric, fraction_metric, parse_metric
 from emergence.contract.mlflow_ui import open_lines
 from emergence.handoff import stats_report
-from emergence.revisions import Revision
+from emergence.revisions import Revision, token_text
 
 if TYPE_CHECKING:
     from emergence.refine import RoundPlan
@@ -52,13 +52,6 @@ def format_table(results: List[RevisionResult]) -> str:
     return "\n".join(lines)
 
 
-def _tokens(t: int) -> str:
-    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
-        if t >= size:
-            return f"{t / size:.3g}{unit}"
-    return str(t)
-
-
 def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
     """Per model: tokens at the first revision with an induction head and with a BOS head,
     the layers that hold BOS heads (at any screened revision), and the induction loss
@@ -70,7 +63,7 @@ def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
 
         def first(metric: str) -> str:
             hit = next((r for r in ordered if r.metrics.get(metric, 0) >= 1), None)
-            return "none" if hit is None else f"{_tokens(hit.revision.tokens)} ({hit.revision.name})"
+            return "none" if hit is None else f"{token_text(hit.revision.tokens)} ({hit.revision.name})"
 
         parsed = [(parse_metric(k), v) for r in ordered for k, v in r.metrics.items()]
         layers = sorted({p.layer for p, v in parsed if p is not None and p.kind == "layer_count"

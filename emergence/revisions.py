@@ -32,6 +32,7 @@ from emergence import EmergenceError
 SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
 PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
 SELECTIONS = ("logspaced", "final", "all", "named", "refine")
+
 #: The fewest revisions a ``logspaced`` selection takes (its first and last; ``revision.k``'s bound).
 MIN_LOGSPACED = 2
 
@@ -49,6 +50,14 @@ class Revision:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "step": self.step, "tokens": self.tokens}
+
+
+def token_text(tokens: float) -> str:
+    """Training tokens in short units: ``23B``, ``1.2M``, ``400K``, ``50`` (tables and figure axes)."""
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if tokens >= size:
+            return f"{tokens / size:.3g}{unit}"
+    return f"{tokens:.3g}"
 
 
 def pythia_revisions(tokens_per_step: int = PYTHIA_TOKENS_PER_STEP) -> List[Revision]:
