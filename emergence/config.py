@@ -328,6 +328,12 @@ class LiveConfig:
     lookback: bool = True
 
 
+def refines(cfg) -> bool:
+    """Whether a job refines its model's transitions round by round (``revision=refine``, no pinned
+    revision: a pinned one is a round's job under ``-m``, screened as any other; emergence/refinement.py)."""
+    return cfg.revision.select == "refine" and cfg.revision.pin is None
+
+
 def trains_live(cfg) -> bool:
     """Whether a job trains its toy with live screening (``live=adaptive``: emergence/live/job.py)
     instead of screening the revisions its ``revision`` group selects."""

@@ -14,11 +14,11 @@ from typing import List
 
 from omegaconf import DictConfig
 
-from emergence.config import trains_live
+from emergence.config import refines, trains_live
 from emergence.live import job as live_job
 from emergence.planning import PlannedJob, planned_jobs
 from emergence.preflight import validate
-from emergence.refinement import refine_job, refines
+from emergence.refinement import refine_job
 from emergence.registry import model_label
 from emergence.screening import RevisionResult, screen_revisions
 

@@ -16,8 +16,9 @@ from typing import Dict, List
 from omegaconf import DictConfig
 
 from emergence import registry
+from emergence.config import refines
 from emergence.preflight import validate
-from emergence.refinement import refine_plan, refines, screened_runs
+from emergence.refinement import refine_plan, screened_runs
 from emergence.revisions import Revision
 
 

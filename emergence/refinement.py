@@ -27,12 +27,6 @@ from emergence.screening import RevisionResult, screen_revisions
 from emergence.tracking import Tracker, config_hash
 
 
-def refines(cfg: DictConfig) -> bool:
-    """Whether a job refines its model's transitions round by round (``revision=refine``, no
-    pinned revision: a pinned one is a round's job under ``-m``, screened as any other)."""
-    return cfg.revision.select == "refine" and cfg.revision.pin is None
-
-
 def screened_runs(cfg: DictConfig, known: List[Revision], tracker: Optional[Tracker] = None) -> Dict[Revision, object]:
     """The complete runs of this job's identity (model, corpus, screen) per known revision.
 

@@ -87,7 +87,7 @@ class RevisionSweeper(BasicSweeper):
     refine_bases: List[List[str]]
 
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
-        from emergence.config import trains_live  # (when the sweeper runs: see the module notes)
+        from emergence.config import refines, trains_live  # (when the sweeper runs: see the module notes)
         from emergence.registry import selected_revisions
 
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
@@ -95,7 +95,7 @@ class RevisionSweeper(BasicSweeper):
             return [list(overrides)]
         if trains_live(cfg):  # one job trains it (emergence/live/job.py)
             return [list(overrides)]
-        if cfg.revision.select == "refine":  # planned round by round from the store, after the others
+        if refines(cfg):  # planned round by round from the store, after the others
             self.refine_bases.append(list(overrides))
             return []
         revisions = selected_revisions(cfg.model, cfg.revision)
