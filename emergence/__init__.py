@@ -37,14 +37,6 @@ if not OmegaConf.has_resolver("project_root"):
     OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
 if not OmegaConf.has_resolver("emergence_home"):
     OmegaConf.register_new_resolver("emergence_home", lambda: str(emergence_home()))
-if not OmegaConf.has_resolver("emergence_help"):  # `python -m emergence --help` (conf/config.yaml, hydra.help)
-    OmegaConf.register_new_resolver("emergence_help", lambda: _help_text())
-
-
-def _help_text() -> str:
-    from emergence.help import registries_text
-
-    return registries_text().replace("$", "$$")  # Hydra's template is a string.Template
 
 
 class EmergenceError(Exception):

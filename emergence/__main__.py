@@ -5,7 +5,9 @@ With no arguments: the embedded default, the toy suite (trained on first use).
 Bad input (a wrong type, a misspelt key, a value out of range or not among the choices)
 exits with status 2 and one line naming the value and the valid choices, before any model
 is loaded or trained: :func:`precheck` composes the command line first and checks it
-against the schema (emergence/config.py); ``emergence.job.validate`` does the cross-checks.
+against the schema (emergence/config.py); ``emergence.preflight.validate`` checks the rest.
+A job ends with :func:`emergence.console.print_summary`; a ``-m`` sweep's summary and exit
+status are the sweeper's (hydra_plugins/emergence_sweeper).
 """
 
 from __future__ import annotations
@@ -14,11 +16,20 @@ import re
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
-import emergence.config  # noqa: F401  (registers the schema)
-from emergence import EmergenceError
+from emergence import EmergenceError, emergence_home
+from emergence.config import EmergenceConfig
+from emergence.console import format_plan, format_table, print_summary
+from emergence.contract.checks import discard_run_dir
+from emergence.contract.checks import precheck as compose_and_check
+from emergence.contract.store import StoreError
+from emergence.help import register_resolver
 from emergence.registry import CONF_DIR, GROUPS, check_group_choice
+
+register_resolver()  # `python -m emergence --help` (conf/config.yaml: hydra.help.template)
 
 _GROUP_CHOICE = re.compile(rf"^\+?(?P<group>{'|'.join(GROUPS)})=(?P<value>[A-Za-z0-9_,\-]+)$")
 
@@ -33,18 +44,12 @@ def check_command_line(argv) -> None:
 
 
 def in_multirun() -> bool:
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 
 
 def refuse(exc: BaseException) -> None:
     """Exit 2 with one line for input refused inside the Hydra app, leaving no Hydra log behind
     (emergence.contract.checks.discard_run_dir)."""
-    from emergence import emergence_home
-    from emergence.contract.checks import discard_run_dir
-
     print(f"error: {exc}", file=sys.stderr)
     discard_run_dir(str(emergence_home() / "outputs"))
     sys.exit(2)
@@ -52,13 +57,12 @@ def refuse(exc: BaseException) -> None:
 
 @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def main(cfg: DictConfig):
-    from emergence.job import (JobFailed, format_markdown, format_plan, format_table, formation_rows, plan_jobs,
-                               run_job, stats_report)
-    from emergence.contract.mlflow_ui import open_lines
+    # (torch, transformers and mlflow once a job runs: precheck, --help and --cfg stay without them)
+    from emergence.job import plan_jobs, run_job
     from emergence.parent_run import job_parent
-    from emergence.contract.store import StoreError
+    from emergence.screening import JobFailed
 
-    if cfg.get("dry_run") and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
+    if cfg.dry_run and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
         try:
             print(format_plan(plan_jobs(cfg), cfg.screen.name))
         except EmergenceError as exc:
@@ -68,43 +72,31 @@ def main(cfg: DictConfig):
         # A sweep's job never exits the process (a joblib worker, a submitit job): it raises,
         # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it.
         try:
-            results = run_job(cfg)
+            return run_job(cfg)
         except (EmergenceError, JobFailed):
             raise
         except Exception as exc:  # a plain, picklable error comes back to the launcher
             raise JobFailed(f"{type(exc).__name__}: {exc}") from exc
-    else:
-        try:
-            with job_parent(cfg) as parent:  # the job's parent run, its curves and figures (emergence/parent_run.py)
-                results = parent.results = run_job(cfg)
-        except EmergenceError as exc:
-            refuse(exc)
-        except StoreError as exc:  # the store failed mid-job: what was logged before stays
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(1)
-        except JobFailed as exc:
-            if cfg.report and exc.results:
-                print(format_table(exc.results))
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(1)
-    if cfg.report and not in_multirun():  # a sweep's jobs are summarised once, by emergence.callbacks
-        print(format_table(results))
-        if len(results) > 1:
-            print("\nWhen circuits form (first screened revision with at least one head flagged):")
-            print(format_markdown(formation_rows(results)))
-        if cfg.stats and len(results) > 1:
-            print(stats_report(cfg, sorted({r.model for r in results})))
-        print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
-              f"{open_lines(cfg.tracking.uri, cfg.tracking.experiment)}")
+    try:
+        with job_parent(cfg) as parent:  # the job's parent run, its curves and figures (emergence/parent_run.py)
+            results = parent.results = run_job(cfg)
+    except EmergenceError as exc:
+        refuse(exc)
+    except StoreError as exc:  # the store failed mid-job: what was logged before stays
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except JobFailed as exc:
+        if cfg.report and exc.results:
+            print(format_table(exc.results))
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    print_summary(cfg, results)  # (a sweep's jobs are summarised once, by the sweeper)
     return results
 
 
 def precheck(argv) -> None:
     """Compose the command line (each value of a ``-m`` sweep) and check it against the schema
     before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line."""
-    from emergence.config import EmergenceConfig
-    from emergence.contract.checks import precheck as compose_and_check
-
     check_command_line(argv)
     compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)
 
@@ -115,13 +107,7 @@ def cli() -> None:
     except EmergenceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    main()
-    from emergence import sweepstate
-
-    if sweepstate.FAILED:  # the summary callback has listed them; the exit status says so too
-        print(f"error: {len(sweepstate.FAILED)} of {sweepstate.N_JOBS} job(s) failed: "
-              + "; ".join(sweepstate.FAILED), file=sys.stderr)
-        sys.exit(1)
+    main()  # (a -m sweep with failed jobs exits 1 from the sweeper, naming them)
 
 
 if __name__ == "__main__":

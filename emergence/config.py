@@ -5,26 +5,30 @@ dataclass here; the primary config ``conf/config.yaml`` lists the schema
 ``emergence_schema`` first in its defaults, so Hydra merges every group option into
 a typed node: a misspelt key or a wrong type fails at composition and the error
 names the key. Each field's constraint (range, choices) sits next to it, in its
-``metadata`` (see emergence/contract/checks.py); :func:`check_config` checks a composed
-config against them, in one line, before any model is loaded or trained.
+``metadata`` (see emergence/contract/checks.py); a group's rules across its fields sit
+next to its schema (:func:`check_corpus`, :func:`check_ablation`); :func:`check_config`
+checks a composed config against both, in one line, before any model is loaded or
+trained, and :func:`check_screen` checks a screen config handed to
+:func:`emergence.screens.screen` directly. Torch-free.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-from emergence import families, sources
-from emergence.contract import head_classes
-from emergence.contract import SEED_KINDS
+from emergence import EmergenceError, families, sources
+from emergence.contract import SEED_KINDS, head_classes
+from emergence.contract.head_classes import local
+from emergence.contract.checks import SEED, check, constraint, problem
+from emergence.revisions import MIN_LOGSPACED, SELECTIONS
 from emergence.sources import polypythia
-from emergence.revisions import SELECTIONS
-from emergence.live.config import LiveConfig
 from emergence.toy.recipe import ToyRecipeConfig
-from emergence.contract.checks import SEED, check
 
 #: The head classes of the selectivity screen (METHODS section 5), from the registry
 #: emergence/contract/head_classes/ (one file per class), as it stands at import.
@@ -41,26 +45,30 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: ``screen.ablation.mode`` and ``screen.ablation.group`` choices.
 ABLATION_MODES = ("zero", "mean")
 ABLATION_GROUPS = ("induction", "list")
+#: ``corpus.kind`` choices: one probe builder each in emergence/probes.py (``BUILDERS``; tests/test_config.py
+#: checks that they agree).
+CORPUS_KINDS = ("synthetic_induction", "text_file", "xu2026")
+#: ``screen.recipe`` choices: one recipe each in emergence/screens/recipes.py (``RECIPES``; tests/test_config.py
+#: checks that they agree).
+SCREEN_RECIPES = ("project", "xu2026")
+#: ``device`` values (the schema's pattern, and emergence/loading.py ``choose_device``).
+DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
+DEVICE_HINT = "auto, cpu, cuda, cuda:<i>, mps"
+#: ``matmul_precision`` choices (emergence/loading.py, ``choose_matmul_precision``).
+MATMUL_PRECISIONS = ("auto", "float32", "tf32")
+#: ``live.mode`` -> what it does (the schedules are emergence/live/schedule.py's ``SCHEDULES``).
+LIVE_MODES = {
+    "off": "no live screening; a toy keeps its fixed checkpoint schedule",
+    "adaptive": "screen while training; save densely while a transition is under way, sparsely otherwise",
+}
+#: The ``xu2026`` probe puts its pair at p in [20, seq_len // 2): seq_len // 2 must exceed 20.
+XU2026_MIN_SEQ_LEN = 42
 
 
 def model_sources() -> tuple:
     """``model.revisions`` choices: where a model's revision list comes from (the source
     registry as it stands now, so a source added with ``emergence.sources.register`` counts)."""
     return sources.source_names()
-
-
-def corpus_kinds() -> tuple:
-    """``corpus.kind`` choices (emergence/probes.py; imported here on use: it needs torch)."""
-    from emergence.probes import CORPORA
-
-    return CORPORA
-
-
-def screen_recipes() -> tuple:
-    """``screen.recipe`` choices (emergence/screens/recipes.py; imported on use: it needs torch)."""
-    from emergence.screens.recipes import RECIPES
-
-    return tuple(RECIPES)
 
 
 @dataclass
@@ -113,7 +121,7 @@ class ModelConfig:
 class CorpusConfig:
     #: ``synthetic_induction`` (METHODS section 4), ``text_file`` or ``xu2026`` (the
     #: reference study's probe, ``[filler] A B [filler] A``; emergence/probes.py).
-    kind: str = field(default="synthetic_induction", metadata={"choices": lambda: corpus_kinds()})
+    kind: str = field(default="synthetic_induction", metadata={"choices": CORPUS_KINDS})
     n_sequences: int = field(default=2000, metadata={"min": 1})
     #: Length n of the repeated segment; sequences are ``[first] a1..an a1..an``.
     segment_length: int = field(default=31, metadata={"min": 2})
@@ -156,7 +164,7 @@ class RevisionConfig:
     #: ``logspaced`` | ``final`` | ``all`` | ``named`` | ``refine`` (which starts from ``logspaced``).
     select: str = field(default="logspaced", metadata={"choices": lambda: SELECTIONS})
     #: Number of revisions for ``logspaced`` (first and last included).
-    k: int = field(default=10, metadata={"min": 2})
+    k: int = field(default=10, metadata={"min": MIN_LOGSPACED})
     #: Revision name for ``select: named``.
     name: Optional[str] = None
     #: One revision of the selection, set by the multirun sweeper for each job (for
@@ -212,7 +220,7 @@ class ScreenConfig:
     name: str = "all"
     #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe:
     #: last query, fixed random baseline, exp-entropy PR, per-layer matched ablation).
-    recipe: str = field(default="project", metadata={"choices": lambda: screen_recipes()})
+    recipe: str = field(default="project", metadata={"choices": SCREEN_RECIPES})
     xu2026: Xu2026ScreenConfig = field(default_factory=Xu2026ScreenConfig)
     #: Classes reported (printed); every registered class is computed and logged anyway.
     classes: List[str] = field(default_factory=lambda: list(head_classes.names()),
@@ -223,7 +231,7 @@ class ScreenConfig:
         default_factory=head_classes.default_thresholds,  # each class's registry default
     )
     #: Window w of the ``local`` class: targets q-w .. q-2.
-    local_window: int = field(default=4, metadata={"min": 2})
+    local_window: int = field(default=local.DEFAULT_WINDOW, metadata={"min": local.MIN_WINDOW})
     participation_ratio: bool = False
     pr: PRConfig = field(default_factory=PRConfig)
     ablation: Optional[AblationConfig] = None
@@ -274,6 +282,65 @@ class CacheConfig:
 
 
 @dataclass
+class LiveConfig:
+    """The ``live`` group (``conf/live/``): live screening while a model trains (emergence/live/).
+
+    - ``mode``: an entry of :data:`LIVE_MODES`: ``off`` (default; no monitor, the toy keeps its
+      fixed 65-checkpoint schedule) or ``adaptive`` (screen while training, save where the
+      counts change; emergence/live/schedule.py);
+    - the probe of a live screen: the job's ``corpus`` with ``n_sequences`` sequences (the
+      probe's size, so a screen stays well under a second on the toy) and the job's
+      ``screen`` with ``participation_ratio`` (off by default: the detector needs the counts
+      and the induction loss only);
+    - the watch grid (``first_step``, ``screens_per_decade``), the sparse saves
+      (``saves_per_decade``) and the dense window (``dense_every``, ``settle``);
+    - the detector (``classes``, ``min_jump``, ``window``, ``loss_drop``; emergence/live/detector.py)
+      and ``lookback``.
+    """
+
+    #: ``off`` (default) or ``adaptive`` (:data:`LIVE_MODES`).
+    mode: str = field(default="off", metadata={"choices": tuple(LIVE_MODES)})
+    #: Probe sequences of a live screen (the job's ``corpus`` otherwise): its size sets the cost.
+    n_sequences: int = field(default=64, metadata={"min": 1})
+    #: Participation ratio in live screens (the detector does not need it).
+    participation_ratio: bool = False
+    #: Head classes whose counts the detector watches.
+    classes: List[str] = field(default_factory=lambda: ["induction", "bos"],
+                               metadata={"items": {"choices": head_classes.names}})
+    #: Watch screens: at step 0 and on the log grid ``round(first_step * 10**(i / screens_per_decade))``.
+    first_step: int = field(default=50, metadata={"min": 1})
+    screens_per_decade: float = field(default=40.0, metadata={"gt": 0, "max": 1000, "finite": True})
+    #: Sparse saves: the first screen at or after each point of a log grid this dense (from first_step).
+    saves_per_decade: float = field(default=4.0, metadata={"gt": 0, "max": 1000, "finite": True})
+    #: During a transition: screen and save every this many steps (the watch grid where it is finer).
+    dense_every: int = field(default=25, metadata={"min": 1})
+    #: A transition ends after this many dense screens without a trigger.
+    settle: int = field(default=2, metadata={"min": 1})
+    #: A watched count that moves by at least this many heads between screens (and by more than its
+    #: flicker over the last ``window`` screens) starts a transition.
+    min_jump: int = field(default=1, metadata={"min": 1})
+    window: int = field(default=4, metadata={"min": 0})
+    #: ... so does an induction-loss fall of at least this many nats between screens that is also
+    #: larger than its fluctuation over the last ``window`` screens (null: counts only).
+    loss_drop: Optional[float] = field(default=0.5, metadata={"gt": 0, "finite": True})
+    #: Keep a CPU copy of the last screened weights, so a jump found at one screen also saves the
+    #: screen before it (the jump is then bracketed by two saved checkpoints one watch step apart).
+    lookback: bool = True
+
+
+def refines(cfg) -> bool:
+    """Whether a job refines its model's transitions round by round (``revision=refine``, no pinned
+    revision: a pinned one is a round's job under ``-m``, screened as any other; emergence/refinement.py)."""
+    return cfg.revision.select == "refine" and cfg.revision.pin is None
+
+
+def trains_live(cfg) -> bool:
+    """Whether a job trains its toy with live screening (``live=adaptive``: emergence/live/job.py)
+    instead of screening the revisions its ``revision`` group selects."""
+    return cfg.live.mode != "off"
+
+
+@dataclass
 class EmergenceConfig:
     model: ModelConfig = MISSING
     corpus: CorpusConfig = MISSING
@@ -284,13 +351,12 @@ class EmergenceConfig:
     #: Live screening while a toy trains (``live=adaptive``; emergence/live/).
     live: LiveConfig = field(default_factory=LiveConfig)
     #: ``auto`` = cuda if available, else mps, else cpu.
-    device: str = field(default="auto", metadata={"pattern": r"auto|cpu|mps|cuda(:\d+)?",
-                                                  "hint": "auto, cpu, cuda, cuda:<i>, mps"})
+    device: str = field(default="auto", metadata={"pattern": DEVICE_PATTERN, "hint": DEVICE_HINT})
     #: How a float32 model's matrix products run on CUDA (emergence/loading.py): ``auto`` = TF32
     #: where the family allows it (Pythia's float32 passes), ``tf32``, or ``float32`` (IEEE, as the
     #: reference study). No effect on the CPU, MPS or a bfloat16 model; not part of a run's identity
     #: (like ``device``); each run logs the precision it used.
-    matmul_precision: str = field(default="auto", metadata={"choices": ("auto", "float32", "tf32")})
+    matmul_precision: str = field(default="auto", metadata={"choices": MATMUL_PRECISIONS})
     #: Re-run a job even when a finished run with the same config exists.
     force: bool = False
     #: Print the per-family summary table at the end.
@@ -304,12 +370,72 @@ class EmergenceConfig:
     meta: Dict[str, Any] = field(default_factory=dict)
 
 
+# --- each group's rules across its fields, beside its schema ---------------------------------------
+
+def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
+    """An ``xu2026`` probe's token range and length, whatever the model (emergence/probes.py draws it)."""
+    if vocab_lo < 0 or vocab_hi - vocab_lo < 2:
+        raise EmergenceError(f"corpus.vocab_lo={vocab_lo} corpus.vocab_hi={vocab_hi} is not a token range; "
+                             "need 0 <= vocab_lo and vocab_hi - vocab_lo >= 2")
+    if seq_len < XU2026_MIN_SEQ_LEN:
+        raise EmergenceError(f"corpus.seq_len={seq_len} is too short for the xu2026 probe; it must be >= "
+                             f"{XU2026_MIN_SEQ_LEN} (the pair sits at p in [20, seq_len // 2))")
+
+
+def check_corpus(corpus) -> None:
+    """The ``corpus`` group's rules across its fields, before any model is known (a probe against
+    the model's vocabulary and context: emergence/probes.py ``check_probe``): a ``text_file``
+    probe needs a local file, an ``xu2026`` probe a token range and a length its layout fits."""
+    if corpus.kind == "text_file":
+        if not corpus.path:
+            raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
+        if not Path(str(corpus.path)).expanduser().is_file():
+            raise EmergenceError(f"corpus.path={corpus.path!r} is not a file; give a local text file")
+    elif corpus.kind == "xu2026":
+        check_xu2026_values(int(corpus.vocab_lo), int(corpus.vocab_hi), int(corpus.seq_len))
+
+
+def check_ablation(ablation) -> None:
+    """The ``screen.ablation`` group's rule across its fields: ``group: list`` names its heads (that
+    the model has them is checked once its shape is known: emergence/screens/ablation.py ``check_heads``)."""
+    if ablation.group == "list" and not ablation.heads:
+        raise EmergenceError("screen.ablation.group=list needs screen.ablation.heads=['layer.head', ...], "
+                             "e.g. \"screen.ablation.heads=['3.1','2.0']\"")
+
+
+def _rule(schema, name: str) -> dict:
+    return constraint(next(f for f in dataclasses.fields(schema) if f.name == name))
+
+
+def check_screen(screen) -> None:
+    """Refuse (one line) a screen config handed to :func:`emergence.screens.screen` that its schema
+    does not allow (a composed config passed :func:`check_config` already): its head classes and
+    thresholds, in the words the screen has always used for them, then every field as
+    :func:`check_config` checks it, and the ablation's rule."""
+    valid = tuple(_rule(ScreenConfig, "classes")["items"]["choices"]())
+    positive = _rule(ScreenConfig, "thresholds")["items"]
+    for head_class in screen.classes:
+        if head_class not in valid:
+            raise EmergenceError(f"unknown head class {head_class!r} in screen.classes; valid: {', '.join(valid)}")
+    for head_class, threshold in screen.thresholds.items():
+        if head_class not in valid:
+            raise EmergenceError(f"unknown head class {head_class!r} in screen.thresholds; valid: {', '.join(valid)}")
+        if problem(threshold, positive):
+            raise EmergenceError(f"screen.thresholds.{head_class}={threshold} must be a positive number "
+                                 "(x over a uniform head)")
+    check(screen, ScreenConfig, EmergenceError, "screen.")
+    if screen.ablation is not None:
+        check_ablation(screen.ablation)
+
+
 def check_config(cfg) -> None:
     """Refuse (:class:`~emergence.EmergenceError`, one line) any value of a composed config
-    that its schema's constraints, or the schema's keys, do not allow."""
-    from emergence import EmergenceError
-
+    that its schema's constraints, or the schema's keys, do not allow, and any that breaks a
+    group's rules across its fields."""
     check(cfg, EmergenceConfig, EmergenceError)
+    check_corpus(cfg.corpus)
+    if cfg.screen.ablation is not None:
+        check_ablation(cfg.screen.ablation)
 
 
 def register_configs() -> None:

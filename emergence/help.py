@@ -1,8 +1,8 @@
 """The text of ``python -m emergence --help``: config groups and the registries.
 
 Hydra prints it: ``conf/config.yaml`` sets ``hydra.help.template`` to the
-``${emergence_help:}`` resolver (registered in ``emergence/__init__.py``), which calls
-:func:`registries_text`. Everything listed is read from where it is defined: the
+``${emergence_help:}`` resolver (:func:`register_resolver`, called by the app,
+emergence/__main__.py), which calls :func:`registries_text`. Everything listed is read from where it is defined: the
 groups' options from the YAML files under ``CONF_DIR``, the head classes, families
 and model sources from :mod:`emergence.config`. ``python -m emergence.help`` prints
 the same text without composing a config.
@@ -15,7 +15,9 @@ from typing import Dict, Iterable, List
 
 from omegaconf import OmegaConf
 
+import emergence.config as config
 from emergence import CONF_DIR, emergence_home
+from emergence.registry import GROUPS, group_options
 
 #: What each group sets, for the listing.
 GROUP_DOC = {
@@ -47,8 +49,6 @@ def default_options() -> Dict[str, str]:
 
 def model_rows() -> List[List[str]]:
     """One row per registered model: name, family, revision source, where it comes from."""
-    from emergence.registry import group_options
-
     rows = []
     for name in group_options("model"):
         node = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
@@ -68,17 +68,14 @@ def _table(rows: List[List[str]], header: List[str], indent: str = "  ") -> str:
     return "\n".join(lines)
 
 
-def _names(registry) -> List[str]:
-    if isinstance(registry, dict):
-        return [f"{k} ({v})" if isinstance(v, str) else str(k) for k, v in registry.items()]
-    return [str(x) for x in registry]
+def _names(entries) -> List[str]:
+    if isinstance(entries, dict):
+        return [f"{k} ({v})" if isinstance(v, str) else str(k) for k, v in entries.items()]
+    return [str(x) for x in entries]
 
 
 def registries_text() -> str:
     """The whole help text (plain; Hydra's template needs ``$`` doubled, done by the resolver)."""
-    import emergence.config as config
-    from emergence.registry import GROUPS, group_options
-
     defaults = default_options()
     parts = [
         "emergence: screen the attention heads of language-model checkpoints, one MLflow run per",
@@ -101,10 +98,7 @@ def registries_text() -> str:
     parts += ["", "== Head classes (screen.classes; thresholds screen.thresholds.<class>) ==",
               _wrap(_names(config.HEAD_CLASSES))]
     parts += ["", "== Families (architectures with an adapter; model.family) ==", _wrap(_names(config.FAMILIES))]
-    sources = getattr(config, "MODEL_SOURCES", None)
-    if sources is None:  # older registry: the revision sources the model files use
-        rows = [r[2] for r in model_rows() if r[2]]
-        sources = sorted(set(rows))
+    sources = config.MODEL_SOURCES
     parts += ["", "== Model sources (model.revisions: where a model's revisions come from) ==", _wrap(_names(sources))]
     parts += ["",
               "== Files ==",
@@ -113,6 +107,13 @@ def registries_text() -> str:
               "",
               "Hydra's own flags (-m, --cfg, --multirun, ...): python -m emergence --hydra-help"]
     return "\n".join(parts)
+
+
+def register_resolver() -> None:
+    """Register ``${emergence_help:}`` (the app's ``hydra.help.template``: this text, with ``$``
+    doubled for Hydra's ``string.Template``)."""
+    if not OmegaConf.has_resolver("emergence_help"):
+        OmegaConf.register_new_resolver("emergence_help", lambda: registries_text().replace("$", "$$"))
 
 
 if __name__ == "__main__":

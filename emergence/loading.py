@@ -37,6 +37,7 @@ import torch
 
 from emergence import EmergenceError
 from emergence import families
+from emergence.config import DEVICE_HINT, MATMUL_PRECISIONS
 from emergence.adapters import ArchitectureAdapter, adapter_for
 from emergence.revisions import Revision
 from emergence.sources import source_for
@@ -45,8 +46,6 @@ from emergence.sources._hub import (BIN_PATTERNS, CONFIG_PATTERNS, SAFETENSORS_P
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-#: ``matmul_precision`` choices (:func:`choose_matmul_precision`).
-MATMUL_PRECISIONS = ("auto", "float32", "tf32")
 #: The attention implementation a model is loaded with.
 LOAD_ATTENTION = "sdpa"
 
@@ -73,7 +72,7 @@ def choose_device(name: str = "auto") -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise EmergenceError(f"unknown device {name!r}; valid: auto, cpu, cuda, cuda:<i>, mps") from None
+        raise EmergenceError(f"unknown device {name!r}; valid: {DEVICE_HINT}") from None
     mps = getattr(torch.backends, "mps", None)
     here = ["auto", "cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] \
         + (["mps"] if mps and mps.is_available() else [])
@@ -279,7 +278,7 @@ def plan_batch_size(config, seq_len: int, dtype: torch.dtype, device: torch.devi
     """Sequences per forward pass: as many as the budget holds, after the induction-loss
     logits (``LOGIT_CHUNK x vocab`` float32, twice) are set aside, at least 1 and at most
     ``cap`` (``corpus.batch_size`` is an upper bound); ``rows``: the attention rows a query
-    of the screen reads (None: the full map; :meth:`emergence.screens.recipes.Recipe.attention_rows`);
+    of the screen reads (None: the full map; :meth:`emergence.screens.recipes.ScreenRecipe.attention_rows`);
     ``reserve_bytes``: memory a model loading ahead will take (the default CUDA budget only)."""
     budget, source = memory_budget(memory_gb, device, reserve_bytes)
     per_seq = sequence_bytes(config, seq_len, dtype, rows)

@@ -21,6 +21,7 @@ from typing import Iterable, List
 import pandas as pd
 
 from emergence.contract import FRACTION, parse_metric
+from emergence.revisions import token_text
 
 FONT_PT = 9
 SMALL_PT = 8
@@ -42,14 +43,6 @@ def curve_table(results: Iterable) -> pd.DataFrame:
     return table.drop_duplicates(["model", "revision"], keep="last").sort_values(["model", "tokens"]).reset_index(drop=True)
 
 
-def token_label(tokens: float) -> str:
-    """``23B``, ``1.2M``, ``400K``, ``50``: tokens as an axis label."""
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if tokens >= size:
-            return f"{tokens / size:.3g}{unit}"
-    return f"{tokens:.3g}"
-
-
 def classes_of(table: pd.DataFrame) -> List[str]:
     return [c.split(".", 1)[1] for c in table.columns if c.startswith(f"{FRACTION}.")]
 
@@ -66,7 +59,7 @@ def _panel(ax, table: pd.DataFrame, head_class: str) -> None:
     positive = table["tokens"][table["tokens"] > 0]
     decades = math.log10(positive.max() / positive.min()) if len(positive) else 0.0
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: token_label(x)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: token_text(x)))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: ""))
     top = table[column].max() if column in table else 0.0
     ax.set_ylim(0.0, max(0.05, 1.12 * float(top if pd.notna(top) else 0.0)))

@@ -15,8 +15,8 @@ job run without ``-m`` (the default job, ``python -m emergence``) opens its own
   ``curves/fraction.<class>.png``, ``curves/curves.csv``; emergence/parent_figures.py) and
   ends FINISHED, FAILED naming the failed revisions, or KILLED on Ctrl-C.
 
-A sweep's parent gets the same figures at the end of the sweep (emergence/callbacks.py, with
-:func:`sweep_parent`). The figures are a convenience: when they cannot be drawn or stored the
+A sweep's parent gets the same figures at the end of the sweep (the sweeper calls
+:func:`log_figures`: hydra_plugins/emergence_sweeper). The figures are a convenience: when they cannot be drawn or stored the
 job says so in one line and goes on (its runs hold the data).
 """
 
@@ -30,9 +30,14 @@ from contextlib import contextmanager, redirect_stderr
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional
 
+import mlflow
 from omegaconf import DictConfig
 
-from emergence.contract import KIND_TAG, SWEEP_TAG
+from emergence.config import trains_live
+from emergence.parent_figures import curve_table, draw
+from emergence.preflight import validate
+from emergence.screening import JobFailed, sweep_id
+from emergence.tracking import end_parent, parent_heartbeat, start_parent
 
 #: Where the figures go in the parent run's artifacts.
 FIGURES_DIR = "curves"
@@ -47,11 +52,9 @@ class JobParent:
 
 
 def _checked(cfg: DictConfig) -> int:
-    """The job's own input check (emergence.job.validate: raises on bad input, before any run is
-    opened); its notes are held back (the job's check prints them again). Returns the number of
+    """The job's own input check (emergence.preflight.validate: raises on bad input, before any run
+    is opened); its notes are held back (the job's check prints them again). Returns the number of
     revisions selected."""
-    from emergence.job import validate
-
     held = io.StringIO()
     try:
         with redirect_stderr(held):
@@ -63,8 +66,7 @@ def _checked(cfg: DictConfig) -> int:
 
 def opens_parent(cfg: DictConfig) -> bool:
     """Whether a job opens its own parent run: not when the sweeper gave it one, nor for a live job."""
-    live = cfg.get("live")
-    return not cfg.tracking.get("parent_run") and (live is None or live.mode == "off")
+    return not cfg.tracking.parent_run and not trains_live(cfg)
 
 
 @contextmanager
@@ -74,18 +76,14 @@ def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
     if not opens_parent(cfg):
         yield JobParent(None)
         return
-    from emergence.job import JobFailed, sweep_id
-    from emergence.tracking import end_parent, parent_heartbeat, start_parent
-
     n = _checked(cfg)
     t = cfg.tracking
     name = f"job {time.strftime('%Y-%m-%d %H:%M:%S')}: {cfg.model.name}, {cfg.revision.select} ({n} revisions)"
-    _, run_id = start_parent(t.uri, t.experiment, t.get("artifacts"), sweep_id(cfg), name, 1,
-                             float(t.get("stale_after_s", 600.0)))
+    _, run_id = start_parent(t.uri, t.experiment, t.artifacts, sweep_id(cfg), name, 1, float(t.stale_after_s))
     t.parent_run = run_id
     parent = JobParent(run_id)
     try:
-        with parent_heartbeat(t.uri, run_id, float(t.get("heartbeat_s", 60.0))):
+        with parent_heartbeat(t.uri, run_id, float(t.heartbeat_s)):
             yield parent
     except KeyboardInterrupt:
         end_parent(t.uri, run_id, ["job interrupted (KeyboardInterrupt)"], 1, status="KILLED")
@@ -105,14 +103,10 @@ def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
     """Draw the curves of ``results`` (``RevisionResult``: emergence/parent_figures.py) and log them
     into the run ``run_id`` under ``curves/``; returns the artifact paths (none when there is
     nothing to draw, or with a one-line warning when drawing or storing failed)."""
-    from emergence.parent_figures import curve_table, draw
-
     table = curve_table(results)
     if table.empty:
         return []
     try:
-        import mlflow
-
         with tempfile.TemporaryDirectory() as tmp:
             files = draw(table, Path(tmp))
             mlflow.MlflowClient(uri).log_artifacts(run_id, tmp, FIGURES_DIR)
@@ -121,22 +115,3 @@ def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
         print(f"warning: the parent run's figures were not logged: {type(exc).__name__}: {exc}".splitlines()[0],
               file=sys.stderr)
         return []
-
-
-def sweep_parent(config: DictConfig) -> Optional[str]:
-    """The parent run the sweeper opened for this sweep in the config's store and experiment (its
-    ``emergence.sweep`` tag is the sweep's id: ``tracking.sweep``, else the sweep folder); the
-    newest when there are several; None when there is none (or the store cannot be read)."""
-    import mlflow
-
-    sweep = str(config.tracking.get("sweep") or config.hydra.sweep.dir)
-    try:
-        client = mlflow.MlflowClient(config.tracking.uri)
-        exp = client.get_experiment_by_name(config.tracking.experiment)
-        if exp is None:
-            return None
-        runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`{KIND_TAG}` = 'sweep'",
-                                  order_by=["attributes.start_time DESC"], max_results=200)
-    except Exception:  # noqa: BLE001  (the summary is printed anyway)
-        return None
-    return next((r.info.run_id for r in runs if r.data.tags.get(SWEEP_TAG) == sweep), None)

@@ -23,9 +23,14 @@ sleeps and copies).
 
 from __future__ import annotations
 
+import shutil
+import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, List, Optional, Sequence, TypeVar
+
+from emergence.sources import folder_bytes
 
 T = TypeVar("T")
 
@@ -82,8 +87,6 @@ class Pipeline(Generic[T]):
 
     @staticmethod
     def _wait(future: Future, item: T) -> Fetched:
-        import time
-
         tic = time.perf_counter()
         got = future.result()  # Ctrl-C while waiting propagates; the fetch's own error is in ``got``
         got.waited_s = time.perf_counter() - tic
@@ -91,8 +94,6 @@ class Pipeline(Generic[T]):
 
     def _run(self, item: T) -> Fetched:
         """Fetch ``item``, then load it (with a load stage); an exception fails this item only."""
-        import time
-
         got = Fetched(item)
         tic = time.perf_counter()
         try:
@@ -110,8 +111,6 @@ class Pipeline(Generic[T]):
         """Run the item's fetch (and load) in a daemon thread (one at a time: the previous one has
         been waited for), so an interrupted job exits without waiting for a download in flight
         (huggingface_hub resumes it next time)."""
-        import threading
-
         future: Future = Future()
 
         def work() -> None:
@@ -161,10 +160,6 @@ def disk_short(folder, remaining: int) -> bool:
     """``cache.evict: null`` (auto): whether a screened revision in ``folder`` is deleted because
     the disk holding it has less free space than ``remaining`` more revisions of its size need
     (plus :data:`DISK_MARGIN`), i.e. the study would not fit on the disk if it were kept."""
-    import shutil
-
-    from emergence.sources import folder_bytes
-
     if remaining <= 0:
         return False
     size = folder_bytes(folder)

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 
 from emergence import EmergenceError
+from emergence.config import XU2026_MIN_SEQ_LEN, check_corpus, check_xu2026_values
+from emergence.sources import ModelLimits
 
 @dataclass(frozen=True)
 class PairLayout:
@@ -141,19 +143,6 @@ def text_file(path: str, tokenizer, n_sequences: int, seq_len: int, stride: Opti
                  f"text_file {file.name} windows={len(windows)} len={seq_len}")
 
 
-XU2026_MIN_SEQ_LEN = 42  # the pair sits at p in [20, T // 2): T // 2 must exceed 20
-
-
-def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
-    """The model-independent checks of an ``xu2026`` probe's token range and length."""
-    if vocab_lo < 0 or vocab_hi - vocab_lo < 2:
-        raise EmergenceError(f"corpus.vocab_lo={vocab_lo} corpus.vocab_hi={vocab_hi} is not a token range; "
-                             "need 0 <= vocab_lo and vocab_hi - vocab_lo >= 2")
-    if seq_len < XU2026_MIN_SEQ_LEN:
-        raise EmergenceError(f"corpus.seq_len={seq_len} is too short for the xu2026 probe; it must be >= "
-                             f"{XU2026_MIN_SEQ_LEN} (the pair sits at p in [20, seq_len // 2))")
-
-
 def xu2026_batch(n_sequences: int, seq_len: int, vocab_lo: int, vocab_hi: int,
                  seed: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The reference study's probe batch: token ids [N, T], pair positions p [N], B [N].
@@ -203,18 +192,6 @@ def xu2026(n_sequences: int, seq_len: int, vocab_lo: int, vocab_hi: int, seed: i
                  f"xu2026 N={n_sequences} T={seq_len} vocab=[{vocab_lo},{vocab_hi}) seed={seed}{note}", layout)
 
 
-@dataclass(frozen=True)
-class ModelLimits:
-    """What a probe must fit in: the usable vocabulary and the context (None: unknown)."""
-
-    vocab: int
-    context: Optional[int]
-    model: str = "the model"
-    #: Layers and heads per layer (None: unknown), for the ablation's named heads.
-    layers: Optional[int] = None
-    heads: Optional[int] = None
-
-
 def limits_of(config, tokenizer=None, model: str = "the model") -> ModelLimits:
     context = getattr(config, "max_position_embeddings", None)
     return ModelLimits(usable_vocab_size(config, tokenizer), int(context) if context else None, model,
@@ -244,11 +221,9 @@ def check_synthetic_induction(corpus, limits: Optional[ModelLimits] = None) -> s
 
 
 def check_text_file(corpus, limits: Optional[ModelLimits] = None) -> str:
-    """A ``text_file`` probe needs a local file, and its windows must fit the model's context."""
-    if not corpus.path:
-        raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
-    if not Path(str(corpus.path)).expanduser().is_file():
-        raise EmergenceError(f"corpus.path={corpus.path!r} is not a file; give a local text file")
+    """A ``text_file`` probe needs a local file (the corpus group's rule, emergence/config.py), and
+    its windows must fit the model's context."""
+    check_corpus(corpus)
     T = int(corpus.seq_len)
     _check_first_token(corpus, limits)
     if limits is not None and limits.context is not None and T > limits.context:
@@ -336,14 +311,15 @@ CHECKS: Dict[str, Callable[..., str]] = {
 }
 
 
-def check_corpus(corpus, limits: Optional[ModelLimits] = None) -> str:
-    """Validate a corpus config (against a model's limits when given) without building it;
-    returns a note to print ("" if none)."""
+def check_probe(corpus, limits: Optional[ModelLimits] = None) -> str:
+    """Check the probe a corpus config describes against a model's limits (when given) without
+    building it; returns a note to print ("" if none)."""
     check = CHECKS.get(corpus.kind)
     return check(corpus, limits) if check else ""
 
 
-#: Corpus kind -> builder(corpus config, model config, tokenizer) -> Probe.
+#: Corpus kind (``corpus.kind``: emergence/config.py ``CORPUS_KINDS``) -> builder(corpus config, model
+#: config, tokenizer) -> Probe.
 BUILDERS: Dict[str, Callable[..., Probe]] = {
     "synthetic_induction": _synthetic_induction,
     "text_file": _text_file,

@@ -27,7 +27,7 @@ Largest jump, not a fitted change point: the counts follow the same heads across
 revisions and only rise or fall between screened revisions, so the interval with the
 largest jump is the one that holds most of the transition, which is also the
 ``sharp`` rule's interval in :mod:`stats.shape`. This module is pure (no model, no
-store); :func:`emergence.job.refine_job` reads the store and screens what it plans.
+store); emergence/refinement.py reads the store and screens what it plans, round by round.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from emergence.revisions import Revision
 class Bracket:
     """The screened pair (lo, hi) that holds a class's largest jump in head count."""
 
-    cls: str
+    head_class: str
     lo: Revision
     hi: Revision
     k_lo: float
@@ -79,19 +79,19 @@ class RoundPlan:
 
     def describe(self) -> str:
         lines = []
-        for cls, bracket in self.brackets.items():
+        for head_class, bracket in self.brackets.items():
             if bracket is None:
-                lines.append(f"  {cls}: no transition (every screened count is equal); nothing to refine")
+                lines.append(f"  {head_class}: no transition (every screened count is equal); nothing to refine")
             elif bracket.resolved:
-                lines.append(f"  {cls}: resolved to adjacent checkpoints, {bracket.describe()}")
+                lines.append(f"  {head_class}: resolved to adjacent checkpoints, {bracket.describe()}")
             else:
-                added = ", ".join(r.name for r in self.chosen.get(cls, [])) or "none"
-                lines.append(f"  {cls}: bracket {bracket.describe()}; adding {added}")
+                added = ", ".join(r.name for r in self.chosen.get(head_class, [])) or "none"
+                lines.append(f"  {head_class}: bracket {bracket.describe()}; adding {added}")
         return "\n".join(lines)
 
 
-def find_bracket(counts: Mapping[Revision, float], cls: str, registry: Sequence[Revision]) -> Optional[Bracket]:
-    """The bracket of ``cls`` (module rule 1-2) from its screened ``counts``."""
+def find_bracket(counts: Mapping[Revision, float], head_class: str, known: Sequence[Revision]) -> Optional[Bracket]:
+    """The bracket of ``head_class`` (module rule 1-2) from its screened ``counts``."""
     screened = sorted(counts)
     if len(screened) < 2:
         return None
@@ -101,8 +101,8 @@ def find_bracket(counts: Mapping[Revision, float], cls: str, registry: Sequence[
         return None
     i = jumps.index(best)  # the earliest of equal jumps
     lo, hi = screened[i], screened[i + 1]
-    inside = sum(1 for r in registry if lo < r < hi)
-    return Bracket(cls, lo, hi, float(counts[lo]), float(counts[hi]), inside)
+    inside = sum(1 for r in known if lo < r < hi)
+    return Bracket(head_class, lo, hi, float(counts[lo]), float(counts[hi]), inside)
 
 
 def _log_tokens(r: Revision, floor: float) -> float:
@@ -110,11 +110,11 @@ def _log_tokens(r: Revision, floor: float) -> float:
     return math.log10(r.tokens if r.tokens > 0 else floor)
 
 
-def choose_inside(bracket: Bracket, registry: Sequence[Revision], per_round: int,
+def choose_inside(bracket: Bracket, known: Sequence[Revision], per_round: int,
                   taken: set) -> List[Revision]:
-    """Up to ``per_round`` registry revisions inside ``bracket``, even in log tokens (rule 3),
+    """Up to ``per_round`` known revisions inside ``bracket``, even in log tokens (rule 3),
     none of them in ``taken`` (screened already, or chosen for another class)."""
-    inside = sorted(r for r in registry if bracket.lo < r < bracket.hi and r not in taken)
+    inside = sorted(r for r in known if bracket.lo < r < bracket.hi and r not in taken)
     if not inside or per_round < 1:
         return []
     floor = next((r.tokens for r in inside if r.tokens > 0), 1)
@@ -129,26 +129,26 @@ def choose_inside(bracket: Bracket, registry: Sequence[Revision], per_round: int
     return [inside[i] for i in sorted(chosen)]
 
 
-def plan_round(counts: Mapping[str, Mapping[Revision, float]], registry: Sequence[Revision],
+def plan_round(counts: Mapping[str, Mapping[Revision, float]], known: Sequence[Revision],
                classes: Sequence[str], per_round: int) -> RoundPlan:
     """The next round for ``classes`` from the screened ``counts[class][revision]``.
 
     Classes share screens: a revision chosen for one class is not chosen again for
     another, and every class's bracket is found from all screened revisions."""
-    screened = {r for cls in classes for r in counts.get(cls, {})}
+    screened = {r for head_class in classes for r in counts.get(head_class, {})}
     taken = set(screened)
     plan = RoundPlan(brackets={})
-    for cls in classes:
-        bracket = find_bracket(counts.get(cls, {}), cls, registry)
-        plan.brackets[cls] = bracket
+    for head_class in classes:
+        bracket = find_bracket(counts.get(head_class, {}), head_class, known)
+        plan.brackets[head_class] = bracket
         if bracket is not None and not bracket.resolved:
-            chosen = choose_inside(bracket, registry, per_round, taken)
-            plan.chosen[cls] = chosen
+            chosen = choose_inside(bracket, known, per_round, taken)
+            plan.chosen[head_class] = chosen
             taken.update(chosen)
     return plan
 
 
-def simulate(registry: Sequence[Revision], start: Sequence[Revision], count_at, classes: Sequence[str],
+def simulate(known: Sequence[Revision], start: Sequence[Revision], count_at, classes: Sequence[str],
              per_round: int, rounds: int) -> List[RoundPlan]:
     """Run refinement against a known ``count_at(class, revision)`` (no model): the rounds'
     plans; the last one is where refinement stopped (``done``, or the ``rounds`` limit reached: then
@@ -156,12 +156,12 @@ def simulate(registry: Sequence[Revision], start: Sequence[Revision], count_at, 
     counts: Dict[str, Dict[Revision, float]] = {c: {r: count_at(c, r) for r in start} for c in classes}
     plans = []
     for _ in range(rounds):
-        plan = plan_round(counts, registry, classes, per_round)
+        plan = plan_round(counts, known, classes, per_round)
         plans.append(plan)
         if plan.done:
             return plans
         for r in plan.revisions:
             for c in classes:
                 counts[c][r] = count_at(c, r)
-    plans.append(plan_round(counts, registry, classes, per_round))  # where the last round left it
+    plans.append(plan_round(counts, known, classes, per_round))  # where the last round left it
     return plans

@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from omegaconf import DictConfig, OmegaConf
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig
 
+import emergence.config  # noqa: F401  (registers the schema ``emergence_schema`` that conf/config.yaml names)
 from emergence import CONF_DIR, EmergenceError
 from emergence import families
 from emergence import revisions as rv
@@ -35,12 +39,6 @@ def check_group_choice(group: str, value: str) -> None:
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:
     """Compose the primary config with Hydra (outside a Hydra app)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    import emergence.config  # noqa: F401  (registers the schema ``emergence_schema``)
-
     if GlobalHydra.instance().is_initialized():
         return hydra_compose(config_name="config", overrides=list(overrides))
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -82,5 +80,7 @@ def selected_revisions(model: DictConfig, revision: DictConfig) -> List[rv.Revis
                          f"{model.name!r}; valid: {', '.join(r.name for r in selection)}")
 
 
-def resolve_container(cfg: DictConfig) -> dict:
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+def model_label(model: DictConfig) -> str:
+    """The model's name, with its seed for a run of a seed suite (``toy_neox [seed 3]``)."""
+    seed = model_source(model).run_seed(model)
+    return str(model.name) if seed is None else f"{model.name} [{seed.label}]"

@@ -18,6 +18,7 @@ emergence.sources``. This module imports nothing else of the project but
 from __future__ import annotations
 
 import bisect
+import difflib
 import datetime as _dt
 import json
 import math
@@ -31,6 +32,9 @@ from emergence import EmergenceError
 SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
 PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
 SELECTIONS = ("logspaced", "final", "all", "named", "refine")
+
+#: The fewest revisions a ``logspaced`` selection takes (its first and last; ``revision.k``'s bound).
+MIN_LOGSPACED = 2
 
 _BRANCH = re.compile(r"^step(?P<step>\d+)-tokens(?P<tokens>\d+(?:\.\d+)?)(?P<unit>[KMBT]?)$")
 _UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
@@ -46,6 +50,14 @@ class Revision:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "step": self.step, "tokens": self.tokens}
+
+
+def token_text(tokens: float) -> str:
+    """Training tokens in short units: ``23B``, ``1.2M``, ``400K``, ``50`` (tables and figure axes)."""
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if tokens >= size:
+            return f"{tokens / size:.3g}{unit}"
+    return f"{tokens:.3g}"
 
 
 def pythia_revisions(tokens_per_step: int = PYTHIA_TOKENS_PER_STEP) -> List[Revision]:
@@ -230,8 +242,8 @@ def logspaced(revisions: Sequence[Revision], k: int) -> List[Revision]:
     target takes the nearest revision in log tokens not already taken, so the
     result has exactly min(K, available) distinct revisions, ordered by tokens.
     """
-    if k < 2:
-        raise EmergenceError(f"revision.k must be >= 2 for logspaced (got {k})")
+    if k < MIN_LOGSPACED:
+        raise EmergenceError(f"revision.k must be >= {MIN_LOGSPACED} for logspaced (got {k})")
     positive = sorted(r for r in revisions if r.tokens > 0)
     if len(positive) <= k:
         return positive
@@ -255,8 +267,6 @@ def nearest(revisions: Sequence[Revision], name: str, count: int = 2) -> List[st
         window = ordered[max(0, i - count + 1): i + count]
         window.sort(key=lambda r: abs(r.step - int(match[1])))
         return [r.name for r in window[:count]]
-    import difflib
-
     return difflib.get_close_matches(name, [r.name for r in revisions], n=count, cutoff=0.0)
 
 

@@ -17,12 +17,16 @@ fetched at all) fetches and loads as usual. Eviction stays the jobs' own (``cach
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Sequence
 
 from omegaconf import OmegaConf
 
+from emergence import registry
+from emergence.loading import choose_device, load
 from emergence.prefetch import Fetched, Pipeline
+from emergence.tracking import Tracker, config_hash
 
 _ACTIVE: Optional["SweepPrefetch"] = None
 
@@ -31,17 +35,15 @@ def loads_ahead(cfg) -> bool:
     """Whether the next revision is also loaded while this one is screened: ``cache.load_ahead``
     (null: on CUDA only, where two models fit beside the batches; on the CPU it would double
     the host memory a job needs)."""
-    setting = cfg.cache.get("load_ahead")
+    setting = cfg.cache.load_ahead
     if setting is not None:
         return bool(setting)
-    from emergence.loading import choose_device
-
     return choose_device(cfg.device).type == "cuda"
 
 
 def fingerprint(cfg) -> str:
     """What must match for a job to use a model loaded for another job's config."""
-    return repr((OmegaConf.to_container(cfg.model, resolve=True), cfg.device, cfg.get("matmul_precision", "auto")))
+    return repr((OmegaConf.to_container(cfg.model, resolve=True), cfg.device, cfg.matmul_precision))
 
 
 @dataclass
@@ -55,9 +57,6 @@ class SweepPrefetch:
     """One pipeline over a batch's job revisions (see the module docstring)."""
 
     def __init__(self, items: Sequence[SweepItem], progress: bool = True):
-        from emergence import registry
-        from emergence.loading import load
-
         self.items = list(items)
         self.taken = 0
 
@@ -72,7 +71,7 @@ class SweepPrefetch:
                 return None
             return load(cfg.model, item.revision, known=registry.model_revisions(cfg.model), device=cfg.device,
                         toy_dir=cfg.cache.toy_dir, progress=False, folder=folder,
-                        precision=cfg.get("matmul_precision", "auto"))
+                        precision=cfg.matmul_precision)
 
         self.pipeline = Pipeline(self.items, fetch, load=load_ahead)
         self._iter: Optional[Iterator[Fetched]] = None
@@ -106,9 +105,6 @@ class SweepPrefetch:
 def sweep_items(cfgs: Sequence[Any]) -> List[SweepItem]:
     """The hub revisions of pinned jobs, in order, leaving out those with a finished run (and no
     ``force``): what a :class:`SweepPrefetch` fetches ahead."""
-    from emergence import registry
-    from emergence.tracking import Tracker, config_hash
-
     items, trackers = [], {}
     for cfg in cfgs:
         if cfg.revision.pin is None or not registry.model_source(cfg.model).evictable:
@@ -143,8 +139,6 @@ def sweep_prefetch(cfgs: Sequence[Any], progress: bool = True):
 def still_there(folder) -> bool:
     """Whether a folder fetched ahead still holds its revision (an earlier job of the same
     revision, another screen of it, may have evicted it since: then it is fetched again)."""
-    from pathlib import Path
-
     return folder is not None and (Path(str(folder)) / "config.json").exists()
 
 

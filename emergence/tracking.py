@@ -44,9 +44,8 @@ import json
 import os
 import socket
 import time
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Tuple
 
-import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from emergence.contract import (CONFIG_ARTIFACT, CONFIG_HASH_TAG, ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG,
@@ -56,6 +55,9 @@ from emergence.contract import (CONFIG_ARTIFACT, CONFIG_HASH_TAG, ERROR_TAG, FRA
 from emergence.contract.store import (Heartbeat, claim_alive, drop_artifacts, end_dead_runs, is_complete,
                                       prepare_store, retry, sqlite_file, store_io, store_lock)
 from emergence.revisions import Revision
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The main metrics, also logged to a sweep's parent run as ``<model>/<metric>`` curves.
 CURVE_METRICS = (fraction_metric("bos"), count_metric("induction"), count_metric("bos"), INDUCTION_LOSS_METRIC,
@@ -131,13 +133,13 @@ class Tracker:
         self.mlflow = mlflow
         self.uri = tracking_cfg.uri
         mlflow.set_tracking_uri(self.uri)
-        self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.get("artifacts"))
+        self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts)
         self.client = mlflow.MlflowClient(self.uri)
         self.experiment = tracking_cfg.experiment
-        self.parent_run: Optional[str] = tracking_cfg.get("parent_run")
-        self.heartbeat_s = float(tracking_cfg.get("heartbeat_s", 60.0))
-        self.stale_after_s = float(tracking_cfg.get("stale_after_s", 600.0))
-        self.settle_s = float(tracking_cfg.get("claim_settle_s", 1.0))
+        self.parent_run: Optional[str] = tracking_cfg.parent_run
+        self.heartbeat_s = float(tracking_cfg.heartbeat_s)
+        self.stale_after_s = float(tracking_cfg.stale_after_s)
+        self.settle_s = float(tracking_cfg.claim_settle_s)
         #: The live run that held the identity at this job's last lost claim (None: done, or won).
         self.last_holder = None
         with self._io():
@@ -284,7 +286,7 @@ class Tracker:
 # --- a sweep's parent run -------------------------------------------------------------------
 
 def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str,
-                 n_jobs: int, stale_after_s: float = 600.0) -> Tuple[str, str]:
+                 n_jobs: int, stale_after_s: float) -> Tuple[str, str]:
     """Prepare the store and experiment, end the runs of dead sweeps and jobs there
     (:func:`end_dead_runs`), and create the sweep's parent run (RUNNING; the sweeper keeps its
     heartbeat with :func:`parent_heartbeat`). Returns ``(experiment_id, run_id)``."""
@@ -301,7 +303,7 @@ def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str
     return exp_id, run.info.run_id
 
 
-def parent_heartbeat(uri: str, run_id: str, every_s: float = 60.0) -> Heartbeat:
+def parent_heartbeat(uri: str, run_id: str, every_s: float) -> Heartbeat:
     """The heartbeat of a sweep's parent run, kept by the sweeper while its jobs run (a context
     manager): a sweep killed on another host is then seen dead once the beat is stale."""
     import mlflow

@@ -17,11 +17,12 @@ command can be rerun after an interruption or after more runs were added.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence
 
-from emergence.tracking import PARENT_TAG
+from emergence.contract import PARENT_TAG
 from emergence.contract.store import prepare_store, retry, store_lock
 
 COPIED_TAG = "emergence.copied_from"
@@ -91,8 +92,6 @@ def _all(client, experiment_id: str):
 
 
 def _main(argv=None) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m emergence.transfer",
                                      description="Copy a store's runs (params, metric histories, tags, "
                                                  "artifacts) into another store, e.g. a tracking server.")

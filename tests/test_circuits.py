@@ -11,7 +11,8 @@ from emergence.adapters import adapter_for
 from emergence.config import AblationConfig, ScreenConfig
 from emergence.probes import synthetic_induction
 from emergence.screens import screen
-from emergence.screens.ablation import ablated, group_ablation
+from emergence.screens.ablation import group_ablation
+from emergence.screens.head_ablation import ablated
 from emergence.screens.participation import ParticipationRatioReducer, participation_ratio
 
 
@@ -175,7 +176,7 @@ def test_unknown_control_exclude_class_is_named():
 
 
 def test_zero_and_mean_ablation_replace_the_o_proj_input_slice():
-    from emergence.screens.ablation import HeadMeanReducer
+    from emergence.screens.head_ablation import HeadMeanReducer
     from emergence.screens.base import run_pass
 
     model = tiny_model("olmo")

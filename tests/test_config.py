@@ -90,3 +90,37 @@ def test_a_new_model_is_one_yaml_file(tmp_path):
         f"name: mine\npath: {folder}\nfamily: olmo\npretraining_corpus: my_corpus\nrevisions: folder\n")
     cfg = compose_with(["model=mine"], conf_dir=conf)
     assert [r.name for r in model_revisions(cfg.model)] == ["step10", "step20", "step40"]
+
+
+#: Identity hashes (emergence.tracking.config_hash) of stores made before issue 20: a store made
+#: then must still be recognised, so a refactoring that renames or moves a config key keeps these.
+KNOWN_HASHES = [
+    ([], "33ac7d4413eb9365"),
+    (["model=pythia_70m"], "fe36eccedc67049d"),
+    (["model=pythia_70m", "corpus=xu2026", "screen=xu2026"], "003810a1aeb4c905"),
+    (["screen=ablation"], "f80a320b1bc764ea"),
+    (["model=polypythia", "model.size=160m", "model.seed=1"], "bd11f727da7304b5"),
+    (["live=adaptive"], "33ac7d4413eb9365"),
+    (["corpus=text_file", "corpus.path=/x.txt"], "9d0fb085a8879b11"),
+]
+
+
+@pytest.mark.parametrize("overrides, digest", KNOWN_HASHES, ids=[" ".join(o) or "default" for o, _ in KNOWN_HASHES])
+def test_run_identity_hashes_are_those_of_earlier_stores(overrides, digest):
+    from emergence.registry import compose
+    from emergence.revisions import Revision
+    from emergence.tracking import config_hash
+
+    assert config_hash(compose(overrides), Revision(1000, 1, "step1")) == digest
+
+
+def test_each_corpus_kind_and_screen_recipe_has_its_implementation():
+    """The schema's choices (emergence/config.py, torch-free) are the keys of the probe builders and
+    of the screen recipes, in the same order."""
+    from emergence.config import CORPUS_KINDS, SCREEN_RECIPES
+    from emergence.probes import BUILDERS, CHECKS
+    from emergence.screens.recipes import RECIPES
+
+    assert tuple(BUILDERS) == tuple(CHECKS) == CORPUS_KINDS
+    assert tuple(RECIPES) == SCREEN_RECIPES
+    assert all(recipe.name == name for name, recipe in RECIPES.items())

@@ -24,7 +24,8 @@ def where(tmp_path):
 
 
 def test_the_command_trains_with_live_screening_and_reports_every_saved_checkpoint(tmp_path):
-    from emergence.job import format_plan, plan_jobs, run_job
+    from emergence.console import format_plan
+    from emergence.job import plan_jobs, run_job
     from emergence.live.toy import live_suite_folder
 
     args = FAST + where(tmp_path)

@@ -139,7 +139,8 @@ def test_runs_reach_the_store_during_training_and_stats_reads_them(trained):
 
 
 def test_the_saved_checkpoints_are_screened_once(trained):
-    from emergence.job import screen_revisions, validate
+    from emergence.preflight import validate
+    from emergence.screening import screen_revisions
     from emergence.live import live_view
 
     cfg, _folder, uri, _seen = trained

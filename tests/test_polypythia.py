@@ -53,7 +53,8 @@ def test_the_sources_command_lists_the_suites_repos(capsys):
      C.RunSeed("1", "weight", "polypythia_160m")),
 ])
 def test_one_config_picks_a_run_and_it_records_its_seed(overrides, repo, seed):
-    from emergence.job import model_label, run_params
+    from emergence.registry import model_label
+    from emergence.screening import run_params
 
     cfg = compose(["model=polypythia", *overrides])
     source = model_source(cfg.model)
@@ -100,7 +101,7 @@ def test_models_without_a_seed_keep_their_run_identity():
 
 
 def test_toy_runs_record_their_recipe_seed():
-    from emergence.job import model_label
+    from emergence.registry import model_label
 
     cfg = compose(["model=toy_neox", "model.recipe.seed=3"]).model
     assert model_source(cfg).run_seed(cfg) == C.RunSeed("3", "both", "toy_neox")
@@ -116,14 +117,16 @@ def test_dry_run_of_a_seed_sweep_lists_every_job_offline(monkeypatch, capsys, tm
 
     import huggingface_hub
 
-    import emergence.job
+    import emergence.refinement
+    import emergence.screening
     from emergence.__main__ import cli
 
     def work(*args, **kwargs):
         raise AssertionError("a dry run started work (a model load, a download or tracking)")
 
-    for name in ("load", "revision_pipeline", "Tracker"):
-        monkeypatch.setattr(emergence.job, name, work)
+    for module, name in ((emergence.screening, "load"), (emergence.screening, "revision_pipeline"),
+                         (emergence.screening, "Tracker"), (emergence.refinement, "Tracker")):
+        monkeypatch.setattr(module, name, work)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", work)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(sys, "argv", ["emergence", "-m", "model=polypythia", "model.size=160m", "model.seed=1,2,3",

@@ -160,7 +160,8 @@ def test_auto_eviction_deletes_only_when_the_rest_would_not_fit(tmp_path, monkey
 
 HUB_JOB = textwrap.dedent("""
     import json, sys
-    from emergence.job import JobFailed, run_job
+    from emergence.job import run_job
+    from emergence.screening import JobFailed
     from emergence.registry import compose
     store = sys.argv[1]
     cfg = compose(["model=pythia_70m", "revision=logspaced", "revision.k=3", "cache.evict=true",

@@ -28,7 +28,8 @@ from emergence.probes import synthetic_induction, xu2026
 from emergence.registry import compose
 from emergence.screens import screen
 from emergence.screens import attention as screen_attention_module
-from emergence.screens.ablation import HeadMeanReducer, ablated, group_ablation
+from emergence.screens.ablation import group_ablation
+from emergence.screens.head_ablation import HeadMeanReducer, ablated
 from emergence.screens.base import run_pass
 from emergence.screens.continuous import InductionLossReducer
 from emergence.screens.prefix import run_ablations

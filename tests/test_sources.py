@@ -138,7 +138,7 @@ def test_a_source_added_through_the_registry_alone_plans_and_screens(tokens_fold
 
 
 def test_dry_run_sizes_come_from_the_source(tmp_path):
-    from emergence.job import download_sizes
+    from emergence.planning import download_sizes
 
     folder = save_revisions(tmp_path / "ckpt", "gpt_neox", steps=(1, 2))
     cfg = model(path=str(folder))

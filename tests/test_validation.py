@@ -1,6 +1,6 @@
 """Validation before work (issue 12, point 3): every value a user can set is checked against
 its schema's constraints (emergence/config.py, walked by emergence/contract/checks.py), and the
-cross-field checks run in ``emergence.job.validate``, before any model is loaded or trained:
+cross-field checks run in ``emergence.preflight.validate``, before any model is loaded or trained:
 exit status 2 and one stderr line naming the value and the valid choices.
 
 The bad values are derived from the schema itself, so a new field with a constraint is
@@ -135,14 +135,16 @@ LISTED_CASES = [
 def cli(monkeypatch, capsys, tmp_path):
     """Run ``python -m emergence ARGS`` in this process; returns (exit status, stderr lines). Loading
     a model, training a toy or opening the store fails the test: bad input must stop before."""
-    import emergence.job
+    import emergence.refinement
+    import emergence.screening
     from emergence.__main__ import cli as entry
 
     def work(*args, **kwargs):
         raise AssertionError("work started (model load, toy training or tracking) for bad input")
 
-    for name in ("load", "revision_pipeline", "Tracker"):
-        monkeypatch.setattr(emergence.job, name, work)
+    for module, name in ((emergence.screening, "load"), (emergence.screening, "revision_pipeline"),
+                         (emergence.screening, "Tracker"), (emergence.refinement, "Tracker")):
+        monkeypatch.setattr(module, name, work)
 
     def run(*args):
         given = {a.split("=", 1)[0] for a in args}

@@ -17,7 +17,7 @@ from emergence.config import HEAD_CLASSES
 from emergence.probes import build_probe, xu2026_shape
 from emergence.registry import compose
 from emergence.screens import screen
-from emergence.screens.ablation import ablated
+from emergence.screens.head_ablation import ablated
 from emergence.screens.xu2026 import baseline_positions
 from emergence.screens.xu2026_ablation import matched_ablation, matched_controls
 from forced_attention import forced_attention
@@ -351,11 +351,12 @@ def local(folder, *overrides, store=None):
 ])
 def test_bad_values_fail_in_one_line_before_the_model_is_loaded(small_checkpoints, monkeypatch, overrides, message):
     import emergence.job as job
+    import emergence.screening
 
     def no_load(*a, **k):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(job, "load", no_load)
+    monkeypatch.setattr(emergence.screening, "load", no_load)
     with pytest.raises(EmergenceError) as err:
         job.run_job(local(small_checkpoints, *overrides), progress=False)
     text = str(err.value)

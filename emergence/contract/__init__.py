@@ -118,9 +118,8 @@ NULL_FREE_IDENTITY_KEYS = ("model.size", "model.seed", "model.seed_kind", "model
                            "model.recipe.init_seed")
 #: The probe in words (``synthetic_induction N=2000 ...``).
 PROBE_PARAM = "probe"
-#: The prefixes of the flattened config groups that define the probe and the screen.
+#: The prefix of the flattened config group that defines the probe.
 CORPUS_PREFIX = "corpus."
-SCREEN_PREFIX = "screen."
 CORPUS_KIND_PARAM = "corpus.kind"
 SCREEN_NAME_PARAM = "screen.name"
 SCREEN_RECIPE_PARAM = "screen.recipe"

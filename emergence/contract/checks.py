@@ -24,7 +24,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import shutil
 import typing
+from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence, Type
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -392,9 +394,6 @@ def discard_run_dir(outputs: Optional[str] = None) -> None:
     up to and including ``outputs`` (the app's outputs folder) when the run folder lies inside
     it. A folder holding anything else is kept. Nothing to do outside a Hydra run or in a sweep
     (the sweeper creates its folder only once every job's input is checked)."""
-    import shutil
-    from pathlib import Path
-
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 

@@ -37,6 +37,7 @@ from transformers import TrainerCallback
 
 from emergence import EmergenceError
 from emergence.live.checkpoints import CheckpointFolder, write_json_atomic
+from emergence.live.monitor import LiveMonitor
 
 STATE_FILE = "live_state.json"
 
@@ -57,8 +58,6 @@ class LiveCallback(TrainerCallback):
         return int(state.global_step) * int(per_step)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        from emergence.live.monitor import LiveMonitor
-
         counted = getattr(args, "include_num_input_tokens_seen", "no") not in (False, None, "no")
         if not counted and not self.cfg.model.tokens.tokens_per_step:
             raise EmergenceError("LiveCallback needs the tokens seen: set TrainingArguments("

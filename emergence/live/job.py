@@ -2,7 +2,7 @@
 
 ``python -m emergence model=toy_neox live=adaptive`` (dispatched by ``emergence.job.run_job``):
 
-1. every input is checked as for any job (emergence/job.py ``validate``), before training;
+1. every input is checked as for any job (emergence/preflight.py ``validate``), before training;
 2. the toy is trained with the monitor (emergence/live/toy.py), or found trained: live
    screens are logged as training goes and checkpoints saved where the counts move;
 3. the ordinary job runs on the trained suite, as the checkpoint folder it is, with the live
@@ -20,12 +20,16 @@ from __future__ import annotations
 from typing import List
 
 from emergence import EmergenceError
+from emergence.live.toy import ensure_trained_live, live_suite_folder, suite_config
+from emergence.live.view import live_view
+from emergence.planning import PlannedJob, download_sizes
+from emergence.preflight import validate
+from emergence.registry import model_source
+from emergence.screening import RevisionResult, screen_revisions
 
 
 def check(cfg) -> None:
     """Refuse what ``live=adaptive`` cannot do, in one line, before any training."""
-    from emergence.registry import model_source
-
     if cfg.revision.pin is not None:
         raise EmergenceError(f"revision.pin={cfg.revision.pin} cannot be set with live=adaptive: its checkpoints are "
                              "chosen during training (under -m each model is one job: -m model=toy_neox,toy_olmo "
@@ -36,12 +40,8 @@ def check(cfg) -> None:
                              "train yourself, use emergence.live.LiveCallback (HF Trainer) or LiveMonitor")
 
 
-def run(cfg, progress: bool = True) -> List:
+def run(cfg, progress: bool = True) -> List[RevisionResult]:
     """Train (or find trained) and report; the results of the ordinary job on the live suite."""
-    from emergence.job import screen_revisions, validate
-    from emergence.live import live_view
-    from emergence.live.toy import ensure_trained_live, suite_config
-
     validate(cfg)
     check(cfg)
     folder, logged = ensure_trained_live(cfg, progress)
@@ -53,12 +53,8 @@ def run(cfg, progress: bool = True) -> List:
     return results
 
 
-def plan(cfg) -> List:
+def plan(cfg) -> List[PlannedJob]:
     """The dry run: the trained live suite's selected revisions, or none (with a note) before training."""
-    from emergence.job import PlannedJob, download_sizes, validate
-    from emergence.live import live_view
-    from emergence.live.toy import live_suite_folder, suite_config
-
     validate(cfg)
     check(cfg)
     folder = live_suite_folder(cfg)

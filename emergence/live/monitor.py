@@ -42,10 +42,15 @@ import time
 from types import SimpleNamespace
 from typing import Callable, List, Optional
 
+from emergence.adapters import adapter_for
+from emergence.contract import INDUCTION_LOSS_METRIC, PROBE_PARAM, count_metric
 from emergence.live.checkpoints import CheckpointFolder
 from emergence.live.detector import Observation
 from emergence.live.schedule import SCHEDULES, Decision
+from emergence.live.screening import screen_in_training
 from emergence.live.store import LiveRecord, RunWriter, report
+from emergence.live.view import live_view
+from emergence.probes import build_probe
 from emergence.revisions import Revision
 
 
@@ -61,8 +66,6 @@ class LiveMonitor:
 
     def __init__(self, cfg, checkpoints: Optional[CheckpointFolder] = None, background: bool = True,
                  say: Callable[[str], None] = report, tokenizer=None):
-        from emergence.live import live_view
-
         if SCHEDULES.get(cfg.live.mode) is None:
             raise ValueError(f"live.mode={cfg.live.mode!r} runs no monitor; valid: "
                              f"{', '.join(k for k, v in SCHEDULES.items() if v is not None)}")
@@ -150,7 +153,7 @@ class LiveMonitor:
     def _pending_revision(self, step: int, tokens: int) -> Revision:
         return self._pending.revision if self._pending is not None else self._revision(step, tokens)
 
-    def _registry(self) -> List[Revision]:
+    def _known(self) -> List[Revision]:
         return sorted(Revision(int(r["tokens"]), int(r["step"]), r["name"]) for r in self.checkpoints.revisions)
 
     def _screen_and_decide(self, model, step: int, tokens: int, force_save: bool) -> bool:
@@ -163,7 +166,7 @@ class LiveMonitor:
             held_revision, state, config = self._held
             self._write(model, held_revision, state, config)
             if self._pending is not None:
-                self._pending.known = self._registry()
+                self._pending.known = self._known()
         self._flush_pending()
         if decision.save:
             return self._save_current(model, revision, record)
@@ -181,7 +184,7 @@ class LiveMonitor:
             self._decided.add(revision.step)
         self.schedule.last_saved = max(revision.step, self.schedule.last_saved or 0)
         if record is not None:
-            record.known = sorted(set(self._registry()) | {revision})
+            record.known = sorted(set(self._known()) | {revision})
             self.writer.submit(record)
         self._pending = self._held = None
         self.writer.retry()
@@ -196,16 +199,13 @@ class LiveMonitor:
 
     def _flush_pending(self) -> None:
         if self._pending is not None:
-            self._pending.known = self._registry()
+            self._pending.known = self._known()
             self.writer.submit(self._pending)
             self._pending = None
         self._held = None
 
     def _screen(self, model, revision: Revision):
         """(record, observation) of a screen of ``model`` now; (None, None) when it failed (reported once)."""
-        from emergence.contract import INDUCTION_LOSS_METRIC, PROBE_PARAM, count_metric
-        from emergence.live.screening import screen_in_training
-
         tic = time.perf_counter()
         try:
             self._prepare(model)
@@ -235,9 +235,6 @@ class LiveMonitor:
         """The probe and the adapter, built at the first screen (the model's config is known then)."""
         if self.probe is not None:
             return
-        from emergence.adapters import adapter_for
-        from emergence.probes import build_probe
-
         adapter = adapter_for(model)
         probe = build_probe(self.cfg.corpus, model.config, self.tokenizer)
         probe.batch_size = min(int(self.cfg.corpus.batch_size), probe.n_sequences)

@@ -25,6 +25,8 @@ import random
 import numpy as np
 import torch
 
+from emergence.screens import screen
+
 
 @contextlib.contextmanager
 def preserved_rng():
@@ -67,7 +69,5 @@ def untouched(model, attention: str = "eager"):
 
 def screen_in_training(model, adapter, probe, screen_cfg):
     """The screen's result (:class:`emergence.screens.ScreenResult`) for ``model`` as it is now."""
-    from emergence.screens import screen
-
     with untouched(model):
         return screen(model, adapter, probe, screen_cfg, progress=False)

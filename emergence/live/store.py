@@ -1,9 +1,9 @@
 """Live screens as runs of the run contract, written by a background thread.
 
 A live screen is logged exactly like a checkpoint screen of ``python -m emergence``
-(emergence/job.py): claimed by its identity hash (model, revision ``step<N>``, corpus,
+(emergence/screening.py): claimed by its identity hash (model, revision ``step<N>``, corpus,
 screen; :func:`emergence.tracking.config_hash`), with the job's params
-(:func:`emergence.job.run_params`: the flattened config, model, revision, step, tokens,
+(:func:`emergence.screening.run_params`: the flattened config, model, revision, step, tokens,
 family, layers, heads, ``registry_index``), every class's metrics, ``heads.csv`` and the
 resolved config. A screen whose checkpoint was saved carries its index in the growing
 registry (``registry_index``: saves come in step order, so the index never changes; its
@@ -26,9 +26,14 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
+import mlflow
 from omegaconf import OmegaConf
 
+from emergence.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG, TOKENS_METRIC,
+                                TOKENS_TAG)
 from emergence.revisions import Revision
+from emergence.screening import run_params, sweep_id
+from emergence.tracking import Tracker, config_hash
 
 #: Tag of a live run: whether its checkpoint was saved.
 CHECKPOINT_TAG = "emergence.live.checkpoint"
@@ -39,7 +44,7 @@ class LiveRecord:
     """One live screen, ready to be logged."""
 
     revision: Revision
-    #: The registry when it is logged (the saved checkpoints up to it; it is in it when saved).
+    #: The known revisions when it is logged (the saved checkpoints up to it; it is among them when saved).
     known: List[Revision]
     result: object  # emergence.screens.ScreenResult
     shape: object  # n_layers, n_heads, head_dim (an ArchitectureAdapter or a namespace)
@@ -59,8 +64,6 @@ class RunWriter:
     """Logs :class:`LiveRecord` s into the store of ``cfg.tracking`` (in order, in a thread)."""
 
     def __init__(self, cfg, background: bool = True, say: Callable[[str], None] = report):
-        from emergence.job import sweep_id
-
         self.cfg = cfg
         self.say = say
         self.sweep = sweep_id(cfg)
@@ -157,10 +160,6 @@ class RunWriter:
 
     def tracker(self):
         if self._tracker is None:
-            import mlflow
-
-            from emergence.tracking import Tracker
-
             previous = mlflow.get_tracking_uri()  # the training's own MLflow logging (report_to) keeps its store
             try:
                 self._tracker = Tracker(self.cfg.tracking)
@@ -169,11 +168,6 @@ class RunWriter:
         return self._tracker
 
     def _write(self, record: LiveRecord) -> None:
-        from emergence.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG, TOKENS_METRIC,
-                                        TOKENS_TAG)
-        from emergence.job import run_params
-        from emergence.tracking import config_hash
-
         cfg, revision = self.cfg, record.revision
         tracker = self.tracker()
         for run_id in self._orphans:  # our own claims whose writing failed: FAILED, so a new claim replaces them

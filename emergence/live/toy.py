@@ -23,7 +23,10 @@ from typing import Tuple
 
 from omegaconf import OmegaConf
 
-from emergence.live import live_view, plain
+from emergence.live.checkpoints import CheckpointFolder
+from emergence.live.monitor import LiveMonitor
+from emergence.live.view import live_view, plain
+from emergence.toy.train import _locked, as_recipe, is_complete, recipe_hash, suite_folder, train_suite
 
 
 def live_hash(cfg) -> str:
@@ -36,8 +39,6 @@ def live_hash(cfg) -> str:
 
 
 def live_suite_folder(cfg) -> Path:
-    from emergence.toy import suite_folder
-
     fixed = suite_folder(cfg.model.recipe, cfg.cache.toy_dir, cfg.model.name)
     return fixed.with_name(f"{fixed.name}-live-{live_hash(cfg)}")
 
@@ -52,8 +53,6 @@ def suite_config(cfg, folder):
 
 def is_trained(folder: Path, digest: str) -> bool:
     """A finished live suite: its listing complete, made for ``digest``, every folder whole."""
-    from emergence.toy import is_complete
-
     try:
         listing = json.loads((folder / "revisions.json").read_text())
     except (OSError, ValueError):
@@ -65,11 +64,6 @@ def ensure_trained_live(cfg, progress: bool = True) -> Tuple[Path, dict]:
     """The folder of the toy suite trained with the live monitor of ``cfg``, training it first if
     needed (an interrupted training resumes with the monitor's state). Returns the folder and
     the revisions the monitor logged in this session (name -> run id; empty when it was trained)."""
-    from emergence.live.checkpoints import CheckpointFolder
-    from emergence.live.monitor import LiveMonitor
-    from emergence.toy import as_recipe, recipe_hash
-    from emergence.toy.train import _locked, train_suite
-
     recipe = as_recipe(cfg.model.recipe)
     folder = live_suite_folder(cfg)
     identity = f"-live-{live_hash(cfg)}"

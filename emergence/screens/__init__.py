@@ -8,6 +8,7 @@ whole-model metrics come back (with the recipe's group ablation when configured)
 Every registered head class (:mod:`emergence.contract.head_classes`) is computed, flagged and
 counted in every run; ``screen.classes`` only chooses what is printed, and is logged
 as a param. A class without a ``screen.thresholds`` entry uses its registry default.
+The screen config is checked against its schema first (emergence/config.py ``check_screen``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ from typing import Dict
 import numpy as np
 import pandas as pd
 
+from emergence.config import check_screen
 from emergence.contract import LOGGED_CLASSES_PARAM, PR_INDUCTION_MEAN_METRIC, selectivity_column
+from emergence.loading import matmul_precision
 from emergence.screens.base import Reducer, ScreenPart, run_pass
-from emergence.screens.classify import all_thresholds, check_screen, class_metrics, computed_classes, head_table
-from emergence.screens.recipes import RECIPES, build_reducers, check_ablation, flagged, recipe_for
+from emergence.screens.classify import all_thresholds, class_metrics, computed_classes, head_table
+from emergence.screens.recipes import RECIPES, build_reducers, flagged, recipe_for
 
-__all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "check_screen", "build_reducers",
-           "check_ablation", "flagged", "RECIPES", "recipe_for"]
+__all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "build_reducers", "flagged", "RECIPES",
+           "recipe_for"]
 
 
 @dataclass
@@ -43,17 +46,14 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
     registered class's selectivity and flag, the primary class) and the run's metrics.
     ``precision``: ``tf32`` or ``float32``, the matmul precision of every pass
     (:func:`emergence.loading.matmul_precision`; a loaded model's ``matmul_precision``)."""
-    from emergence.loading import matmul_precision
-
     with matmul_precision(precision):
         return _screen(model, adapter, probe, screen_cfg, progress, description)
 
 
 def _screen(model, adapter, probe, screen_cfg, progress: bool, description: str) -> ScreenResult:
-    check_screen(list(screen_cfg.classes), screen_cfg.thresholds)
+    check_screen(screen_cfg)  # the screen group's schema (emergence/config.py)
     thresholds = all_thresholds(screen_cfg.thresholds)
     recipe = recipe_for(screen_cfg)
-    recipe.check(screen_cfg)
     reducers = recipe.reducers(screen_cfg)
     parts = run_pass(model, adapter, probe, reducers, progress=progress, description=description)
     heads, metrics = {}, {}

@@ -12,7 +12,6 @@ removed when a pass ends.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -20,77 +19,10 @@ import numpy as np
 import torch
 
 from emergence import EmergenceError
-from emergence.config import ABLATION_MODES
-from emergence.screens.base import Reducer, ScreenPart, run_pass
+from emergence.screens.base import run_pass
 from emergence.screens.continuous import InductionLossReducer
-
-Head = Tuple[int, int]
-MODES = ABLATION_MODES
-
-
-class HeadMeanReducer(Reducer):
-    """Mean of each head's output-projection input over the probe's sequences (its first
-    ``limit`` ones when set), per position."""
-
-    needs_head_outputs = True
-
-    def __init__(self, limit: Optional[int] = None):
-        self.limit = limit
-
-    def begin(self, adapter, probe) -> None:
-        super().begin(adapter, probe)
-        self.sums: Dict[int, torch.Tensor] = {}
-        self.count = 0
-        self.take = 0
-
-    def start_batch(self, input_ids: torch.Tensor) -> None:
-        left = input_ids.shape[0] if self.limit is None else max(0, min(input_ids.shape[0], self.limit - self.count))
-        self.take = left
-        self.count += left
-
-    def head_outputs(self, layer: int, z: torch.Tensor) -> None:
-        if self.take == 0:
-            return
-        s = z[:self.take].sum(0, dtype=torch.float64)  # [T, H, d]
-        self.sums[layer] = s if layer not in self.sums else self.sums[layer] + s
-
-    def finish(self) -> ScreenPart:
-        self.means = {layer: (s / self.count) for layer, s in self.sums.items()}
-        return ScreenPart()
-
-
-@contextlib.contextmanager
-def ablated(adapter, heads: Sequence[Head], mode: str, means: Optional[Dict[int, torch.Tensor]] = None):
-    """Within the block, the given heads' o_proj-input slices are zeroed or mean-replaced."""
-    if mode not in MODES:
-        raise EmergenceError(f"unknown ablation mode {mode!r}; valid: {', '.join(MODES)}")
-    by_layer: Dict[int, List[int]] = {}
-    for layer, head in heads:
-        if not (0 <= layer < adapter.n_layers and 0 <= head < adapter.n_heads):
-            raise EmergenceError(f"head {layer}.{head} does not exist; layers 0-{adapter.n_layers - 1}, "
-                                 f"heads 0-{adapter.n_heads - 1}")
-        by_layer.setdefault(layer, []).append(head)
-    handles = []
-
-    def make_hook(layer: int, idx: List[int]):
-        def hook(_module, args):
-            x = args[0]
-            z = x.view(*x.shape[:-1], adapter.n_heads, adapter.head_dim).clone()
-            if mode == "zero":
-                z[..., idx, :] = 0
-            else:
-                z[..., idx, :] = means[layer][: z.shape[-3], idx, :].to(z.dtype)
-            return (z.view_as(x),) + tuple(args[1:])
-
-        return hook
-
-    try:
-        for layer, idx in by_layer.items():
-            handles.append(adapter.output_projections[layer].register_forward_pre_hook(make_hook(layer, idx)))
-        yield
-    finally:
-        for h in handles:
-            h.remove()
+from emergence.screens.head_ablation import Head, HeadMeanReducer
+from emergence.screens.prefix import run_ablations
 
 
 @dataclass
@@ -129,11 +61,6 @@ class AblationResult:
         }
 
 
-def _loss(model, adapter, probe) -> Tuple[float, float]:
-    (part,) = run_pass(model, adapter, probe, [InductionLossReducer()], progress=False)
-    return part.metrics["induction_loss"], part.metrics["induction_accuracy"]
-
-
 def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "mean", controls: int = 20,
                    seed: int = 0, progress: bool = True, exclude: Sequence[Head] = (),
                    clean: Optional[Tuple[float, float]] = None,
@@ -145,8 +72,6 @@ def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "me
     means over ``probe``, for ``mode="mean"``) when the screen's own pass measured them;
     else they are measured here (one pass for both). The ablated passes share each batch's
     clean prefix (:func:`emergence.screens.prefix.run_ablations`)."""
-    from emergence.screens.prefix import run_ablations
-
     if (mode == "mean" and means is None) or clean is None:
         reducers = [InductionLossReducer()] + ([HeadMeanReducer()] if mode == "mean" and means is None else [])
         run_pass(model, adapter, probe, reducers, progress=False)
@@ -183,13 +108,10 @@ def parse_heads(names: Sequence[str]) -> List[Head]:
 
 
 def check_heads(cfg, limits=None) -> None:
-    """Refuse ``screen.ablation`` heads before any model is loaded: a malformed name, no heads
-    for ``group: list``, or (when ``limits``, an :class:`emergence.probes.ModelLimits`, knows
-    the model's shape) a head the model does not have."""
+    """Refuse ``screen.ablation`` heads before any model is loaded: a malformed name, or (when
+    ``limits``, an :class:`emergence.sources.ModelLimits`, knows the model's shape) a head the
+    model does not have (``group: list`` without heads: emergence/config.py ``check_ablation``)."""
     heads = parse_heads(cfg.heads)
-    if cfg.group == "list" and not heads:
-        raise EmergenceError("screen.ablation.group=list needs screen.ablation.heads=['layer.head', ...], "
-                             "e.g. \"screen.ablation.heads=['3.1','2.0']\"")
     layers, per_layer = getattr(limits, "layers", None), getattr(limits, "heads", None)
     if layers and per_layer:
         for layer, head in heads:

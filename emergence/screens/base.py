@@ -26,6 +26,7 @@ import torch
 from tqdm.auto import tqdm
 
 from emergence.adapters import ArchitectureAdapter
+from emergence.loading import matmul_precision
 from emergence.probes import Probe
 from emergence.screens.attention import Rows, merge_rows, screen_attention
 
@@ -72,8 +73,6 @@ class Reducer:
 def exact_matmuls():
     """Reducers sum in IEEE float32/float64 even inside a TF32 pass: only the model's own
     products run in the pass's matmul precision (emergence/loading.py, ``matmul_precision``)."""
-    from emergence.loading import matmul_precision
-
     return matmul_precision("float32")
 
 

@@ -11,30 +11,15 @@ only chooses what is printed. Names of metrics and columns: :mod:`emergence.cont
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Sequence
+from typing import Dict, List, Mapping
 
 import numpy as np
 import pandas as pd
 
-from emergence import EmergenceError
 from emergence.contract import head_classes
 from emergence.contract import (FIRST_TOKEN_COLUMN, MEAN_FIRST_TOKEN_METRIC, N_HEADS_TOTAL_METRIC, PRIMARY_COLUMN,
                                 column_class, count_metric, flag_column, fraction_metric, layer_count_metric,
                                 mean_selectivity_metric, selectivity_column)
-
-
-def check_screen(classes: Sequence[str], thresholds: Mapping[str, float]) -> None:
-    """Refuse an unknown class in ``screen.classes`` or ``screen.thresholds``, and a
-    threshold that is not a positive number."""
-    valid = head_classes.names()
-    for c in classes:
-        if c not in valid:
-            raise EmergenceError(f"unknown head class {c!r} in screen.classes; valid: {', '.join(valid)}")
-    for c, t in thresholds.items():
-        if c not in valid:
-            raise EmergenceError(f"unknown head class {c!r} in screen.thresholds; valid: {', '.join(valid)}")
-        if not (float(t) > 0):
-            raise EmergenceError(f"screen.thresholds.{c}={t} must be a positive number (x over a uniform head)")
 
 
 def all_thresholds(thresholds: Mapping[str, float]) -> Dict[str, float]:

@@ -56,8 +56,6 @@ class ParticipationRatioReducer(Reducer):
     needs_head_outputs = True
 
     def __init__(self, samples: int = 2000, seed: int = 0):
-        if samples < 3:
-            raise ValueError(f"screen.pr.samples must be >= 3 (got {samples})")
         self.samples = samples
         self.seed = seed
 

@@ -8,7 +8,7 @@ ablated layers f_1 <= ... <= f_m (an empty set: f = L, the clean model), each ba
 1. advances the clean residual stream once, from the tokens to layer f_1, then from f_1
    to f_2, and so on, keeping only the current state ``[B, T, d]``;
 2. for each set, runs layers f..L-1 and the final norm from that state with the set
-   ablated (:func:`emergence.screens.ablation.ablated`), and hands the last hidden states
+   ablated (:func:`emergence.screens.head_ablation.ablated`), and hands the last hidden states
    to that set's reducer.
 
 Decoder work per batch: max_i f_i layers of prefix plus sum_i (L - f_i) of suffixes,
@@ -28,7 +28,7 @@ registered family; tests check prefix reuse against full passes on each).
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -36,8 +36,7 @@ from tqdm.auto import tqdm
 from emergence import families
 from emergence.screens.attention import screen_attention
 from emergence.screens.base import Reducer, ScreenPart, base_model
-
-Head = Tuple[int, int]
+from emergence.screens.head_ablation import Head, ablated
 
 
 class Skip(torch.nn.Module):
@@ -118,8 +117,6 @@ def run_ablations(model, adapter, probe, sets: Sequence[Sequence[Head]], make_re
                   description: str = "ablation") -> List[ScreenPart]:
     """One reducer's part per head set, each set ablated (``mode``, ``means``) over the whole
     probe, with each batch's clean prefix run once (see the module docstring)."""
-    from emergence.screens.ablation import ablated
-
     runner = PrefixRunner(model, adapter)
     device = next(model.parameters()).device
     order = sorted(range(len(sets)), key=lambda i: first_layer(sets[i], runner.n_layers))

@@ -8,9 +8,10 @@
   query, 50 fixed random baseline keys, exp-entropy PR; ablation with per-layer matched
   controls and whole-layer upper bounds, :mod:`emergence.screens.xu2026_ablation`).
 
-A recipe checks its config and the corpus it needs before any model is loaded
-(:meth:`Recipe.check`), builds the reducers of the one streaming pass, and runs the
-group ablation, returning its metrics.
+A recipe checks the corpus it needs before any model is loaded (:meth:`ScreenRecipe.check`;
+each field's own bounds are the schema's, emergence/config.py), builds the reducers of
+the one streaming pass, and runs the group ablation, returning its metrics. The names
+are ``screen.recipe``'s choices (emergence/config.py ``SCREEN_RECIPES``).
 """
 
 from __future__ import annotations
@@ -20,31 +21,22 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from emergence import EmergenceError
-from emergence.contract import head_classes
 from emergence.contract import selectivity_column
-from emergence.screens.ablation import HeadMeanReducer, group_ablation, parse_heads
-from emergence.screens.base import Reducer
+from emergence.screens.ablation import group_ablation, parse_heads
+from emergence.screens.base import Reducer, rows_for
 from emergence.screens.continuous import InductionLossReducer
+from emergence.screens.head_ablation import HeadMeanReducer
 from emergence.screens.participation import ParticipationRatioReducer
 from emergence.screens.selectivity import SelectivityReducer
-from emergence.screens.xu2026 import ExpEntropyPRReducer, LastPositionLossReducer, Xu2026SelectivityReducer
+from emergence.screens.xu2026 import (BASELINE_EXCLUDED, ExpEntropyPRReducer, LastPositionLossReducer,
+                                      Xu2026SelectivityReducer)
 from emergence.screens.xu2026_ablation import matched_ablation
 
 
-def check_ablation(cfg) -> None:
-    """Refuse a bad ``screen.ablation`` before any forward pass is spent."""
-    if cfg.group not in ("induction", "list"):
-        raise EmergenceError(f"unknown ablation group {cfg.group!r}; valid: induction, list")
-    valid = head_classes.names()
-    unknown = [c for c in cfg.control_exclude if c not in valid]
-    if unknown:
-        raise EmergenceError(f"unknown head class {unknown[0]!r} in screen.ablation.control_exclude; "
-                             f"valid: {', '.join(valid)}")
-
-
-def flagged(heads, thresholds, klass: str) -> List[tuple]:
-    """(layer, head) of every head whose ``klass`` selectivity reaches its threshold."""
-    return [tuple(int(i) for i in ix) for ix in np.argwhere(heads[selectivity_column(klass)] >= thresholds[klass])]
+def flagged(heads, thresholds, head_class: str) -> List[tuple]:
+    """(layer, head) of every head whose ``head_class`` selectivity reaches its threshold."""
+    return [tuple(int(i) for i in ix)
+            for ix in np.argwhere(heads[selectivity_column(head_class)] >= thresholds[head_class])]
 
 
 def ablation_group(heads, thresholds, cfg) -> List[tuple]:
@@ -55,7 +47,7 @@ def control_exclusions(heads, thresholds, cfg) -> List[tuple]:
     return sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
 
 
-class Recipe:
+class ScreenRecipe:
     """One way of screening heads. Subclasses set the PR definition and the corpora they need."""
 
     name = ""
@@ -64,11 +56,9 @@ class Recipe:
     #: Corpus kinds the recipe can read; None: any.
     corpora: Optional[Sequence[str]] = None
 
-    def check(self, screen_cfg, corpus_cfg=None) -> None:
-        """Model-independent checks; ``corpus_cfg`` too when the job knows it."""
-        if screen_cfg.ablation is not None:
-            check_ablation(screen_cfg.ablation)
-        if corpus_cfg is not None and self.corpora is not None and corpus_cfg.kind not in self.corpora:
+    def check(self, screen_cfg, corpus_cfg) -> None:
+        """The corpus the recipe needs, before any model is loaded."""
+        if self.corpora is not None and corpus_cfg.kind not in self.corpora:
             raise EmergenceError(f"screen.recipe={self.name} needs corpus={' or '.join(self.corpora)} (its pair "
                                  f"positions); got corpus kind {corpus_cfg.kind!r}")
 
@@ -85,8 +75,6 @@ class Recipe:
     def attention_rows(self, screen_cfg, seq_len: int) -> Optional[int]:
         """How many attention rows a sequence's pass computes (None: the full map, every query;
         emergence/loading.py sizes the batch with it)."""
-        from emergence.screens.base import rows_for
-
         rows = rows_for(self.reducers(screen_cfg), seq_len)
         return None if rows is None else len(rows)
 
@@ -94,7 +82,7 @@ class Recipe:
         return {"screen.pr_definition": self.pr_definition if screen_cfg.participation_ratio else "none"}
 
 
-class ProjectRecipe(Recipe):
+class ProjectRecipe(ScreenRecipe):
     name = "project"
     pr_definition = "covariance_trace_ratio"
 
@@ -112,24 +100,18 @@ class ProjectRecipe(Recipe):
         return result.metrics()
 
 
-class Xu2026Recipe(Recipe):
+class Xu2026Recipe(ScreenRecipe):
     name = "xu2026"
     pr_definition = "exp_entropy_last_position"
     corpora = ("xu2026",)
 
-    def check(self, screen_cfg, corpus_cfg=None) -> None:
+    def check(self, screen_cfg, corpus_cfg) -> None:
         super().check(screen_cfg, corpus_cfg)
         x = screen_cfg.xu2026
-        if x.pr_sequences < 1:
-            raise EmergenceError(f"screen.xu2026.pr_sequences={x.pr_sequences} must be >= 1")
-        if not x.floor > 0:
-            raise EmergenceError(f"screen.xu2026.floor={x.floor} must be a positive number")
-        if corpus_cfg is not None and corpus_cfg.seq_len - 7 < x.baseline_positions:
+        if corpus_cfg.seq_len - BASELINE_EXCLUDED < x.baseline_positions:
             raise EmergenceError(f"corpus.seq_len={corpus_cfg.seq_len} is too short for screen.recipe=xu2026: its "
-                                 f"{x.baseline_positions} baseline keys lie in 1..seq_len-7, so seq_len must be >= "
-                                 f"{x.baseline_positions + 7}")
-        if x.baseline_positions < 1:
-            raise EmergenceError(f"screen.xu2026.baseline_positions={x.baseline_positions} must be >= 1")
+                                 f"{x.baseline_positions} baseline keys lie in 1..seq_len-{BASELINE_EXCLUDED}, so "
+                                 f"seq_len must be >= {x.baseline_positions + BASELINE_EXCLUDED}")
 
     def reducers(self, screen_cfg) -> List[Reducer]:
         x = screen_cfg.xu2026
@@ -177,11 +159,11 @@ def build_reducers(screen_cfg) -> List[Reducer]:
     return reducers
 
 
-#: ``screen.recipe`` -> the recipe.
-RECIPES: Dict[str, Recipe] = {"project": ProjectRecipe(), "xu2026": Xu2026Recipe()}
+#: ``screen.recipe`` (emergence/config.py ``SCREEN_RECIPES``) -> the recipe.
+RECIPES: Dict[str, ScreenRecipe] = {"project": ProjectRecipe(), "xu2026": Xu2026Recipe()}
 
 
-def recipe_for(screen_cfg) -> Recipe:
+def recipe_for(screen_cfg) -> ScreenRecipe:
     name = getattr(screen_cfg, "recipe", None) or "project"
     if name not in RECIPES:
         raise EmergenceError(f"unknown screen.recipe {name!r}; valid: {', '.join(RECIPES)}")

@@ -52,7 +52,7 @@ import torch
 
 from emergence.contract import head_classes
 from emergence.contract import FIRST_TOKEN_COLUMN, selectivity_column
-from emergence.contract.head_classes import HeadClass
+from emergence.contract.head_classes import HeadClass, local
 from emergence.contract.head_classes.duplicate_token import earlier_copies
 from emergence.contract.head_classes.induction import targets as induction_targets_mask
 from emergence.screens.base import Reducer, ScreenPart, accumulator
@@ -95,9 +95,7 @@ class SelectivityReducer(Reducer):
 
     needs_attention = True
 
-    def __init__(self, local_window: int = 4, classes: Optional[Sequence[HeadClass]] = None):
-        if local_window < 2:
-            raise ValueError(f"screen.local_window must be >= 2 (got {local_window})")
+    def __init__(self, local_window: int = local.DEFAULT_WINDOW, classes: Optional[Sequence[HeadClass]] = None):
         self.local_window = local_window
         self.fixed_classes = None if classes is None else tuple(classes)
 

@@ -72,6 +72,8 @@ STUDY_CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self"
 
 #: Keys avoided by the baseline, as offsets from T: 0 is handled apart; T-6..T-1.
 LOCAL_OFFSETS = (3, 4, 5, 6)
+#: Keys no baseline draw takes: 0 and T-6..T-1 (the baseline keys lie in 1..T-7).
+BASELINE_EXCLUDED = 7
 
 
 def baseline_positions(seq_len: int, count: int = 50, seed: int = 0) -> np.ndarray:
@@ -79,10 +81,10 @@ def baseline_positions(seq_len: int, count: int = 50, seed: int = 0) -> np.ndarr
     keep a draw when it is new and not in {0, T-6, .., T-1}, until ``count`` are kept."""
     T = seq_len
     avoid = {0, T - 1, T - 2, *(T - d for d in LOCAL_OFFSETS)}
-    available = T - 7
+    available = T - BASELINE_EXCLUDED
     if count < 1 or count > available:
         raise EmergenceError(f"screen.xu2026.baseline_positions={count} cannot be drawn at seq_len={T}: "
-                             f"valid 1..{available} (keys 1..T-7)")
+                             f"valid 1..{available} (keys 1..T-{BASELINE_EXCLUDED})")
     rng = np.random.RandomState(seed)
     picked: List[int] = []
     while len(picked) < count:
@@ -222,8 +224,6 @@ class ExpEntropyPRReducer(_Rows):
     needs_head_outputs = True
 
     def __init__(self, n_sequences: int = 500):
-        if n_sequences < 1:
-            raise EmergenceError(f"screen.xu2026.pr_sequences={n_sequences} must be >= 1")
         self.n_sequences = n_sequences
 
     def begin(self, adapter, probe) -> None:

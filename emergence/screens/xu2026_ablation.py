@@ -2,7 +2,7 @@
 
 The group (by default the heads at >= 50x induction: the study's "induction screen")
 is ablated by zeroing its slices of the output-projection input (a forward pre-hook,
-:func:`emergence.screens.ablation.ablated`). The clean metrics are the screen's own pass's
+:func:`emergence.screens.head_ablation.ablated`). The clean metrics are the screen's own pass's
 (its :class:`~emergence.screens.xu2026.LastPositionLossReducer`, over the same sequences),
 and the ablated passes share each batch's clean prefix below the group's first layer
 (:mod:`emergence.screens.prefix`): 12 suffixes a batch instead of 13 full passes. Metrics at the last position q = T-1
@@ -21,15 +21,14 @@ An empty group runs no ablation pass (effect 0, no controls).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from emergence.screens.ablation import HeadMeanReducer
 from emergence.screens.base import run_pass
+from emergence.screens.head_ablation import Head, HeadMeanReducer
+from emergence.screens.prefix import run_ablations
 from emergence.screens.xu2026 import LAST_POSITION_METRICS, LastPositionLossReducer
-
-Head = Tuple[int, int]
 METRICS = ("loss", "top1", "top5", "logit_b")
 
 
@@ -109,13 +108,6 @@ class MatchedAblationResult:
         return m
 
 
-def last_position_metrics(model, adapter, probe) -> Dict[str, float]:
-    """The clean model's last-position metrics over ``probe`` (one pass)."""
-    reducer = LastPositionLossReducer()
-    run_pass(model, adapter, probe, [reducer], progress=False)
-    return reducer.first()
-
-
 def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "zero", controls: int = 10,
                      seed: int = 0, exclude: Sequence[Head] = (), progress: bool = True,
                      clean: Optional[Dict[str, float]] = None,
@@ -127,8 +119,6 @@ def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "
     are measured here (one pass for both). The group, the controls and the bound share
     each batch's clean prefix below the group's first layer
     (:func:`emergence.screens.prefix.run_ablations`)."""
-    from emergence.screens.prefix import run_ablations
-
     group = sorted({tuple(int(i) for i in h) for h in group})
     if clean is None or (mode == "mean" and group and means is None):
         reducers = [LastPositionLossReducer()] + ([HeadMeanReducer()] if mode == "mean" and means is None else [])

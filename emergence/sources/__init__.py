@@ -34,6 +34,18 @@ from emergence.revisions import Revision
 
 
 @dataclass(frozen=True)
+class ModelLimits:
+    """What a probe must fit in, as a model declares it: the usable vocabulary and the context
+    (None: unknown); layers and heads per layer (None: unknown), for the ablation's named heads."""
+
+    vocab: int
+    context: Optional[int]
+    model: str = "the model"
+    layers: Optional[int] = None
+    heads: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class Location:
     """Where ``from_pretrained`` finds one revision."""
 
@@ -104,16 +116,14 @@ class ModelSource:
 
     def declared_limits(self, model, revisions: Sequence[Revision]):
         """The model's vocabulary, context, layers and heads as declared before any weights
-        are loaded (an :class:`emergence.probes.ModelLimits`), from the first revision's
-        ``config.json``; None when unknown (the probe is then checked after loading)."""
+        are loaded (a :class:`ModelLimits`), from the first revision's ``config.json``; None
+        when unknown (the probe is then checked after loading)."""
         if not revisions:
             return None
         found = self.config_location(model, revisions[0])
         if found is None:
             return None
-        from transformers import AutoConfig
-
-        from emergence.probes import ModelLimits
+        from transformers import AutoConfig  # (transformers, which imports torch, only when asked: importing a source does not)
 
         try:
             config = AutoConfig.from_pretrained(found[0], **found[1])

@@ -16,6 +16,9 @@ from typing import Optional, Sequence
 
 from emergence import EmergenceError
 from emergence import revisions as rv
+from emergence.registry import load_model_config, model_revisions
+from emergence.sources import polypythia, source_for
+from emergence.sources.snapshot import SnapshotSource
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -26,18 +29,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("action", choices=["show", "refresh", "derive", "repos"])
     parser.add_argument("model", help="registry name, e.g. olmo_1b_0724 (see conf/model/)")
     args = parser.parse_args(argv)
-    from emergence.registry import load_model_config, model_revisions
-    from emergence.sources import source_for
-    from emergence.sources.snapshot import SnapshotSource
-
     try:
         spec = load_model_config(args.model)
         if args.action in ("refresh", "derive") and not isinstance(source_for(spec), SnapshotSource):
             raise EmergenceError(f"model {spec.name!r} has revisions: {spec.revisions}; {args.action} writes the "
                                  "snapshot of a revisions: snapshot model")
         if args.action == "repos":
-            from emergence.sources import polypythia
-
             if not isinstance(source_for(spec), polypythia.PolyPythiaSource):
                 raise EmergenceError(f"model {spec.name!r} has revisions: {spec.revisions}; repos lists the runs of a "
                                      "seed suite (revisions: polypythia)")

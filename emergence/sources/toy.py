@@ -16,8 +16,9 @@ from typing import Dict, List, Optional, Sequence
 
 from emergence import EmergenceError
 from emergence import revisions as rv
+from emergence import toy  # (torch-free: the package imports its trainer only when one of these is used)
 from emergence.contract import RunSeed, recipe_seed
-from emergence.sources import Location, ModelSource, model_get
+from emergence.sources import Location, ModelLimits, ModelSource, model_get
 
 
 class ToySource(ModelSource):
@@ -29,11 +30,9 @@ class ToySource(ModelSource):
             raise EmergenceError(f"model {model.name!r} has revisions: toy but no model.recipe")
 
     def revisions(self, model) -> List[rv.Revision]:
-        from emergence.toy import checkpoint_schedule
-
         self.check(model)
         return sorted(rv.Revision(int(r["tokens"]), int(r["step"]), r["name"])
-                      for r in checkpoint_schedule(model.recipe))
+                      for r in toy.checkpoint_schedule(model.recipe))
 
     @staticmethod
     def _toy_dir(toy_dir: Optional[str]) -> Path:
@@ -45,32 +44,24 @@ class ToySource(ModelSource):
                 progress: bool = True) -> None:
         """Train the suite (once; resumes an interrupted training) before anything is fetched."""
         if revisions:
-            from emergence.toy import ensure_trained
-
-            ensure_trained(model.recipe, self._toy_dir(toy_dir), model.name, progress=progress)
+            toy.ensure_trained(model.recipe, self._toy_dir(toy_dir), model.name, progress=progress)
 
     def locate(self, model, revision: rv.Revision, toy_dir: Optional[str] = None,
                progress: bool = True) -> Location:
-        from emergence.toy import ensure_trained
-
-        folder = ensure_trained(model.recipe, self._toy_dir(toy_dir), model.name, progress=progress)
+        folder = toy.ensure_trained(model.recipe, self._toy_dir(toy_dir), model.name, progress=progress)
         return Location(str(folder / revision.name))
 
     def fetch(self, model, revision: rv.Revision, known: Sequence[rv.Revision] = (),
               toy_dir: Optional[str] = None, progress: bool = True) -> str:
         """The trained revision's folder (trained by :meth:`prepare`; never trains here, in
         the download thread)."""
-        from emergence.toy import suite_folder
-
-        folder = suite_folder(model.recipe, self._toy_dir(toy_dir), model.name) / revision.name
+        folder = toy.suite_folder(model.recipe, self._toy_dir(toy_dir), model.name) / revision.name
         if not (folder / "config.json").exists():
             raise EmergenceError(f"toy checkpoint {str(folder)!r} is missing (no config.json); "
                                  "the suite is trained before its revisions are fetched")
         return str(folder)
 
-    def declared_limits(self, model, revisions: Sequence[rv.Revision]):
-        from emergence.probes import ModelLimits
-
+    def declared_limits(self, model, revisions: Sequence[rv.Revision]) -> ModelLimits:
         recipe = model.recipe
         return ModelLimits(int(recipe.corpus.vocab_size), int(recipe.seq_len), model.name,
                            int(recipe.n_layers), int(recipe.n_heads))

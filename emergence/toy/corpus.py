@@ -34,7 +34,7 @@ import numpy as np
 from emergence import EmergenceError
 
 
-def check_corpus(corpus, seq_len: int) -> None:
+def check_training_corpus(corpus, seq_len: int) -> None:
     """Reject corpus settings that cannot generate a sequence (the message names the key)."""
     if corpus.vocab_size < 8:
         raise EmergenceError(f"recipe.corpus.vocab_size={corpus.vocab_size} is too small; use >= 8")
@@ -70,7 +70,7 @@ class ToyCorpus:
     """Deterministic batches of the synthetic corpus: ``batch(step)`` is a pure function."""
 
     def __init__(self, corpus, seq_len: int, batch_size: int, seed: int):
-        check_corpus(corpus, seq_len)
+        check_training_corpus(corpus, seq_len)
         self.cfg = corpus
         self.seq_len = int(seq_len)
         self.batch_size = int(batch_size)

@@ -52,14 +52,15 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
 
 from emergence import EmergenceError
-from emergence.toy.corpus import ToyCorpus, check_corpus
+from emergence.toy.corpus import ToyCorpus, check_training_corpus
 from emergence.toy.models import build_model, check_recipe
 from emergence.toy.recipe import ToyRecipeConfig, data_seed
 
@@ -91,7 +92,7 @@ def as_recipe(recipe) -> ToyRecipeConfig:
             raise EmergenceError(f"bad toy recipe: {exc}") from None
     rec = OmegaConf.to_object(node)
     check_recipe(rec)
-    check_corpus(rec.corpus, rec.seq_len)
+    check_training_corpus(rec.corpus, rec.seq_len)
     if rec.lr_schedule not in LR_SCHEDULES:
         raise EmergenceError(f"recipe.lr_schedule={rec.lr_schedule!r} is unknown; valid: {', '.join(LR_SCHEDULES)}")
     return rec
@@ -283,6 +284,26 @@ def _clear(folder: Path) -> None:
             child.unlink()
 
 
+def _resume(folder: Path, digest: str, model, optimizer, save_at: Dict[int, str], monitor) -> Tuple[int, List[float]]:
+    """(the step training starts at, the losses so far): from ``train_state.pt`` when it was made for
+    ``digest`` (model, optimizer and torch's RNG restored; the checkpoints past it removed, to be
+    redone; the monitor's state restored, its later checkpoints redone), else step 0 in a cleared folder."""
+    state = _load_state(folder, digest)
+    if state is None:
+        _clear(folder)
+        return 0, []
+    start = int(state["step"])
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    for step, rev_name in save_at.items():  # checkpoints past the state are redone
+        if step > start and (folder / rev_name).exists():
+            shutil.rmtree(folder / rev_name)
+    if monitor is not None:  # the monitor's state there; its later checkpoints are redone
+        monitor.load_state_dict(state["live"], start)
+    return start, list(state.get("losses", []))
+
+
 def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                 on_step: Optional[Callable[[int], None]] = None, monitor=None, identity: str = "") -> Path:
     """Train ``recipe`` into ``folder`` (resuming from ``train_state.pt`` if usable).
@@ -297,8 +318,6 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
     ``identity`` is added to the recipe hash that a resume state must match (the monitor's
     settings). The weights are those of a training without a monitor.
     """
-    from tqdm.auto import tqdm
-
     rec = as_recipe(recipe)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -318,22 +337,7 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
         model = build_model(rec, attn_implementation="sdpa")
         model.train()
         optimizer = _optimizer(model, rec)
-        state = _load_state(folder, digest)
-        losses: List[float] = []
-        if state is not None:
-            start = int(state["step"])
-            model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            torch.set_rng_state(state["torch_rng"])
-            losses = list(state.get("losses", []))
-            for step, rev_name in save_at.items():  # checkpoints past the state are redone
-                if step > start and (folder / rev_name).exists():
-                    shutil.rmtree(folder / rev_name)
-            if monitor is not None:  # the monitor's state there; its later checkpoints are redone
-                monitor.load_state_dict(state["live"], start)
-        else:
-            start = 0
-            _clear(folder)
+        start, losses = _resume(folder, digest, model, optimizer, save_at, monitor)
         extra = {"output_router_logits": True} if rec.family == "olmoe" else {}
         bar = tqdm(total=rec.steps, initial=start, desc=f"training {name}", unit="step",
                    disable=not progress, dynamic_ncols=True)

@@ -11,7 +11,7 @@ additions:
 
   launches 2 x 10 jobs, each one MLflow run, and composes with sweeps over corpus and
   screen;
-- every job's config is checked (``emergence.job.validate``) before any job starts:
+- every job's config is checked (``emergence.preflight.validate``) before any job starts:
   bad input ends the sweep in one line, exit status 2, with nothing launched;
 - before the jobs start, the store is created or migrated and the experiment
   created (``emergence.tracking.prepare_store``, under the store's lock), and a
@@ -23,25 +23,33 @@ additions:
 - when the jobs run one after another in this process (the basic launcher), the next job's
   hub revision is downloaded (and on CUDA loaded onto the device) while a job screens
   (``emergence.sweep_prefetch``), so a ``-m`` study overlaps its downloads as one job does;
+- ``revision=refine`` jobs run in rounds after the others (:meth:`RevisionSweeper._refine`,
+  the round loop of emergence/refinement.py), each round one batch of pinned jobs;
 - a job that fails does not stop the others (whatever the launcher: basic, joblib,
-  submitit); the parent run ends FAILED and names the failed jobs, the jobs' returns
-  are kept in ``emergence.sweepstate`` for the summary callback and for the exit
-  status of ``python -m emergence``.
+  submitit); the parent run ends FAILED and names the failed jobs;
+- at the end, from the jobs' returns (which come back to this process whatever the
+  launcher): the figures of every job's curves in the parent run
+  (emergence/parent_run.py ``log_figures``), the summary (emergence/console.py
+  ``print_summary``, as a single job prints it) and, when jobs failed, a last stderr line
+  naming them and exit status 1.
 
 Selected in ``conf/config.yaml`` as ``override hydra/sweeper: revisions``. It lives in
 the ``hydra_plugins`` namespace package because Hydra instantiates sweepers only from
-there.
+there. Hydra imports this module for every app it runs (``python -m stats`` too), so it
+imports emergence's modules inside the methods that use them, when the sweeper runs.
 """
 
 
+import contextlib
 import io
 import sys
 import time
 from contextlib import ExitStack, redirect_stderr
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -79,14 +87,15 @@ class RevisionSweeper(BasicSweeper):
     refine_bases: List[List[str]]
 
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
+        from emergence.config import refines, trains_live  # (when the sweeper runs: see the module notes)
         from emergence.registry import selected_revisions
 
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         if cfg.revision.pin is not None:
             return [list(overrides)]
-        if cfg.get("live") is not None and cfg.live.mode != "off":  # one job trains it (emergence/live/job.py)
+        if trains_live(cfg):  # one job trains it (emergence/live/job.py)
             return [list(overrides)]
-        if cfg.revision.select == "refine":  # planned round by round from the store, after the others
+        if refines(cfg):  # planned round by round from the store, after the others
             self.refine_bases.append(list(overrides))
             return []
         revisions = selected_revisions(cfg.model, cfg.revision)
@@ -105,7 +114,7 @@ class RevisionSweeper(BasicSweeper):
     def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
         """Validate every job's config (exit 2 in one line on bad input); group the jobs by
         their store and experiment."""
-        from emergence.job import validate
+        from emergence.preflight import validate  # (when the sweeper runs: see the module notes)
 
         groups: Dict[tuple, List[List[str]]] = {}
         notes: List[str] = []
@@ -127,12 +136,9 @@ class RevisionSweeper(BasicSweeper):
         return groups
 
     def sweep(self, arguments: List[str]) -> Any:
-        from emergence import sweepstate
-        from emergence.tracking import end_parent, parent_heartbeat, start_parent
-        from emergence.contract.store import StoreError
+        from emergence.tracking import end_parent  # (when the sweeper runs: see the module notes)
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
-        sweepstate.reset()
         self.refine_bases = []
         params_conf = self._parse_config()
         params_conf.extend(arguments)
@@ -145,17 +151,37 @@ class RevisionSweeper(BasicSweeper):
             if batch:  # (a batch of refine jobs only expands to nothing here)
                 batches.append(batch)
         groups = self._check(batches)
-        n_jobs = sum(len(b) for b in batches)
-        if self.config.get("dry_run"):  # list the jobs and stop: no store, no parent run, no job
+        if self.config.dry_run:  # list the jobs and stop: no store, no parent run, no job
             return self._dry_run(batches)
 
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        parents, parent_of, beats = self._open_parents(groups, str(self.config.tracking.sweep or sweep_dir))
+        batches = [[job + [f"tracking.parent_run={parent_of[tuple(job)]}"] for job in batch] for batch in batches]
 
-        # The store, the experiment and the sweep's parent run exist before any job starts; the
-        # parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended later).
-        sweep_id = str(self.config.tracking.get("sweep") or sweep_dir)
+        outcome = SweepOutcome({p: [] for p in parents.values()})
+        try:
+            with beats:
+                self._launch(batches, outcome)
+                self._refine(parent_of, outcome)
+        except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
+            for key, parent in parents.items():
+                end_parent(key[0], parent, outcome.failed_of[parent] + [f"sweep interrupted: {type(exc).__name__}"],
+                           len(groups[key]), status="KILLED")
+            raise
+        for key, parent in parents.items():
+            end_parent(key[0], parent, outcome.failed_of[parent], len(groups[key]))
+        self._report(outcome, parents)
+        return outcome.returns
+
+    def _open_parents(self, groups: Dict[tuple, List[List[str]]], sweep_id: str):
+        """The store, the experiment and the sweep's parent run of each group exist before any job
+        starts; the parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended
+        later). Returns (group -> parent, job -> parent, the heartbeats); exit 1 when a store fails."""
+        from emergence.contract.store import StoreError  # (when the sweeper runs: see the module notes)
+        from emergence.tracking import parent_heartbeat, start_parent
+
         parents: Dict[tuple, str] = {}
         parent_of: Dict[tuple, str] = {}
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -174,74 +200,61 @@ class RevisionSweeper(BasicSweeper):
             beats.close()
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
-        batches = [[job + [f"tracking.parent_run={parent_of[tuple(job)]}"] for job in batch] for batch in batches]
+        return parents, parent_of, beats
 
-        failed: Dict[str, List[str]] = {p: [] for p in parents.values()}
-        try:
-            with beats:
-                returns = self._launch(batches, failed)
-                returns += self._refine(parent_of, failed)
-            n_jobs = len(sweepstate.RETURNS)
-        except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
-            for key, parent in parents.items():
-                end_parent(key[0], parent, failed[parent] + [f"sweep interrupted: {type(exc).__name__}"],
-                           len(groups[key]), status="KILLED")
-            raise
-        sweepstate.N_JOBS = n_jobs
-        for key, parent in parents.items():
-            end_parent(key[0], parent, failed[parent], len(groups[key]))
-        return returns
+    def _report(self, outcome: "SweepOutcome", parents: Dict[tuple, str]) -> None:
+        """The end of the sweep: the figures of every job's curves in the sweep's parent run of this
+        config's store and experiment (emergence/parent_run.py), the summary (as a single job's:
+        emergence/console.py), then, when jobs failed, one stderr line naming them and exit 1."""
+        from emergence.console import print_summary  # (when the sweeper runs: see the module notes)
+        from emergence.parent_run import log_figures
 
-    def _refine(self, parent_of: Dict[tuple, str], failed: Dict[str, List[str]]) -> List[Sequence[JobReturn]]:
+        results = outcome.results()
+        tracking = self.config.tracking
+        parent = next((p for key, p in reversed(list(parents.items()))
+                       if key[:2] == (tracking.uri, tracking.experiment)), None)
+        if results and parent is not None:  # the curves of every job's revisions, one line per model
+            log_figures(tracking.uri, parent, results)
+        print_summary(self.config, results, outcome.failed, outcome.n_jobs)
+        if outcome.failed:
+            print(f"error: {len(outcome.failed)} of {outcome.n_jobs} job(s) failed: " + "; ".join(outcome.failed),
+                  file=sys.stderr)
+            sys.exit(1)
+
+    def _refine(self, parent_of: Dict[tuple, str], outcome: "SweepOutcome") -> None:
         """Run the ``revision=refine`` jobs in rounds, as Hydra's optimisation sweepers do: plan
-        every refine job's next revisions from the store (emergence.job.refine_plan), launch
-        them as one batch of pinned jobs, wait, plan again; a job stops when its brackets are
-        resolved or after ``revision.refine.rounds`` rounds. A job whose store holds fewer than
+        every refine job's next revisions from the store, launch them as one batch of pinned jobs,
+        wait, plan again (the round loop of emergence/refinement.py); a job stops when its brackets
+        are resolved or after ``revision.refine.rounds`` rounds. A job whose store holds fewer than
         2 revisions of its identity first screens its start selection (round 0)."""
-        from emergence.job import format_refinement, refine_plan, screened_runs
+        from emergence.refinement import Refinement, refine_rounds, screened_runs  # (see the module notes)
         from emergence.registry import model_revisions, selected_revisions
 
-        returns: List[Sequence[JobReturn]] = []
-        state = []
+        jobs: List[Refinement] = []
+        pinned: Dict[int, Any] = {}  # refinement -> its pinned jobs' overrides, parent run last
         for base in self.refine_bases:
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(base))
-            key = (cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifacts)
             parent = parent_of[tuple(base)]  # every refine job's store has a parent run (sweep())
-            state.append(dict(base=base, cfg=cfg, known=model_revisions(cfg.model), key=key, parent=parent,
-                              rounds=0, added=[], before=None, plan=None))
-        start = [s["base"] + [f"revision.pin={r.name}"] + self._parent(s)
-                 for s in state if len(screened_runs(s["cfg"], s["known"])) < 2
-                 for r in selected_revisions(s["cfg"].model, s["cfg"].revision)]
+            jobs.append(Refinement(cfg, model_revisions(cfg.model)))
+            pinned[id(jobs[-1])] = lambda r, base=base, parent=parent: [*base, f"revision.pin={r.name}",
+                                                                        f"tracking.parent_run={parent}"]
+        start = [pinned[id(job)](r) for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
+                 for r in selected_revisions(job.cfg.model, job.cfg.revision)]
         if start:
             print(f"refine: screening the start selection first ({len(start)} job(s))")
-            returns += self._launch([start], failed)
-        while True:
-            batch = []
-            for s in state:
-                plan = refine_plan(s["cfg"], s["known"], screened_runs(s["cfg"], s["known"]))
-                s["before"] = s["before"] or plan
-                s["plan"] = plan
-                if plan.done or s["rounds"] >= int(s["cfg"].revision.refine.rounds):
-                    continue
-                s["rounds"] += 1
-                s["added"] += plan.revisions
-                print(f"refine round {s['rounds']} ({s['cfg'].model.name}):\n{plan.describe()}")
-                batch += [s["base"] + [f"revision.pin={r.name}"] + self._parent(s) for r in plan.revisions]
-            if not batch:
-                break
-            returns += self._launch([batch], failed)
-        for s in state:
-            print(format_refinement(s["cfg"].model.name, s["before"], s["plan"], s["added"], s["rounds"]))
-        return returns
-
-    @staticmethod
-    def _parent(state: dict) -> List[str]:
-        return [f"tracking.parent_run={state['parent']}"]  # last: _launch reads the parent from it
+            self._launch([start], outcome)
+        refine_rounds(jobs, lambda job: screened_runs(job.cfg, job.known),
+                      lambda due: self._launch([[pinned[id(job)](r) for job, revisions in due for r in revisions]],
+                                               outcome),
+                      lambda job: f"refine round {job.rounds} ({job.cfg.model.name})")
+        for job in jobs:
+            print(job.table())
 
     def _dry_run(self, batches: List[List[List[str]]]) -> List[Sequence[JobReturn]]:
         """``dry_run=true``: print every planned job (model, revision, tokens, download size);
-        for a ``revision=refine`` job, its first round (emergence.job.refine_first_round)."""
-        from emergence.job import format_plan, plan_jobs
+        for a ``revision=refine`` job, its first round (emergence.planning.refine_first_round)."""
+        from emergence.console import format_plan  # (when the sweeper runs: see the module notes)
+        from emergence.job import plan_jobs
 
         planned = []
         for batch in batches + [self.refine_bases]:
@@ -257,21 +270,16 @@ class RevisionSweeper(BasicSweeper):
         """When the launcher runs the jobs one after another in this process (the basic launcher),
         the next job's revision is downloaded (and on CUDA loaded) while a job screens
         (emergence/sweep_prefetch.py); other launchers run jobs elsewhere: nothing to share."""
-        import contextlib
-
-        from hydra._internal.core_plugins.basic_launcher import BasicLauncher
-
-        from emergence.sweep_prefetch import sweep_prefetch
+        from emergence.sweep_prefetch import sweep_prefetch  # (when the sweeper runs: see the module notes)
 
         if not isinstance(self.launcher, BasicLauncher):
             return contextlib.nullcontext()
         loader = self.hydra_context.config_loader
         return sweep_prefetch([loader.load_sweep_config(self.config, list(job)) for job in batch])
 
-    def _launch(self, batches: List[List[List[str]]], failed: Dict[str, List[str]]) -> List[Sequence[JobReturn]]:
-        from emergence import sweepstate
-
-        returns: List[Sequence[JobReturn]] = []
+    def _launch(self, batches: List[List[List[str]]], outcome: "SweepOutcome") -> None:
+        """Launch ``batches`` one after another; every job's return is kept in ``outcome``, and each
+        failed job's line (``#<job> (<overrides>): <error>``) under its parent run."""
         initial_job_idx = 0
         for batch in batches:
             self.validate_batch_is_legal(batch)
@@ -286,11 +294,30 @@ class RevisionSweeper(BasicSweeper):
                     ret.status = JobStatus.FAILED
                     results.append(ret)
             for idx, (job, ret) in enumerate(zip(batch, results)):
-                sweepstate.RETURNS.append(ret)
                 if ret.status != JobStatus.COMPLETED:
                     line = f"#{initial_job_idx + idx} ({describe(job[:-1])}): {job_error(ret)}"
-                    sweepstate.FAILED.append(line)
-                    failed[job[-1].split("=", 1)[1]].append(line)
+                    outcome.failed.append(line)
+                    outcome.failed_of[job[-1].split("=", 1)[1]].append(line)
             initial_job_idx += len(batch)
-            returns.append(results)
-        return returns
+            outcome.returns.append(results)
+
+
+@dataclass
+class SweepOutcome:
+    """What the sweep's jobs returned, batch by batch (Hydra's ``JobReturn`` s, whatever process ran
+    them), and the failed ones: every line, and the lines under each parent run."""
+
+    failed_of: Dict[str, List[str]]
+    returns: List[Sequence[JobReturn]] = field(default_factory=list)
+    #: One line per failed job: ``#<job> (<overrides>): <error>``.
+    failed: List[str] = field(default_factory=list)
+
+    @property
+    def n_jobs(self) -> int:
+        return sum(len(batch) for batch in self.returns)
+
+    def results(self) -> list:
+        """Every completed job's :class:`emergence.screening.RevisionResult` s, in launch order."""
+        return [r for batch in self.returns for ret in batch
+                if ret.status == JobStatus.COMPLETED and isinstance(ret._return_value, list) for r in ret._return_value]
+

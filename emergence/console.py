@@ -1,0 +1,141 @@
+"""What a job or a sweep prints: its tables, its plan and its end-of-run summary.
+
+- :func:`format_table`: per model and revision, the BOS fraction, the count of each reported
+  class and the induction loss, with the run id;
+- :func:`formation_rows` and :func:`format_markdown`: when the circuits form, per model;
+- :func:`format_plan`: a dry run's planned jobs;
+- :func:`format_refinement`: a refinement's brackets before and after;
+- :func:`print_summary`: the end of a run, the same for one job (emergence/__main__.py) and
+  for a ``-m`` sweep (hydra_plugins/emergence_sweeper): the table, when circuits form, the
+  statistics report (:func:`emergence.handoff.stats_report`), the failed jobs of a sweep and
+  where to open the runs.
+
+Results are :class:`emergence.screening.RevisionResult` lists, read here, never built.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
+
+from emergence.contract import INDUCTION_LOSS_METRIC, count_metric, fraction_metric, parse_metric
+from emergence.contract.mlflow_ui import open_lines
+from emergence.handoff import stats_report
+from emergence.revisions import Revision, token_text
+
+if TYPE_CHECKING:
+    from emergence.refine import RoundPlan
+    from emergence.screening import RevisionResult
+
+
+def format_table(results: List[RevisionResult]) -> str:
+    """Per model and revision: tokens, BOS fraction, the count of flagged heads of each
+    reported class (``screen.classes``; every class is logged in the run), induction loss."""
+    lines = []
+    for model in dict.fromkeys(r.label or r.model for r in results):
+        rows = [r for r in results if (r.label or r.model) == model]
+        classes = list(dict.fromkeys(c for r in rows for c in r.classes))
+        widths = [max(len(c) + 2, 7) for c in classes]
+        lines.append(f"{model}")
+        lines.append(f"  {'revision':<24}{'tokens':>14}{'BOS frac':>10}"
+                     + "".join(f"{c:>{w}}" for c, w in zip(classes, widths)) + f"{'ind. loss':>11}  run")
+        for r in sorted(rows, key=lambda r: r.revision):
+            m = r.metrics
+            frac = m.get(fraction_metric("bos"))
+            counts = [m.get(count_metric(c)) for c in classes]
+            loss = m.get(INDUCTION_LOSS_METRIC)
+            lines.append(
+                f"  {r.revision.name:<24}{r.revision.tokens:>14,}"
+                f"{'' if frac is None else f'{frac:.1%}':>10}"
+                + "".join(f"{'' if k is None else f'{k:.0f}':>{w}}" for k, w in zip(counts, widths))
+                + f"{'' if loss is None else f'{loss:.3f}':>11}"
+                f"  {r.run_id[:8]}{f' ({r.note})' if r.note else ' (done before)' if r.skipped else ''}")
+    return "\n".join(lines)
+
+
+def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
+    """Per model: tokens at the first revision with an induction head and with a BOS head,
+    the layers that hold BOS heads (at any screened revision), and the induction loss
+    at the first and last screened revisions. ``none`` where no head ever crosses."""
+    rows = []
+    results = [r for r in results if r.metrics]  # (a revision another sweep screens has none here)
+    for model in dict.fromkeys(r.label or r.model for r in results):
+        ordered = sorted((r for r in results if (r.label or r.model) == model), key=lambda r: r.revision)
+
+        def first(metric: str) -> str:
+            hit = next((r for r in ordered if r.metrics.get(metric, 0) >= 1), None)
+            return "none" if hit is None else f"{token_text(hit.revision.tokens)} ({hit.revision.name})"
+
+        parsed = [(parse_metric(k), v) for r in ordered for k, v in r.metrics.items()]
+        layers = sorted({p.layer for p, v in parsed if p is not None and p.kind == "layer_count"
+                         and p.head_class == "bos" and v > 0})
+        loss = [r.metrics.get(INDUCTION_LOSS_METRIC, float("nan")) for r in ordered]
+        rows.append({"model": model, "induction heads from": first(count_metric("induction")),
+                     "BOS heads from": first(count_metric("bos")),
+                     "layers with BOS heads": ", ".join(map(str, layers)) if layers else "none (no sink)",
+                     "induction loss first -> last": f"{loss[0]:.2f} -> {loss[-1]:.2f}"})
+    return rows
+
+
+def format_markdown(rows: List[Dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    keys = list(rows[0])
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(row[k] for k in keys) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def format_plan(jobs: Sequence, screen: str = "") -> str:
+    """The planned jobs of a dry run (:class:`emergence.planning.PlannedJob`), one line each, then the count."""
+    width = max([20] + [len(job.model) + 2 for job in jobs])
+    lines = [f"{'#':>3}  {'model':<{width}}{'revision':<26}{'step':>9}{'tokens':>18}  download"]
+    for i, job in enumerate(jobs):
+        r = job.revision
+        lines.append(f"{i:>3}  {job.model:<{width}}{r.name:<26}{r.step:>9,}{r.tokens:>18,}  {job.download}")
+    lines.append(f"dry run: {len(jobs)} job(s){f', screen {screen}' if screen else ''}; "
+                 "no model loaded, no run logged")
+    return "\n".join(lines)
+
+
+def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: List[Revision], rounds: int) -> str:
+    """The before/after table of a refinement: each class's bracket and whether it is resolved."""
+    def cell(b) -> str:
+        return "no transition" if b is None else f"{b.lo.name} -> {b.hi.name} ({b.inside} inside)"
+
+    lines = [f"refinement of {model}: {len(added)} revision(s) added in {rounds} round(s)",
+             "| class | bracket before | bracket after | resolved to adjacent checkpoints |", "|---|---|---|---|"]
+    for head_class, b in after.brackets.items():
+        resolved = "n/a" if b is None else ("yes" if b.resolved else "no")
+        lines.append(f"| {head_class} | {cell(before.brackets.get(head_class))} | {cell(b)} | {resolved} |")
+    return "\n".join(lines)
+
+
+def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[str]] = None, n_jobs: int = 0) -> None:
+    """The end of a run (nothing with ``report=false``). ``failed`` None: one job (``python -m
+    emergence``), whose table is printed with its results, then when circuits form and the
+    statistics of its models (``stats``) when it screened more than one revision; a list: a
+    ``-m`` sweep's failed jobs (``#<job> (<overrides>): <error>``) of its ``n_jobs`` jobs, after
+    the summary of every job's results. Then where to open the runs."""
+    if not cfg.report:
+        return
+    sweep = failed is not None
+    if sweep and results:
+        print("\n=== sweep summary ===")
+    if results or not sweep:
+        print(format_table(results))
+    if results and (sweep or len(results) > 1):
+        print("\nWhen circuits form (first screened revision with at least one head flagged):")
+        print(format_markdown(formation_rows(results)))
+        if cfg.stats:
+            print(stats_report(cfg, sorted({r.model for r in results})))
+    if not sweep:
+        print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
+              f"{open_lines(cfg.tracking.uri, cfg.tracking.experiment)}")
+        return
+    if failed:
+        print(f"\n{len(failed)} of {n_jobs} job(s) failed "
+              "(their runs are FAILED in MLflow, with the error in the tag emergence.error):")
+        for line in failed:
+            print(f"  {line}")
+    if results or failed:
+        print(f"\nOpen the runs with:\n{open_lines(cfg.tracking.uri, cfg.tracking.experiment)}")

@@ -1,0 +1,61 @@
+"""Dry runs (``dry_run=true``): the jobs a config would run, offline.
+
+:func:`planned_jobs` lists, after the same checks as a real run
+(:func:`emergence.preflight.validate`), each revision a job would screen with what a screen
+of it would download as far as the disk knows; nothing is loaded, no run is opened and the
+hub is never asked (revisions come from the stored snapshots). A ``revision=refine`` job
+lists its first round (:func:`refine_first_round`). The plan is printed by
+:func:`emergence.console.format_plan`; a live job's plan is emergence/live/job.py's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List
+
+from omegaconf import DictConfig
+
+from emergence import registry
+from emergence.config import refines
+from emergence.preflight import validate
+from emergence.refinement import refine_plan, screened_runs
+from emergence.revisions import Revision
+
+
+@dataclass
+class PlannedJob:
+    model: str
+    revision: Revision
+    #: What a screen of this revision downloads, as far as the local HF cache knows.
+    download: str
+
+
+def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
+    """Per revision name, what a screen of it would download, as the model's source knows
+    it from the disk alone (never the hub): ``cached, <size>`` for a hub revision in the
+    local HF cache, ``local, <size>`` for a checkpoint folder, ``toy (trained here)``, else
+    ``unknown``."""
+    return registry.model_source(model_cfg).download_sizes(model_cfg, revisions)
+
+
+def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
+    """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
+    model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
+    revisions = validate(cfg)
+    if refines(cfg):
+        revisions = refine_first_round(cfg, revisions)
+    sizes = download_sizes(cfg.model, revisions)
+    return [PlannedJob(registry.model_label(cfg.model), r, sizes[r.name]) for r in revisions]
+
+
+def refine_first_round(cfg: DictConfig, start: List[Revision]) -> List[Revision]:
+    """What ``revision=refine`` screens first: the start selection when fewer than 2 revisions
+    of this identity are screened, else the first round's revisions (its plan printed)."""
+    known = registry.model_revisions(cfg.model)
+    runs = screened_runs(cfg, known)
+    if len(runs) < 2:
+        print(f"refine: {len(runs)} revision(s) screened; the first round screens the start selection")
+        return start
+    plan = refine_plan(cfg, known, runs)
+    print(f"refine round 1 ({cfg.model.name}, {len(runs)} revisions screened):\n{plan.describe()}")
+    return plan.revisions

@@ -1,0 +1,72 @@
+"""Every check a job makes before any work: bad input leaves nothing behind.
+
+:func:`validate` runs, in one line per refusal (:class:`~emergence.EmergenceError`), before
+any model is loaded or trained, any run opened or any file written, for a job, for every
+job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
+
+1. the config against its schema and each group's own rules (emergence/config.py);
+2. the screen recipe against the corpus it needs (emergence/screens/recipes.py);
+3. the device and the family's dtype (emergence/loading.py);
+4. the model's family and source, and the revisions the ``revision`` group selects
+   (emergence/registry.py, emergence/sources/);
+5. the probe and the ablation's heads against the model's limits as its source declares
+   them before loading (:func:`declared_limits`): vocabulary, context, layers, heads;
+6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import List, Optional
+
+from omegaconf import DictConfig
+
+from emergence import EmergenceError, registry
+from emergence.config import check_config
+from emergence.contract.storecheck import store_problem
+from emergence.loading import choose_device, choose_dtype
+from emergence.probes import check_probe
+from emergence.revisions import Revision
+from emergence.screens import recipe_for
+from emergence.screens.ablation import check_heads
+from emergence.sources import ModelLimits
+
+
+def validate(cfg: DictConfig) -> List[Revision]:
+    """Check every user-given value (see the module notes); returns the revisions to screen."""
+    check_config(cfg)
+    recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
+    choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
+    registry.model_source(cfg.model)  # the family, and the config against its source (emergence/sources/)
+    revisions = registry.selected_revisions(cfg.model, cfg.revision)
+    limits = declared_limits(cfg.model, revisions)
+    note = check_probe(cfg.corpus, limits)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    if cfg.screen.ablation is not None:
+        check_heads(cfg.screen.ablation, limits)
+    check_store(cfg.tracking)
+    return revisions
+
+
+def check_store(tracking) -> None:
+    """The store of ``tracking`` can be used (emergence/contract/storecheck.py: a known scheme; a local
+    store writable, a server answering within ``tracking.connect_timeout_s``); checked once per
+    process and store, before any work, dry runs included."""
+    _check_store(str(tracking.uri), tracking.artifacts, float(tracking.connect_timeout_s))
+
+
+@functools.lru_cache(maxsize=None)
+def _check_store(uri: str, artifacts: Optional[str], timeout_s: float) -> None:
+    problem = store_problem(uri, artifacts, timeout_s)
+    if problem:
+        raise EmergenceError(problem)
+
+
+def declared_limits(model_cfg, revisions: List[Revision]) -> Optional[ModelLimits]:
+    """A model's vocabulary, context, layers and heads as declared before any weights are
+    loaded, by its source (the toy recipe, else the ``config.json`` of the first revision in
+    a local folder or the HF cache, without the network); None when unknown (the probe is
+    then checked after loading)."""
+    return registry.model_source(model_cfg).declared_limits(model_cfg, revisions)

@@ -1,0 +1,318 @@
+"""The screening loop: each selected revision claimed, fetched, loaded, screened and logged.
+
+:func:`screen_revisions` screens a job's revisions (checked by :func:`emergence.preflight.validate`),
+one claimed MLflow run each (emergence/tracking.py), through the job's download pipeline
+(:func:`revision_pipeline`: one revision fetched, and with load-ahead loaded, while another is
+screened). What comes back is one :class:`RevisionResult` per revision; a revision that
+cannot be screened is recorded (its run FAILED) and :class:`JobFailed` names the failed
+ones at the end. A run's params are :func:`run_params`: the flattened config and the run
+contract's identity params.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from emergence import EmergenceError, registry, sweep_prefetch
+from emergence.contract import (
+    CONFIG_HASH_TAG,
+    FAMILY_PARAM,
+    HEAD_DIM_PARAM,
+    HOST_TAG,
+    MODEL_PARAM,
+    MODEL_TAG,
+    N_HEADS_PARAM,
+    N_LAYERS_PARAM,
+    PARENT_TAG,
+    PID_TAG,
+    PRETRAINING_CORPUS_PARAM,
+    PROBE_PARAM,
+    REGISTRY_INDEX_PARAM,
+    REGISTRY_SIZE_PARAM,
+    REVISION_PARAM,
+    REVISION_TAG,
+    SCREEN_TAG,
+    STEP_PARAM,
+    SWEEP_TAG,
+    TOKENS_METRIC,
+    TOKENS_PARAM,
+    TOKENS_TAG,
+)
+from emergence.contract.store import StoreError
+from emergence.loading import load, model_bytes, plan_batch_size
+from emergence.prefetch import FetchFailed, Pipeline, disk_short
+from emergence.probes import build_probe
+from emergence.registry import model_label
+from emergence.revisions import Revision
+from emergence.screens import recipe_for, screen
+from emergence.tracking import Tracker, config_hash, flatten
+
+
+@dataclass
+class RevisionResult:
+    model: str
+    revision: Revision
+    run_id: str
+    metrics: Dict[str, float]
+    skipped: bool
+    #: The classes the job reports (``screen.classes``); the run logged every class.
+    classes: Tuple[str, ...] = ("induction",)
+    #: Why a revision has no metrics here (``screened by another sweep (run ..., host ..., pid ...)``).
+    note: str = ""
+    #: The model with its seed for a run of a seed suite (:func:`emergence.registry.model_label`); the
+    #: tables group by it.
+    label: str = ""
+
+
+def sweep_id(cfg: DictConfig) -> str:
+    """The ``emergence.sweep`` tag of a job's runs: ``tracking.sweep``, else the Hydra sweep (or run)
+    folder, else an ad-hoc stamp outside a Hydra app."""
+    if cfg.tracking.sweep:
+        return str(cfg.tracking.sweep)
+    try:
+        hc = HydraConfig.get()
+        if hc.mode is not None:  # (compose() outside an app leaves a HydraConfig without a mode)
+            return hc.sweep.dir if hc.mode.name == "MULTIRUN" else hc.run.dir
+    except ValueError:  # outside a Hydra app
+        pass
+    return f"adhoc-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revision]) -> Dict[str, str]:
+    """Every config value (flattened) and the run contract's identity params; ``known`` are the
+    model's known revisions, whose index of the revision (the ``registry_index`` param) says which
+    checkpoints are adjacent."""
+    params = flatten(OmegaConf.to_container(cfg, resolve=True))
+    params.update({
+        MODEL_PARAM: cfg.model.name, REVISION_PARAM: revision.name, STEP_PARAM: str(revision.step),
+        TOKENS_PARAM: str(revision.tokens), FAMILY_PARAM: cfg.model.family,
+        PRETRAINING_CORPUS_PARAM: cfg.model.pretraining_corpus,
+        N_LAYERS_PARAM: str(adapter.n_layers), N_HEADS_PARAM: str(adapter.n_heads),
+        HEAD_DIM_PARAM: str(adapter.head_dim),
+        REGISTRY_INDEX_PARAM: str(known.index(revision)) if revision in known else "",
+        REGISTRY_SIZE_PARAM: str(len(known)),
+    })
+    seed = registry.model_source(cfg.model).run_seed(cfg.model)  # a run of a seed suite: seed, kind, group
+    if seed is not None:
+        params.update(seed.params())
+    return params
+
+
+class JobFailed(Exception):
+    """Some revisions of a job failed; their runs are FAILED in MLflow with the error as the
+    tag ``emergence.error``, and the job's other revisions were screened."""
+
+    def __init__(self, message: str, results: Optional[List[RevisionResult]] = None):
+        super().__init__(message)
+        self.results = results or []
+
+    def __reduce__(self):  # picklable (joblib, submitit return it to the launcher)
+        return (JobFailed, (self.args[0],))
+
+
+class RevisionFailed(Exception):
+    """One revision could not be loaded (its checkpoint is missing, truncated or corrupt): its
+    run is FAILED with this message and the job goes on with the other revisions."""
+
+
+def _run_note(cfg: DictConfig, revision: Revision) -> str:
+    return (f"{cfg.model.name} at {revision.name} ({revision.tokens:,} tokens, step {revision.step}), "
+            f"screen {cfg.screen.name}, corpus {cfg.corpus.kind}. Metrics are logged at step = tokens.")
+
+
+def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Revision], tracker: Tracker,
+                      progress: bool = True) -> Pipeline:
+    """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched (and, with
+    ``cache.load_ahead``, loaded onto the device: emergence/sweep_prefetch.py ``loads_ahead``)
+    in the background while revision i is screened; under ``-m`` a pinned job takes its
+    revision from the sweep's own pipeline when one runs (``sweep_prefetch.take``). A hub
+    revision is deleted from the HF cache once the job has moved past it (screened or failed;
+    not one claimed by another job) with ``cache.evict=true``, or with ``null`` (auto) when the
+    disk would not hold the revisions still to come (``emergence.prefetch.disk_short``), so at
+    most two are on disk. Revisions with a finished run (and no ``force``) are not fetched.
+    What fetching and eviction mean is the model source's (emergence/sources/); its ``prepare``
+    runs here, before the pipeline starts, not in its thread (the toy suite is trained there)."""
+    source = registry.model_source(cfg.model)
+    done = set() if cfg.force else {r.name for r in revisions
+                                    if tracker.finished_run(config_hash(cfg, r)) is not None}
+    source.prepare(cfg.model, [r for r in revisions if r.name not in done], cfg.cache.toy_dir, progress)
+    handed: Dict[str, object] = {}  # models the sweep's pipeline loaded ahead for this job
+
+    def fetch(revision: Revision):
+        if revision.name in done:
+            return None
+        got = sweep_prefetch.take(cfg, revision)
+        if got is not None and got.error is not None:
+            raise got.error
+        if got is None or (got.loaded is None and not sweep_prefetch.still_there(got.value)):
+            # (no sweep pipeline, or an earlier job of the same revision evicted it since)
+            return source.fetch(cfg.model, revision, known, cfg.cache.toy_dir, progress)
+        if got.loaded is not None:
+            handed[revision.name] = got.loaded
+        return got.value
+
+    def load_ahead(revision: Revision, folder):
+        if revision.name in handed:
+            return handed.pop(revision.name)
+        if len(revisions) < 2 or not sweep_prefetch.loads_ahead(cfg):
+            return None
+        try:
+            return load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+                        progress=False, folder=folder, precision=cfg.matmul_precision)
+        except Exception:  # noqa: BLE001  (loaded again in the foreground, where its error is classified)
+            return None
+
+    def drop(revision: Revision, folder) -> None:
+        if revision.name not in claimed:  # never a revision another job may be screening from this cache
+            return
+        still = len(revisions) - revisions.index(revision) - 1 + sweep_prefetch.remaining()
+        if cfg.cache.evict or (cfg.cache.evict is None and disk_short(folder, still)):
+            source.evict(cfg.model, revision)
+
+    claimed: set = set()
+    pipeline = Pipeline(revisions, fetch, drop if (source.evictable and cfg.cache.evict is not False) else None,
+                        load=load_ahead)
+    pipeline.claimed = claimed  # run_job adds the revisions it claims
+    return pipeline
+
+
+def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool = True,
+                     known: Optional[List[Revision]] = None) -> List[RevisionResult]:
+    """Screen ``revisions`` (checked by :func:`emergence.preflight.validate`), one claimed MLflow run
+    each (emergence/tracking.py).
+
+    A revision whose run is complete is skipped (unless ``force``); one claimed by a live job
+    elsewhere is skipped and listed as screened by another sweep (or job). A revision that
+    cannot be screened (its checkpoint missing, truncated or corrupt; its download failed;
+    its screen raised) gets its run FAILED with the error as a tag and the others go on;
+    :class:`JobFailed` at the end names the failed ones. Ctrl-C marks the run being screened
+    KILLED; a failing store (:class:`emergence.contract.store.StoreError`) or a config error found
+    only after loading ends the job. Revisions come through the download pipeline
+    (:func:`revision_pipeline`): one fetched ahead. The batch size comes from the memory budget
+    (:func:`emergence.loading.plan_batch_size`)."""
+    tracker = Tracker(cfg.tracking)
+    sweep = sweep_id(cfg)
+    results: List[RevisionResult] = []
+    failures: List[str] = []
+    known = known or registry.model_revisions(cfg.model)  # once per job, not once per revision
+    pipeline = revision_pipeline(cfg, revisions, known, tracker, progress)
+    bar = tqdm(pipeline, total=len(revisions), desc=f"{cfg.model.name}", unit="rev",
+               disable=not progress or len(revisions) < 2)
+    for fetched in bar:
+        bar.set_postfix_str(fetched.item.name)
+        result = _claim_and_screen(cfg, tracker, sweep, pipeline, fetched, known, progress, failures)
+        if result is not None:
+            results.append(result)
+    if failures:
+        raise JobFailed(f"{cfg.model.name}: {len(failures)} of {len(revisions)} revision(s) failed: "
+                        + "; ".join(failures), results)
+    return results
+
+
+def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: Pipeline, fetched,
+                      known: List[Revision], progress: bool, failures: List[str]) -> Optional[RevisionResult]:
+    """One revision of :func:`screen_revisions`: claimed, screened and logged, or not screened here
+    (done before, held elsewhere); None when it failed (its line added to ``failures``)."""
+    revision = fetched.item
+    reported = tuple(cfg.screen.classes)  # what the table prints; every class is logged
+    digest = config_hash(cfg, revision)
+    run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
+    tags = {CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, MODEL_TAG: cfg.model.name,
+            REVISION_TAG: revision.name, TOKENS_TAG: str(revision.tokens), SCREEN_TAG: cfg.screen.name}
+    run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
+    if run_id is None:
+        return _not_screened_here(cfg, tracker, revision, digest, why, reported)
+    pipeline.claimed.add(revision.name)
+    try:
+        with tracker.heartbeat(run_id):
+            metrics = _screen_revision(cfg, tracker, run_id, fetched, known, progress)
+    except KeyboardInterrupt as exc:
+        tracker.fail(run_id, exc, status="KILLED")
+        raise
+    except (EmergenceError, StoreError) as exc:  # every revision would fail alike: the job ends
+        tracker.fail(run_id, exc)
+        raise
+    except Exception as exc:  # noqa: BLE001  (recorded; the job's other revisions go on)
+        tracker.fail(run_id, exc)
+        why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        failures.append(f"{revision.name}: {why}")
+        print(f"{run_name} failed: {why}", file=sys.stderr)
+        return None
+    tracker.log_curves([(model_label(cfg.model), metrics, revision.tokens)])  # one curve a seed
+    return RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False, classes=reported)
+
+
+def _not_screened_here(cfg: DictConfig, tracker: Tracker, revision: Revision, digest: str, why: str,
+                       reported: Tuple[str, ...]) -> RevisionResult:
+    """The result of a revision this job did not claim: done before (its run's metrics), or held
+    by a live job elsewhere (no metrics; the table says who screens it)."""
+    done = tracker.finished_run(digest)
+    if done is not None:
+        tracker.log_curves([(model_label(cfg.model), done.data.metrics, revision.tokens)])
+        return RevisionResult(cfg.model.name, revision, done.info.run_id, dict(done.data.metrics), skipped=True,
+                              classes=reported)
+    run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
+    print(f"{run_name}: {why}; skipped", file=sys.stderr)
+    holder = tracker.last_holder
+    if holder is None:
+        return RevisionResult(cfg.model.name, revision, "", {}, skipped=True, classes=reported, note=why)
+    tags = holder.data.tags
+    by = "sweep" if tags.get(PARENT_TAG) else "job"
+    return RevisionResult(cfg.model.name, revision, holder.info.run_id, {}, skipped=True, classes=reported,
+                          note=f"screened by another {by} (host {tags.get(HOST_TAG, '?')}, pid {tags.get(PID_TAG, '?')})")
+
+
+def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, known: List[Revision],
+                     progress: bool) -> Dict[str, float]:
+    """Load one fetched revision, screen it, write its claimed run; returns its metrics.
+
+    A revision whose fetch failed or whose checkpoint cannot be loaded raises
+    :class:`FetchFailed` / :class:`RevisionFailed` (the job goes on); an
+    :class:`EmergenceError` raised after loading (a probe the model cannot take) ends the job."""
+    revision = fetched.item
+    if fetched.error is not None:  # this revision only: recorded, the others go on
+        raise FetchFailed(str(fetched.error))
+    tic = time.perf_counter()
+    loaded, fetched.loaded = fetched.loaded, None  # loaded ahead (emergence/prefetch.py), else here
+    if loaded is None:
+        try:
+            loaded = load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+                          progress=progress, folder=fetched.value, precision=cfg.matmul_precision)
+        except EmergenceError as exc:  # a missing, truncated or corrupt checkpoint: this revision only
+            raise RevisionFailed(str(exc)) from None
+        load_seconds, ahead = time.perf_counter() - tic, False
+    else:
+        load_seconds, ahead = fetched.load_s, True
+    tic = time.perf_counter()
+    probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
+    reserve = model_bytes(loaded.model) if sweep_prefetch.loads_ahead(cfg) else 0  # the next one may be loading
+    plan = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
+                           cfg.screen.memory_gb, cfg.corpus.batch_size,
+                           rows=recipe_for(cfg.screen).attention_rows(cfg.screen, probe.seq_len), reserve_bytes=reserve)
+    probe.batch_size = plan.batch_size
+    result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
+                    description=f"{cfg.model.name}@{revision.name}", precision=loaded.matmul_precision)
+    screen_seconds = time.perf_counter() - tic
+    metrics = dict(result.metrics)
+    metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
+                    "screen_seconds": screen_seconds, "load_seconds": load_seconds,
+                    "fetch_wait_seconds": fetched.waited_s})
+    params = run_params(cfg, revision, loaded.adapter, known)
+    params.update(result.params)
+    params.update({PROBE_PARAM: probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
+                   "device": str(loaded.device), "source": loaded.source,
+                   "batch_size": str(plan.batch_size), "memory_budget": plan.describe(),
+                   "matmul_precision": loaded.matmul_precision, "loaded_ahead": str(ahead).lower()})
+    tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
+                     config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,
+                     note=_run_note(cfg, revision))
+    return metrics  # (the model is freed here, before the next revision is loaded and this one evicted)
+
+
