@@ -144,7 +144,8 @@ def live_runs(uri: str, model: str):
 
 def fixed_refined(model: str, toy_dir: Path, uri: str, sets=()) -> dict:
     """``revision=logspaced`` then ``revision=refine`` on the fixed suite: the final brackets."""
-    from emergence.job import refine_plan, run_job, screened_runs
+    from emergence.job import run_job
+    from emergence.refinement import refine_plan, screened_runs
     from emergence.registry import compose, model_revisions
 
     base = [f"model={model}", *PROBE, f"cache.toy_dir={toy_dir}", f"tracking.uri={uri}", "stats=false",

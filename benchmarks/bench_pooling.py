@@ -10,7 +10,7 @@ Two levels:
   revision and give a lower bound (the gap against the first revision) instead of a point;
 - ``curves``: whole runs, an induction and a BOS curve each (stats.simulate.seed_group:
   aggregate logistic draws on 128 heads, or populations of 256 heads), analysed by
-  stats.analysis.analyse_curve and pooled as ``python -m stats`` pools them.
+  stats.curve_analysis.analyse_curve and pooled as ``python -m stats`` pools them.
 
 Printed per row: the share of groups whose pooled interval holds log10 R (criterion >= 0.9
 at 5 seeds), whose prediction interval holds a new run's theta, the rejection rate of the

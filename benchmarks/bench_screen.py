@@ -168,7 +168,7 @@ def revision_before(model, adapter, probe, cfg):
     """What a revision cost before issue 25: the screen, then a clean pass and one full forward per
     ablated head set (the group, the controls, the bound), none sharing work."""
     from emergence.screens import screen
-    from emergence.screens.ablation import ablated
+    from emergence.screens.head_ablation import ablated
     from emergence.screens.base import run_pass
     from emergence.screens.xu2026 import LastPositionLossReducer
     from emergence.screens.xu2026_ablation import matched_controls, upper_bound

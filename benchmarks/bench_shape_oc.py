@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_shape_oc.py [--datasets 200] [--n-boot 20] [--seed 0]
 
-Every curve goes through :func:`stats.analysis.analyse_curve`, exactly as the
+Every curve goes through :func:`stats.curve_analysis.analyse_curve`, exactly as the
 analysis runs it (``--n-boot`` sets its bootstrap replicates, which the verdict
 does not use: it only feeds the times and the step test's evidence). Revisions:
 10, log-spaced from 1e9 to 3e12 tokens (0.386 decades apart); t50 drawn uniformly

@@ -1,4 +1,4 @@
-"""The run contract (emergence/contract.py), end to end: ``run_job`` screens a tiny model
+"""The run contract (emergence/contract/), end to end: ``run_job`` screens a tiny model
 into a temporary MLflow store and the stats reader reads it back by the contract's names.
 Also: a ``screen=bos`` run after ``screen=all`` loses no curve, probes never mix in one
 curve, and runs of one probe measured differently are refused."""
@@ -39,7 +39,7 @@ def uri(store):
 
 
 def read(store, **kw):
-    from stats.curves import read_mlflow
+    from stats.sources.mlflow import read_mlflow
 
     return read_mlflow(uri(store), "contract", **kw)
 

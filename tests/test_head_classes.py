@@ -123,7 +123,7 @@ def test_a_forced_skip_one_head_is_flagged_as_such(skip_one, monkeypatch):
 def test_the_stats_reader_finds_the_seventh_class(skip_one, tmp_path):
     from emergence.job import run_job
     from emergence.registry import compose
-    from stats.curves import read_mlflow
+    from stats.sources.mlflow import read_mlflow
     from stats.heads import apply_thresholds, thresholds_dict
 
     folder = save_revisions(tmp_path / "ckpt", "gpt_neox", steps=(10, 100))

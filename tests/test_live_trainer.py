@@ -123,7 +123,7 @@ def test_the_callback_saves_the_jump_and_the_dense_window_around_the_switch(trai
 
 def test_runs_reach_the_store_during_training_and_stats_reads_them(trained):
     from stats.analysis import analyse_curve
-    from stats.curves import read_mlflow
+    from stats.sources.mlflow import read_mlflow
 
     _cfg, _folder, uri, seen = trained
     runs = store_runs(uri)

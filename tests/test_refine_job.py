@@ -59,7 +59,7 @@ def test_refine_finds_the_switch_revision_and_a_second_call_adds_none(registry, 
     assert counts[SWITCH - 1] == 0 and counts[SWITCH] == 2
     # The statistics see the denser curve and say the largest jump is between adjacent checkpoints.
     from stats.analysis import analyse_curve
-    from stats.curves import read_mlflow
+    from stats.sources.mlflow import read_mlflow
 
     tracked = read_mlflow(f"sqlite:///{store}/mlflow.db", "refine", read_heads=False)
     analysis = analyse_curve(tracked.curve("switchy", "induction"), results=tracked)
@@ -107,7 +107,7 @@ def test_the_report_says_whether_the_largest_jump_is_resolved(registry, tmp_path
     from emergence.registry import compose
     from stats.analysis import analyse
     from stats.config import AnalysisConfig
-    from stats.curves import read_mlflow
+    from stats.sources.mlflow import read_mlflow
 
     store = tmp_path / "store"
     run_job(compose(overrides(registry, store, "revision=logspaced", "revision.k=6")), progress=False)
@@ -116,7 +116,7 @@ def test_the_report_says_whether_the_largest_jump_is_resolved(registry, tmp_path
         tracked = read_mlflow(f"sqlite:///{store}/mlflow.db", "refine")
         cfg = AnalysisConfig(n_boot=20, progress=False)
         study = analyse(tracked, cfg)  # through the per-head re-thresholding, as the report goes
-        return next(a for a in study.curves if a.klass == "induction").to_dict()["max_jump_between"]
+        return next(a for a in study.curves if a.head_class == "induction").to_dict()["max_jump_between"]
 
     assert between() == 20                           # step19 -> step40: 20 checkpoints inside
     run_job(compose(overrides(registry, store, "revision.k=6")), progress=False)

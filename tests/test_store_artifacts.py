@@ -73,7 +73,7 @@ def test_a_moved_study_reads_back_after_relocate(tmp_path):
     import mlflow
     import pandas as pd
 
-    from stats.curves import read_mlflow
+    from stats.sources.mlflow import read_mlflow
 
     old = tmp_path / "old"
     uri = f"sqlite:///{old}/mlflow.db"

@@ -1,6 +1,6 @@
 """Check an MLflow tracking URI before any work: a scheme MLflow knows, and a store that answers.
 
-Both apps call :func:`store_problem` before a model is loaded or trained (``emergence.job.validate``,
+Both apps call :func:`store_problem` before a model is loaded or trained (``emergence.preflight.validate``,
 also under ``dry_run``; ``python -m stats`` before it reads): a problem is one line naming the
 key, the URI and the cause, never a traceback minutes later.
 

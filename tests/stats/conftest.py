@@ -1,5 +1,5 @@
 """Fixtures of the stats tests: a real temporary MLflow store written to the run
-contract (emergence/contract.py: the names the screen writes), and a curve CSV
+contract (emergence/contract/: the names the screen writes), and a curve CSV
 constructed around the reference study's reported points."""
 
 from __future__ import annotations
