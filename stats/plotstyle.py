@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,11 +44,28 @@ def paper_style():
         yield
 
 
+class ReadableLogLocator(LogLocator):
+    """Major ticks of a log axis: at powers of ten, and also at 2x and 5x when the visible range
+    spans fewer than :attr:`NARROW_DECADES` decades (a toy's 0.4M-4M axis then reads 500K, 1M,
+    2M instead of a single 1M)."""
+
+    NARROW_DECADES = 2.0
+
+    def __init__(self):
+        super().__init__(base=10)
+
+    def tick_values(self, vmin, vmax):
+        lo, hi = sorted((vmin, vmax))
+        narrow = lo > 0 and math.log10(hi / lo) < self.NARROW_DECADES
+        self.set_params(subs=[1.0, 2.0, 5.0] if narrow else [1.0])
+        return super().tick_values(vmin, vmax)
+
+
 def token_axis(ax, axis: str = "x") -> None:
-    """A log-scaled token axis with ticks at powers of ten labelled like ``10B``."""
+    """A log-scaled token axis labelled like ``10B`` (:class:`ReadableLogLocator`)."""
     a = ax.xaxis if axis == "x" else ax.yaxis
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-    a.set_major_locator(LogLocator(base=10))
+    a.set_major_locator(ReadableLogLocator())
     a.set_major_formatter(FuncFormatter(lambda v, _: format_tokens(v)))
     a.set_minor_formatter(NullFormatter())
 
@@ -55,7 +73,7 @@ def token_axis(ax, axis: str = "x") -> None:
 def share_axis(ax) -> None:
     """A log-scaled x axis of shares (of training), labelled as percentages: ``1%``, ``100%``."""
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_major_locator(ReadableLogLocator())
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{100 * v:.3g}%"))
     ax.xaxis.set_minor_formatter(NullFormatter())
 

@@ -130,3 +130,22 @@ def test_reproduction_table_in_latex():
     tex = reproduction_latex(rep)
     assert tex.count(r"\\") == 3 and r"\begin{tabular}" in tex and r"\bottomrule" in tex
     assert r"olmo\_1b\_0724" in tex and r"\textbf{no}" in tex
+
+
+@pytest.mark.parametrize("lo, hi, labels", [
+    (4e5, 4e6, ["500K", "1M", "2M"]),      # a toy's one decade: 2x and 5x ticks too
+    (1e9, 3e12, ["10B", "100B", "1T"]),    # the study's range: powers of ten only
+])
+def test_token_axes_label_enough_ticks(lo, hi, labels):
+    import matplotlib.pyplot as plt
+
+    from stats.plotstyle import token_axis
+
+    fig, ax = plt.subplots()
+    ax.plot([lo, hi], [0, 1])
+    token_axis(ax)
+    fig.canvas.draw()
+    shown = [t.get_text() for t, v in zip(ax.get_xticklabels(), ax.get_xticks()) if lo <= v <= hi]
+    plt.close(fig)
+    assert all(label in shown for label in labels)
+    assert (hi / lo < 100) == any(s.startswith(("2", "5")) for s in shown)
