@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 from emergence.contract import INDUCTION_LOSS_METRIC, count_metric, fraction_metric, parse_metric
 from emergence.contract.mlflow_ui import open_lines
 from emergence.handoff import stats_report
-from emergence.revisions import Revision, token_text
+from emergence.contract.units import format_tokens
+from emergence.revisions import Revision
 
 if TYPE_CHECKING:
     from emergence.refine import RoundPlan
@@ -63,7 +64,7 @@ def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
 
         def first(metric: str) -> str:
             hit = next((r for r in ordered if r.metrics.get(metric, 0) >= 1), None)
-            return "none" if hit is None else f"{token_text(hit.revision.tokens)} ({hit.revision.name})"
+            return "none" if hit is None else f"{format_tokens(hit.revision.tokens)} ({hit.revision.name})"
 
         parsed = [(parse_metric(k), v) for r in ordered for k, v in r.metrics.items()]
         layers = sorted({p.layer for p, v in parsed if p is not None and p.kind == "layer_count"

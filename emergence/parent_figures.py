@@ -21,7 +21,7 @@ from typing import Iterable, List
 import pandas as pd
 
 from emergence.contract import FRACTION, parse_metric
-from emergence.revisions import token_text
+from emergence.contract.units import format_tokens
 
 FONT_PT = 9
 SMALL_PT = 8
@@ -59,7 +59,7 @@ def _panel(ax, table: pd.DataFrame, head_class: str) -> None:
     positive = table["tokens"][table["tokens"] > 0]
     decades = math.log10(positive.max() / positive.min()) if len(positive) else 0.0
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: token_text(x)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: format_tokens(x)))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: ""))
     top = table[column].max() if column in table else 0.0
     ax.set_ylim(0.0, max(0.05, 1.12 * float(top if pd.notna(top) else 0.0)))

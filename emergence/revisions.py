@@ -52,14 +52,6 @@ class Revision:
         return {"name": self.name, "step": self.step, "tokens": self.tokens}
 
 
-def token_text(tokens: float) -> str:
-    """Training tokens in short units: ``23B``, ``1.2M``, ``400K``, ``50`` (tables and figure axes)."""
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if tokens >= size:
-            return f"{tokens / size:.3g}{unit}"
-    return f"{tokens:.3g}"
-
-
 def pythia_revisions(tokens_per_step: int = PYTHIA_TOKENS_PER_STEP) -> List[Revision]:
     """The 154 Pythia branches: step0, 1, 2, 4 .. 512, then 1000 .. 143000 every 1000;
     tokens = step x ``tokens_per_step``."""

@@ -23,6 +23,7 @@ contract ``emergence.contract`` and its submodules), each returning a results ob
 
 from omegaconf import OmegaConf
 
+from emergence.contract.paths import register_resolvers
 from stats.paths import CONF_DIR, PROJECT_ROOT, emergence_home
 from stats.help import help_text
 from stats.errors import StatsError
@@ -48,10 +49,7 @@ def _help_template() -> str:
     return help_text().replace("$", "$$")  # Hydra's template is a string.Template
 
 
-if not OmegaConf.has_resolver("project_root"):
-    OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
-if not OmegaConf.has_resolver("emergence_home"):
-    OmegaConf.register_new_resolver("emergence_home", lambda: str(emergence_home()))
+register_resolvers()  # ${project_root:}, ${emergence_home:} (emergence/contract/paths.py)
 if not OmegaConf.has_resolver("stats_help"):  # `python -m stats --help` (conf/stats.yaml, hydra.help)
     OmegaConf.register_new_resolver("stats_help", _help_template)
 

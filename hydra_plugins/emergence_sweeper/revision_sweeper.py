@@ -231,21 +231,24 @@ class RevisionSweeper(BasicSweeper):
         from emergence.registry import model_revisions, selected_revisions
 
         jobs: List[Refinement] = []
-        pinned: Dict[int, Any] = {}  # refinement -> its pinned jobs' overrides, parent run last
+        bases: Dict[int, List[str]] = {}  # id(refinement) -> its job's overrides, its parent run last
         for base in self.refine_bases:
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(base))
-            parent = parent_of[tuple(base)]  # every refine job's store has a parent run (sweep())
             jobs.append(Refinement(cfg, model_revisions(cfg.model)))
-            pinned[id(jobs[-1])] = lambda r, base=base, parent=parent: [*base, f"revision.pin={r.name}",
-                                                                        f"tracking.parent_run={parent}"]
-        start = [pinned[id(job)](r) for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
-                 for r in selected_revisions(job.cfg.model, job.cfg.revision)]
+            # every refine job's store has a parent run (sweep()); _launch reads it from the last override
+            bases[id(jobs[-1])] = [*base, f"tracking.parent_run={parent_of[tuple(base)]}"]
+
+        def pinned(job: Refinement, revisions) -> List[List[str]]:
+            base = bases[id(job)]
+            return [[*base[:-1], f"revision.pin={r.name}", base[-1]] for r in revisions]
+
+        start = [overrides for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
+                 for overrides in pinned(job, selected_revisions(job.cfg.model, job.cfg.revision))]
         if start:
             print(f"refine: screening the start selection first ({len(start)} job(s))")
             self._launch([start], outcome)
         refine_rounds(jobs, lambda job: screened_runs(job.cfg, job.known),
-                      lambda due: self._launch([[pinned[id(job)](r) for job, revisions in due for r in revisions]],
-                                               outcome),
+                      lambda due: self._launch([[o for job, revisions in due for o in pinned(job, revisions)]], outcome),
                       lambda job: f"refine round {job.rounds} ({job.cfg.model.name})")
         for job in jobs:
             print(job.table())
