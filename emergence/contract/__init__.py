@@ -15,6 +15,8 @@ Its modules:
 - :mod:`emergence.contract.plugins`: plug-in discovery for the registries;
 - :mod:`emergence.contract.head_classes`: the head classes (name, threshold, targets);
 - :mod:`emergence.contract.telemetry`: no usage reports to outside hosts by default.
+- :mod:`emergence.contract.paths`: where both apps write (``$EMERGENCE_HOME`` or the cwd) and its resolvers;
+- :mod:`emergence.contract.units`: token counts as people write them (``23B``).
 
 Run contract. What a screen run writes and ``stats`` reads, named once here:
 
