@@ -112,7 +112,8 @@ def presence(curve: Curve, phases: CurvePhases) -> tuple:
 
 def censoring_without_rise(curve: Curve, phases: CurvePhases, change: TestResult, min_rise_heads: float,
                            alpha: float, regime: str, background_share: float) -> Optional[Censoring]:
-    """The censoring of a curve that shows no rise inside the range; None when it shows a rise. ``change``: the curve's test of change (:mod:`stats.change`)."""
+    """The censoring of a curve that shows no rise inside the range; None when it shows a rise.
+    ``change``: the curve's test of change (:mod:`stats.change`)."""
     p_change = change.p_value
     n_ref = float(np.median(curve.n))
     rise = phases.fit[: phases.rise_end]
