@@ -79,16 +79,17 @@ def thresholds_dict(thresholds=None) -> dict:
 def resolve_units(heads: pd.DataFrame, declared: Optional[Mapping] = None, default: Optional[str] = None) -> dict:
     """``{class: unit name}`` of every selectivity column of ``heads`` (stats/units.py): the unit
     ``declared`` for the class (``source.units.<class>``) unless ``auto``; else the source's own
-    ``default`` (a run's ``heads.csv``: ``ratio``); else read from the column's values (all in [0, 1]:
-    ``score``)."""
+    ``default`` (a run's ``heads.csv``: ``ratio``); else read from the values of the table's undeclared
+    columns together: all in [0, 1] is a table of ``score`` s, any value above 1 a table of ``ratio`` s (a
+    ratio column of a class no head shows can lie below 1 throughout; a table mixing units declares them)."""
     declared = dict(declared or {})
-    out = {}
-    for c, col in selectivity_columns(heads.columns).items():
-        unit = declared.get(c, AUTO)
-        if unit not in UNITS:
-            unit = default if default in UNITS else detect_unit(heads[col].to_numpy(float)).name
-        out[c] = unit
-    return out
+    columns = selectivity_columns(heads.columns)
+    auto = [col for c, col in columns.items() if declared.get(c, AUTO) not in UNITS]
+    if default in UNITS:
+        found = default
+    else:
+        found = detect_unit(heads[auto].to_numpy(float).ravel() if auto else []).name
+    return {c: declared[c] if declared.get(c, AUTO) in UNITS else found for c in columns}
 
 
 def declared_units(units) -> dict:

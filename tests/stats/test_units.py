@@ -140,3 +140,15 @@ def test_the_report_writes_scores_as_scores_and_bounds_as_bounds(score_study):
     assert re.search(r"\| > 10B \(BOS-50% not reached\) \|", text)  # the gaps table's t(late)
     # a seed suite: two groups of nine runs, pooled
     assert [(g["model"], g["n_seeds"]) for g in summary["pooled_gaps"]] == [("large", 9), ("small", 9)]
+
+
+def test_auto_reads_the_table_as_a_whole_so_a_class_no_head_shows_stays_a_ratio():
+    from stats.heads import resolve_units
+
+    heads = pd.DataFrame({"model": "m", "revision": "r", "tokens": 1e9, "layer": 0, "head": [0, 1],
+                          "selectivity.bos": [0.5, 40.0], "selectivity.previous_token": [0.3, 0.9]})
+    assert resolve_units(heads) == {"previous_token": "ratio", "bos": "ratio"}  # one value above 1: ratios
+    scores = heads.assign(**{"selectivity.bos": [0.5, 0.95]})
+    assert resolve_units(scores) == {"previous_token": "score", "bos": "score"}
+    assert resolve_units(scores, {"bos": "ratio"}) == {"previous_token": "score", "bos": "ratio"}
+    assert resolve_units(scores, default="ratio") == {"previous_token": "ratio", "bos": "ratio"}
