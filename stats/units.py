@@ -10,8 +10,9 @@ Units of a per-head column (``source.units.<class>``, :data:`UNITS`):
   first-token attention masses): a threshold in (0, 1], written ``0.4``.
 
 ``auto`` (the default) is the source's own unit where it has one (a run's ``heads.csv`` holds
-selectivities: ``ratio``), else read from the values: a column whose values all lie in [0, 1] is
-a ``score`` (:func:`detect_unit`). A threshold outside its column's range (30 for a score) is
+selectivities: ``ratio``), else read from the values of the table's undeclared columns together: all
+in [0, 1] are ``score`` s, any value above 1 makes them ``ratio`` s (:func:`detect_unit`,
+:func:`stats.heads.resolve_units`). A threshold outside its column's range (30 for a score) is
 refused in one line (:func:`threshold_problem`).
 """
 
