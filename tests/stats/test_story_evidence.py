@@ -126,3 +126,39 @@ def test_the_source_line_of_a_store_is_words():
                         "thresholds": {"bos": 30.0}, "units": {"bos": "ratio"}})
     assert line == ("Source: mlflow, store sqlite:///a.db, experiment emergence, 12 runs, 10 points, "
                     "probes (toy_neox: abc123).")
+
+
+def toy_like_table(path):
+    """A toy_neox-like per-head table (16 heads, 10 revisions 0.4M-4M tokens, ratios): three BOS heads at
+    40x from 1.2M (one falls back at the last two revisions), four induction heads at 80x from 2.3M; BOS
+    forms first and BOS-50 % (8 heads) is never reached."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for r, t in enumerate(np.geomspace(0.4e6, 4e6, 10)):
+        for h in range(16):
+            bos = 40.0 if h in (1, 2, 3) and t >= 1.2e6 and not (h == 3 and r >= 8) else rng.uniform(1, 5)
+            ind = 80.0 if h in (8, 9, 10, 11) and t >= 2.3e6 else rng.uniform(1, 5)
+            rows.append({"model": "toy", "revision": f"step{r}", "tokens": t, "layer": h // 4, "head": h % 4,
+                         "bos": bos * rng.uniform(0.9, 1.1), "induction": ind * rng.uniform(0.9, 1.1)})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_a_toy_like_study_never_trusts_a_milestone_that_is_never_reached(tmp_path):
+    from stats import analyse
+    from stats.config import AnalysisConfig, SensitivityConfig
+    from stats.sources.heads_csv import read_heads_csv
+
+    study = analyse(read_heads_csv(toy_like_table(tmp_path / "toy.csv")),
+                    AnalysisConfig(n_boot=100, progress=False, sensitivity=SensitivityConfig(n_boot=50)))
+    (st,) = study.stories
+    assert st.milestone["bound"] == "lower"  # BOS-50 % never reached
+    assert "milestone gap BOS-50% / induction formed >= " in st.text and "a bound: BOS-50% not reached by 4M" in st.text
+    assert st.established != ">1"  # BOS forms first: never "BOS after induction"
+    assert not (st.trust or "").startswith("the milestone")
+    text = render_report(study.summary(), {})
+    assert "Trust: the milestone" not in text
+    assert "| toy | bos | 100x | 0/16 (0.0%) | none | - | - | not reached | - | - |" in text
