@@ -19,12 +19,18 @@ outside the range, or a milestone met at the first revision or never), a
 *non-monotone count* (a decline after the peak, or a fall of at least
 ``min_rise_heads`` heads between revisions), *too few points or heads* (a curve
 with fewer than ``min_points`` revisions or a rise of at most
-``FEW_HEADS`` heads). Which figure to trust follows from the reason: a censored
-side is handled by the fitted bound (the milestone's point then assumes a crossing
-at the first revision); a non-monotone count or a rise of a few heads breaks the
-fit's assumptions, and first crossings do not need them; with no reason found the
-two definitions are reported side by side. The report puts the story, and any
-disagreement, at the top of the model's section.
+``FEW_HEADS`` heads).
+
+Which direction, if any, the evidence establishes (:func:`weigh`, with the model's rows of the
+threshold-sensitivity table, :func:`weigh_stories`): a direction is established where the fitted
+interval or the milestone bracket (both milestones reached) excludes 1 on that side and nothing
+points the other way (the other definition's interval or point, the fitted point, a sensitivity
+row's interval); else the gap is *not established*, and the assessment says why. A milestone never
+reached (or met at the first revision) gives a bound, never a figure. A figure is the one to trust
+only when it establishes the direction that the rest does not contradict; where the two gaps
+disagree and none does, the report trusts neither. Every bound keeps its sign (``>=``, ``<=``) in
+the story line. The report opens each model's section with a summary (the curves and the
+assessment), then the disagreement, then the story line.
 """
 
 from __future__ import annotations
