@@ -217,8 +217,9 @@ def _gaps_section(summary: dict) -> list:
               "milestones, with the interval the bracketing revisions allow (each crossing lies between the revision "
               "before the first crossing and the first crossing; a resolution interval, not a sampling one: no p-value).",
               "", "| model | definition | t(late) | t(early) | ratio | interval | p-value | notes |", "|---|---|---|---|---|---|---|---|"]
+        curves = {(c["model"], c["class"]): c for c in summary["curves"]}
         for g in summary["gaps"]:
-            late, early = _gap_time(g, "late"), _gap_time(g, "early")
+            late, early = _gap_time(g, "late", curves), _gap_time(g, "early", curves)
             L.append(f"| {g['model']} | {g.get('definition', 'fitted')} | {late} | {early} | {_gap_ratio_cell(g)} | "
                      f"{_fmt_ratio_ci(g.get('ratio_ci'))} | {_num(g.get('p_value'))} | "
                      f"{'; '.join(g.get('notes') or []) or '-'} |")
@@ -227,16 +228,19 @@ def _gaps_section(summary: dict) -> list:
     return L
 
 
-def _gap_time(g: dict, side: str) -> str:
-    """A gap's time of one side with what it is: ``181B (bos t50)``; a milestone not reached as the
-    bound the last revision gives, ``> 4M (BOS-50% not reached)``."""
+def _gap_time(g: dict, side: str, curves: dict) -> str:
+    """A gap's time of one side with what it is: ``181B (bos t50)``; a censored curve's time as its
+    bound, ``> 4M (bos t50, right-censored)``; a milestone not reached as the bound the last revision
+    gives, ``> 4M (BOS-50% not reached)``."""
     if g.get("definition") == "milestone":
         name = g[f"{side}_milestone"]
         if g.get(f"t_{side}") is None:
             return f"> {_fmt_tokens(g.get('t_last'))} ({name} not reached)"
         return f"{_fmt_tokens(g.get(f't_{side}'))} ({name})"
     what = f"{g['late_class']} t50" if side == "late" else f"{g['early_class']} {g['formation']}"
-    return f"{_fmt_tokens(g.get(f't_{side}'))} ({what})"
+    censored = (curves.get((g["model"], g[f"{side}_class"])) or {}).get("censored")
+    sign = {"left": "<= ", "right": "> "}.get(censored, "")
+    return f"{sign}{_fmt_tokens(g.get(f't_{side}'))} ({what}{f', {censored}-censored' if censored else ''})"
 
 
 def _gap_ratio_cell(g: dict) -> str:

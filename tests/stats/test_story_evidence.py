@@ -100,7 +100,10 @@ def test_the_report_prints_bounds_as_bounds_and_opens_each_model_with_a_summary(
     sens = {"rule": "r", "n_boot": 10, "rows": [
         row(50, 1.9, 1.2, None, bound="lower", max_fraction=0.0).to_dict(),
         row(20, 0.48, 0.25, 1.1).to_dict() | {"censored": "left", "t50": 1e6, "t50_ci": [None, 1e6], "gap_bound": "upper"}]}
-    gaps = [{"model": "m", "definition": "milestone", "late_milestone": "BOS-50%", "early_milestone": "induction formed",
+    gaps = [{"model": "m", "definition": "fitted", "late_class": "bos", "early_class": "induction", "formation": "t50",
+             "t_late": 4e6, "t_early": 2.1e6, "ratio": 1.9, "ratio_ci": [1.2, None], "bound": "lower", "p_value": 0.02,
+             "notes": []},
+            {"model": "m", "definition": "milestone", "late_milestone": "BOS-50%", "early_milestone": "induction formed",
              "t_late": None, "t_early": 2.8e6, "t_last": 4e6, "ratio": 1.43, "ratio_ci": [1.43, None], "bound": "lower",
              "p_value": None, "notes": []}]
     summary = {"source": {"kind": "heads_csv", "path": "/x/h.csv", "thresholds": {"bos": 30.0}},
@@ -117,6 +120,7 @@ def test_the_report_prints_bounds_as_bounds_and_opens_each_model_with_a_summary(
     assert "- gap bos / induction: The gap is not established" in section
     assert "| m | bos | 50x | 3/16 (0.0%) | sharp | - | - | not reached | - | - |" in text
     assert "| <= 1M (left-censored) | [-, 1M] | <= 0.48 | [0.25, 1.1] |" in text
+    assert "| m | fitted | > 4M (bos t50, right-censored) | 2.1M (induction t50) | >= 1.9 | [1.2, -] | 0.02 | - |" in text
     assert "| m | milestone | > 4M (BOS-50% not reached) | 2.8M (induction formed) | >= 1.43 | [1.43, -] |" in text
 
 
