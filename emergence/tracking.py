@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from emergence.contract import (CONFIG_ARTIFACT, CONFIG_HASH_TAG, ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG,
+from emergence.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON, CONFIG_ARTIFACT, CONFIG_HASH_TAG, ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG,
                                 HOST_TAG, INDUCTION_LOSS_METRIC, KIND_TAG, MODEL_TAG, NOTE_TAG, NULL_FREE_IDENTITY_KEYS,
                                 PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
                                 THROUGHPUT_PARAMS, count_metric, fraction_metric, parse_metric)
@@ -110,6 +110,16 @@ def config_hash(cfg: DictConfig, revision: Revision) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _order(run) -> Tuple[int, str]:
+    """The order in which rival claims yield: start time, then run id."""
+    return (run.info.start_time or 0, run.info.run_id)
+
+
+class ClaimLost(Exception):
+    """A claimed run found, when it was to be completed, that another run of its identity is complete
+    already: it deleted itself (its work is lost, the store keeps one run per identity)."""
+
+
 def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
     out: Dict[str, str] = {}
     for key, value in container.items():
@@ -140,8 +150,12 @@ class Tracker:
         self.heartbeat_s = float(tracking_cfg.heartbeat_s)
         self.stale_after_s = float(tracking_cfg.stale_after_s)
         self.settle_s = float(tracking_cfg.claim_settle_s)
+        #: Seconds a call to a tracking server may go unanswered (emergence/contract/store.py).
+        self.timeout_s = float(getattr(tracking_cfg, "timeout_s", 60.0))
         #: The live run that held the identity at this job's last lost claim (None: done, or won).
         self.last_holder = None
+        #: This job's won claims: run id -> (identity hash, the complete runs kept beside it under force).
+        self._claims: Dict[str, Tuple[str, frozenset]] = {}
         with self._io():
             end_dead_runs(self.client, self.experiment_id, self.stale_after_s)
 
@@ -184,6 +198,7 @@ class Tracker:
         it, ``(None, why)`` when it is done already or another job holds it (module rules; that
         job's run is then :attr:`last_holder`)."""
         self.last_holder = None
+        local = sqlite_file(self.uri) is not None  # claimed under the store's file lock
         with self._io("write to"), store_lock(self.uri):
             if not force:
                 done = self.finished_run(digest)
@@ -194,38 +209,72 @@ class Tracker:
                 if is_complete(run):
                     kept.add(run.info.run_id)  # force=true: kept beside the new one
                 elif run.info.status == "RUNNING" and claim_alive(run, self.stale_after_s):
-                    if sqlite_file(self.uri) is not None:  # under the lock: that live claim holds it
+                    if local:  # under the lock: that live claim holds it
                         self.last_holder = run
                         return None, self._holder(run)
                 else:
                     self._delete(run)  # dead claim, FAILED, KILLED or unfinished: an orphan
             now = time.time()
             all_tags = {**tags, RUN_NAME_TAG: run_name, HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
-                        HEARTBEAT_TAG: f"{now:.3f}", KIND_TAG: "screen", CONFIG_HASH_TAG: digest}
+                        HEARTBEAT_TAG: f"{now:.3f}", KIND_TAG: "screen", CONFIG_HASH_TAG: digest,
+                        CLAIM_STATE_TAG: CLAIM_WON if local else CLAIM_PENDING}
             if self.parent_run:
                 all_tags[PARENT_TAG] = self.parent_run
             mine = retry(self.client.create_run, self.experiment_id, run_name=run_name, tags=all_tags)
-            if sqlite_file(self.uri) is None and self.settle_s > 0:
-                time.sleep(self.settle_s)
-            winner = self._winner(self._runs_of(digest), mine.info.run_id, kept)
-            if winner.info.run_id != mine.info.run_id:
+            run_id = mine.info.run_id
+            holder = self._settle(digest, run_id, kept, pause=0.0 if local else self.settle_s)
+            if holder is not None:
                 self._delete(mine)
-                if is_complete(winner):
-                    return None, f"done by another job (run {winner.info.run_id[:8]})"
-                self.last_holder = winner
-                return None, self._holder(winner)
-        return mine.info.run_id, ""
+                if is_complete(holder):
+                    return None, f"done by another job (run {holder.info.run_id[:8]})"
+                self.last_holder = holder
+                return None, self._holder(holder)
+            if not local:
+                retry(self.client.set_tag, run_id, CLAIM_STATE_TAG, CLAIM_WON)
+        self._claims[run_id] = (digest, frozenset(kept))
+        return run_id, ""
 
-    def _winner(self, runs, mine: str, kept: set):
-        """Who screens the identity, from its runs re-read after this job's claim ``mine``: a
-        complete run not in ``kept`` (the complete runs seen before the claim, kept under
-        ``force``; without ``force`` ``kept`` is empty), else the earliest live claim."""
-        done = [r for r in runs if is_complete(r) and r.info.run_id not in kept]
+    def _settle(self, digest: str, mine: str, kept: set, pause: float):
+        """Decide the claim ``mine`` (just created, so visible to every later read): None when this
+        job screens the identity, else the run that holds it (module rules: a claim wins only when
+        its re-read shows no other live claim; it yields to a complete run, a won claim or an
+        earlier pending one, and waits for later pending ones to yield or win)."""
+        deadline = time.time() + self.timeout_s
+        beat = time.time()
+        while True:
+            if pause > 0:
+                time.sleep(pause)
+            verdict, holder = self._verdict(self._runs_of(digest), mine, kept)
+            if verdict != "wait":
+                return holder
+            if time.time() > deadline:  # yielding is always safe; the rival wins or yields in its turn
+                return holder
+            if time.time() - beat > self.heartbeat_s:  # a claim that waits stays alive
+                beat = time.time()
+                retry(self.client.set_tag, mine, HEARTBEAT_TAG, f"{beat:.3f}")
+            pause = max(self.settle_s, 0.2)
+
+    def _verdict(self, runs, mine: str, kept: set):
+        """``("won", None)``, ``("lost", holder)`` or ``("wait", rival)`` for the claim ``mine`` from
+        its identity's runs re-read after it was created. Safe on any store whose reads show every
+        write that returned before them: of two claims, the one created second sees the first, so
+        two claims that each saw no rival cannot both exist; the order (start time, run id) only
+        decides who yields."""
+        own = [r for r in runs if r.info.run_id == mine]
+        done = [r for r in runs if is_complete(r) and r.info.run_id not in kept and r.info.run_id != mine]
         if done:
-            return min(done, key=lambda r: (r.info.start_time, r.info.run_id))
-        live = [r for r in runs if r.info.status == "RUNNING" and r.data.tags.get(STATUS_TAG) != STATUS_COMPLETE
-                and (r.info.run_id == mine or claim_alive(r, self.stale_after_s))]
-        return min(live, key=lambda r: (r.info.start_time, r.info.run_id))
+            return "lost", min(done, key=_order)
+        rivals = [r for r in runs if r.info.run_id != mine and r.info.status == "RUNNING"
+                  and r.data.tags.get(STATUS_TAG) != STATUS_COMPLETE and claim_alive(r, self.stale_after_s)]
+        if not own:  # this claim was deleted (taken for dead): never screen on it
+            return "lost", min(rivals, key=_order) if rivals else None
+        if not rivals:
+            return "won", None
+        won = [r for r in rivals if r.data.tags.get(CLAIM_STATE_TAG, CLAIM_WON) != CLAIM_PENDING]
+        earlier = [r for r in rivals if _order(r) < _order(own[0])]
+        if won or earlier:
+            return "lost", min(won or earlier, key=_order)
+        return "wait", min(rivals, key=_order)
 
     @staticmethod
     def _holder(run) -> str:
@@ -254,8 +303,25 @@ class Tracker:
             retry(self.client.log_text, run_id, config_yaml, CONFIG_ARTIFACT)
             for name, text in (extra_artifacts or {}).items():
                 retry(self.client.log_text, run_id, text, name)
+            self._yield_to_complete(run_id)  # the second check: before this run is marked complete
             retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
             retry(self.client.set_terminated, run_id, "FINISHED")
+            self._yield_to_complete(run_id)  # and after: of two runs finishing at once, one sees the other
+        self._claims.pop(run_id, None)
+
+    def _yield_to_complete(self, run_id: str) -> None:
+        """Raise :class:`ClaimLost`, after deleting this run, when another run of its identity (not one
+        kept beside it under ``force``) is complete: a run finishing second never stays."""
+        if run_id not in self._claims:  # (a run this tracker did not claim: nothing to compare)
+            return
+        digest, kept = self._claims[run_id]
+        others = [r for r in self._runs_of(digest)
+                  if is_complete(r) and r.info.run_id != run_id and r.info.run_id not in kept]
+        if others:
+            self._claims.pop(run_id)
+            self._delete(retry(self.client.get_run, run_id))
+            raise ClaimLost(f"done by another job (run {min(others, key=_order).info.run_id[:8]}); "
+                            f"this job's run {run_id[:8]} of the same identity was deleted")
 
     def fail(self, run_id: str, error: BaseException, status: str = "FAILED") -> None:
         """Mark a claimed run FAILED (or KILLED for Ctrl-C) with the error as a tag."""

@@ -253,6 +253,18 @@ def _schema_at(schema: Type, path: str) -> Optional[Type]:
     return tp if dataclasses.is_dataclass(tp) else None
 
 
+def _mapping_keys(schema: Type, path: str) -> Optional[List[str]]:
+    """The valid keys of the mapping field at ``path`` (its ``keys`` constraint: a registry's
+    names, e.g. the head classes of ``screen.thresholds``), or None when it has none."""
+    parent, _, leaf = path.rpartition(".")
+    node = _schema_at(schema, parent)
+    if node is None or not leaf:
+        return None
+    field_ = next((f for f in dataclasses.fields(node) if f.name == leaf), None)
+    rule = constraint(field_) if field_ is not None else {}
+    return list(_choices({"choices": rule["keys"]})) if "keys" in rule else None
+
+
 def _override_value(overrides: Sequence[str], key: str) -> Optional[str]:
     for text in overrides:
         k, _, v = text.partition("=")
@@ -295,6 +307,9 @@ def one_line(exc: BaseException, schema: Type, overrides: Sequence[str] = ()) ->
             valid = [f.name for f in dataclasses.fields(node)]
             if leaf not in valid:
                 return f"{key} is not a key of {parent or 'the config'}{where}; valid: {', '.join(valid)}"
+        keys = _mapping_keys(schema, parent)
+        if kind in ("ConfigKeyError", "ConfigAttributeError") and keys is not None and leaf not in keys:
+            return f"{key} is not a key of {parent}{where}; valid: {', '.join(keys)}"
         if kind == "ValidationError":
             value = _override_value(overrides, key)
             if value is None:
