@@ -25,7 +25,7 @@ from emergence.config import EmergenceConfig
 from emergence.console import format_plan, format_table, print_summary
 from emergence.contract.checks import discard_run_dir
 from emergence.contract.checks import precheck as compose_and_check
-from emergence.contract.store import StoreError
+from emergence.contract.store import StoreError, failed_before
 from emergence.help import register_resolver
 from emergence.registry import CONF_DIR, GROUPS, check_group_choice
 
@@ -70,7 +70,11 @@ def main(cfg: DictConfig):
         return []
     if in_multirun():
         # A sweep's job never exits the process (a joblib worker, a submitit job): it raises,
-        # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it.
+        # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it. A store that
+        # failed in an earlier job of this process is not tried again (the sweeper stops after the batch).
+        down = failed_before(cfg.tracking.uri)
+        if down is not None:
+            raise JobFailed(f"StoreError: not started: {down}")
         try:
             return run_job(cfg)
         except (EmergenceError, JobFailed):

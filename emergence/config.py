@@ -248,8 +248,8 @@ class TrackingConfig:
     #: Artifact root for new experiments; null: beside the store (``<store folder>/mlartifacts``
     #: for a local store, the server's artifact destination for a tracking server).
     artifacts: Optional[str] = None
-    #: One experiment per study.
-    experiment: str = "emergence"
+    #: One experiment per study (a name MLflow takes: not empty).
+    experiment: str = field(default="emergence", metadata={"pattern": r"(?s)\s*\S.*", "hint": "a non-empty name"})
     #: Tag value shared by the runs of one sweep; default: the Hydra sweep folder.
     sweep: Optional[str] = None
     #: The sweep's parent run (set by the sweeper for its jobs; children tag ``mlflow.parentRunId``).
@@ -258,10 +258,16 @@ class TrackingConfig:
     heartbeat_s: float = field(default=60.0, metadata={"gt": 0, "finite": True})
     #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone
     #: (same host, pid not alive), is dead: the next job of that identity deletes it and claims anew.
+    #: Must exceed ``heartbeat_s`` (:func:`check_tracking`), or live claims would look dead.
     stale_after_s: float = field(default=600.0, metadata={"gt": 0, "finite": True})
     #: Tracking server only: seconds to wait after creating a claim before re-reading the
-    #: rival claims (a local SQLite store claims under a file lock instead).
+    #: rival claims (a local SQLite store claims under a file lock instead). Only a pause: the
+    #: claim rule holds whatever it is (emergence/tracking.py).
     claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
+    #: Tracking server only: a call the server does not answer fails after about this many seconds
+    #: (retries included; emergence/contract/store.py ``server_timeouts``), and the job with it; a
+    #: ``-m`` sweep then stops, saying how to resume. Also the longest a claim waits for a rival's.
+    timeout_s: float = field(default=60.0, metadata={"min": 5, "max": 3600, "finite": True})
     #: Seconds to wait for a tracking (or database) server to answer the check made before any
     #: work (emergence/contract/storecheck.py): an unreachable store is refused in one line, not after minutes.
     connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
@@ -395,6 +401,15 @@ def check_corpus(corpus) -> None:
         check_xu2026_values(int(corpus.vocab_lo), int(corpus.vocab_hi), int(corpus.seq_len))
 
 
+def check_tracking(tracking) -> None:
+    """The ``tracking`` group's rule across its fields: a live claim refreshes its heartbeat every
+    ``heartbeat_s``, so ``stale_after_s`` (when a claim counts as dead) must be longer."""
+    if float(tracking.stale_after_s) <= float(tracking.heartbeat_s):
+        raise EmergenceError(f"tracking.stale_after_s={tracking.stale_after_s} must exceed tracking.heartbeat_s="
+                             f"{tracking.heartbeat_s} (a live claim would look dead and be screened again); "
+                             "e.g. stale_after_s >= 3 x heartbeat_s")
+
+
 def check_ablation(ablation) -> None:
     """The ``screen.ablation`` group's rule across its fields: ``group: list`` names its heads (that
     the model has them is checked once its shape is known: emergence/screens/ablation.py ``check_heads``)."""
@@ -434,6 +449,7 @@ def check_config(cfg) -> None:
     group's rules across its fields."""
     check(cfg, EmergenceConfig, EmergenceError)
     check_corpus(cfg.corpus)
+    check_tracking(cfg.tracking)
     if cfg.screen.ablation is not None:
         check_ablation(cfg.screen.ablation)
 

@@ -48,12 +48,14 @@ from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from emergence.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON, CONFIG_ARTIFACT, CONFIG_HASH_TAG, ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG,
-                                HOST_TAG, INDUCTION_LOSS_METRIC, KIND_TAG, MODEL_TAG, NOTE_TAG, NULL_FREE_IDENTITY_KEYS,
-                                PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
+from emergence.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON, CONFIG_ARTIFACT, CONFIG_HASH_TAG,
+                                ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC,
+                                KIND_TAG, MODEL_TAG, NOTE_TAG, NULL_FREE_IDENTITY_KEYS, PARENT_TAG, PID_TAG,
+                                PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
                                 THROUGHPUT_PARAMS, count_metric, fraction_metric, parse_metric)
-from emergence.contract.store import (Heartbeat, claim_alive, drop_artifacts, end_dead_runs, is_complete,
-                                      prepare_store, retry, sqlite_file, store_io, store_lock)
+from emergence.contract.store import (Heartbeat, StoreError, claim_alive, drop_artifacts, end_dead_runs,
+                                      failed_before, is_complete, prepare_store, retry, server_timeouts, sqlite_file,
+                                      store_io, store_lock)
 from emergence.revisions import Revision
 
 if TYPE_CHECKING:
@@ -142,6 +144,7 @@ class Tracker:
 
         self.mlflow = mlflow
         self.uri = tracking_cfg.uri
+        server_timeouts(self.uri, float(getattr(tracking_cfg, "timeout_s", 60.0)))
         mlflow.set_tracking_uri(self.uri)
         self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts)
         self.client = mlflow.MlflowClient(self.uri)
@@ -326,6 +329,8 @@ class Tracker:
     def fail(self, run_id: str, error: BaseException, status: str = "FAILED") -> None:
         """Mark a claimed run FAILED (or KILLED for Ctrl-C) with the error as a tag."""
         text = f"{type(error).__name__}: {error}".strip()
+        if failed_before(self.uri) is not None:  # one quick try: the store failed already (the claim is cleaned on resume)
+            server_timeouts(self.uri, 8.0)
         try:
             retry(self.client.set_tag, run_id, ERROR_TAG, text[:4900], attempts=10)
             retry(self.client.set_terminated, run_id, status, attempts=10)
@@ -352,12 +357,13 @@ class Tracker:
 # --- a sweep's parent run -------------------------------------------------------------------
 
 def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str,
-                 n_jobs: int, stale_after_s: float) -> Tuple[str, str]:
+                 n_jobs: int, stale_after_s: float, timeout_s: float = 60.0) -> Tuple[str, str]:
     """Prepare the store and experiment, end the runs of dead sweeps and jobs there
     (:func:`end_dead_runs`), and create the sweep's parent run (RUNNING; the sweeper keeps its
     heartbeat with :func:`parent_heartbeat`). Returns ``(experiment_id, run_id)``."""
     import mlflow
 
+    server_timeouts(uri, timeout_s)
     exp_id = prepare_store(uri, experiment, artifacts)
     client = mlflow.MlflowClient(uri)
     with store_io(uri, "write to"):
@@ -377,16 +383,27 @@ def parent_heartbeat(uri: str, run_id: str, every_s: float) -> Heartbeat:
     return Heartbeat(mlflow.MlflowClient(uri), run_id, every_s)
 
 
-def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None) -> None:
-    """End a sweep's parent run: FINISHED, or FAILED naming the failed jobs (or ``status``)."""
+def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None,
+               strict: bool = False) -> None:
+    """End a sweep's parent run: FINISHED, or FAILED naming the failed jobs (or ``status``). A store
+    that cannot take it raises :class:`StoreError` with ``strict`` (a job that succeeded otherwise
+    must not exit 0), else is ignored (the job fails already; the next job ends the run KILLED).
+    When the store failed earlier in this process, one quick try (a few seconds, not ``timeout_s``)."""
     import mlflow
 
+    if failed_before(uri) is not None:
+        server_timeouts(uri, 8.0)
     client = mlflow.MlflowClient(uri)
     failed = list(failed)
     try:
-        retry(client.set_tag, run_id, "emergence.failed_jobs", str(len(failed)))
-        if failed:
-            retry(client.set_tag, run_id, ERROR_TAG, "; ".join(failed)[:4900])
-        retry(client.set_terminated, run_id, status or ("FAILED" if failed else "FINISHED"))
+        with store_io(uri, "write to"):
+            retry(client.set_tag, run_id, "emergence.failed_jobs", str(len(failed)))
+            if failed:
+                retry(client.set_tag, run_id, ERROR_TAG, "; ".join(failed)[:4900])
+            retry(client.set_terminated, run_id, status or ("FAILED" if failed else "FINISHED"))
+    except StoreError:
+        if strict:
+            raise
     except Exception:  # noqa: BLE001
-        pass
+        if strict:
+            raise
