@@ -15,6 +15,7 @@ trained, and :func:`check_screen` checks a screen config handed to
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -122,9 +123,10 @@ class CorpusConfig:
     #: ``synthetic_induction`` (METHODS section 4), ``text_file`` or ``xu2026`` (the
     #: reference study's probe, ``[filler] A B [filler] A``; emergence/probes.py).
     kind: str = field(default="synthetic_induction", metadata={"choices": CORPUS_KINDS})
-    n_sequences: int = field(default=2000, metadata={"min": 1})
+    #: At most MAX_PROBE_SEQUENCES, and the probe's tokens must fit in a quarter of the memory (:func:`check_corpus`).
+    n_sequences: int = field(default=2000, metadata={"min": 1, "max": 1_000_000})
     #: Length n of the repeated segment; sequences are ``[first] a1..an a1..an``.
-    segment_length: int = field(default=31, metadata={"min": 2})
+    segment_length: int = field(default=31, metadata={"min": 2, "max": 524_288})
     seed: int = field(default=0, metadata=SEED)
     #: For ``xu2026``: token ids are drawn from [vocab_lo, vocab_hi) (the study: [100, 10000)).
     vocab_lo: int = field(default=100, metadata={"min": 0})
@@ -139,7 +141,7 @@ class CorpusConfig:
     #: For ``text_file``: the file, the window length, and the stride between windows.
     #: ``seq_len`` is also the sequence length T of ``xu2026`` (the study: 256).
     path: Optional[str] = None
-    seq_len: int = field(default=64, metadata={"min": 2})
+    seq_len: int = field(default=64, metadata={"min": 2, "max": 1_048_576})
     stride: Optional[int] = field(default=None, metadata={"min": 1})
     #: For ``text_file``: prepend the model's first token to each window.
     prepend_first_token: bool = True
@@ -388,10 +390,30 @@ def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
                              f"{XU2026_MIN_SEQ_LEN} (the pair sits at p in [20, seq_len // 2))")
 
 
+def _memory_bytes() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # (not POSIX: no bound from here)
+        return 2**62
+
+
+def check_probe_memory(corpus) -> None:
+    """The probe's token ids (``n_sequences`` x its length, int64) must fit in a quarter of this
+    machine's memory, checked before any model is loaded or trained."""
+    length = 1 + 2 * int(corpus.segment_length) if corpus.kind == "synthetic_induction" else int(corpus.seq_len)
+    need, have = int(corpus.n_sequences) * length * 8, _memory_bytes()
+    if need > have // 4:
+        fit = max(1, (have // 4) // (length * 8))
+        raise EmergenceError(f"corpus.n_sequences={corpus.n_sequences} makes a probe of {need / 2**30:.1f} GiB "
+                             f"({length} tokens a sequence), over a quarter of this machine's {have / 2**30:.0f} GiB; "
+                             f"set corpus.n_sequences <= {fit}")
+
+
 def check_corpus(corpus) -> None:
     """The ``corpus`` group's rules across its fields, before any model is known (a probe against
     the model's vocabulary and context: emergence/probes.py ``check_probe``): a ``text_file``
     probe needs a local file, an ``xu2026`` probe a token range and a length its layout fits."""
+    check_probe_memory(corpus)
     if corpus.kind == "text_file":
         if not corpus.path:
             raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
