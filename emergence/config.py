@@ -150,7 +150,7 @@ class CorpusConfig:
 @dataclass
 class RefineConfig:
     """Adaptive refinement (``revision=refine``; emergence/refine.py): rounds of new revisions
-    inside each class's bracket until it lies between adjacent registry revisions."""
+    inside each class's bracket (its largest rise) until it lies between adjacent registry revisions."""
 
     #: Classes whose transition is refined (their head counts' largest jump).
     classes: List[str] = field(default_factory=lambda: ["bos", "induction"],
@@ -159,6 +159,9 @@ class RefineConfig:
     per_round: int = field(default=1, metadata={"min": 1, "max": 64})
     #: At most this many rounds.
     rounds: int = field(default=8, metadata={"min": 1, "max": 64})
+    #: Also bracket each class's largest decline (a fall in its count), as its own entry
+    #: ``<class> decline``; by default only rises, the transitions the statistics report.
+    declines: bool = False
 
 
 @dataclass
