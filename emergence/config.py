@@ -254,7 +254,7 @@ class TrackingConfig:
     #: for a local store, the server's artifact destination for a tracking server).
     artifacts: Optional[str] = None
     #: One experiment per study (a name MLflow takes: not empty).
-    experiment: str = field(default="emergence", metadata={"pattern": r"(?s)\s*\S.*", "hint": "a non-empty name"})
+    experiment: str = "emergence"
     #: Tag value shared by the runs of one sweep; default: the Hydra sweep folder.
     sweep: Optional[str] = None
     #: The sweep's parent run (set by the sweeper for its jobs; children tag ``mlflow.parentRunId``).
@@ -427,8 +427,11 @@ def check_corpus(corpus) -> None:
 
 
 def check_tracking(tracking) -> None:
-    """The ``tracking`` group's rule across its fields: a live claim refreshes its heartbeat every
-    ``heartbeat_s``, so ``stale_after_s`` (when a claim counts as dead) must be longer."""
+    """The ``tracking`` group's rules: a named experiment; and since a live claim refreshes its heartbeat
+    every ``heartbeat_s``, ``stale_after_s`` (when a claim counts as dead) must be longer."""
+    if not str(tracking.experiment).strip():
+        raise EmergenceError(f"tracking.experiment={tracking.experiment!r} is empty; name the study's experiment, "
+                             "e.g. tracking.experiment=emergence")
     if float(tracking.stale_after_s) <= float(tracking.heartbeat_s):
         raise EmergenceError(f"tracking.stale_after_s={tracking.stale_after_s} must exceed tracking.heartbeat_s="
                              f"{tracking.heartbeat_s} (a live claim would look dead and be screened again); "
