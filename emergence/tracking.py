@@ -264,7 +264,9 @@ class Tracker:
         two claims that each saw no rival cannot both exist; the order (start time, run id) only
         decides who yields."""
         own = [r for r in runs if r.info.run_id == mine]
-        done = [r for r in runs if is_complete(r) and r.info.run_id not in kept and r.info.run_id != mine]
+        done = [r for r in runs if r.info.run_id not in kept and r.info.run_id != mine
+                and (is_complete(r) or (r.data.tags.get(STATUS_TAG) == STATUS_COMPLETE and r.info.status == "RUNNING"
+                                        and claim_alive(r, self.stale_after_s)))]  # (tagged complete, ending now)
         if done:
             return "lost", min(done, key=_order)
         rivals = [r for r in runs if r.info.run_id != mine and r.info.status == "RUNNING"
