@@ -7,13 +7,22 @@ that many jobs (one machine, a cluster, two people) share one store:
 - **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job
   creates the run, RUNNING, tagged with the identity hash (:func:`config_hash`: model
   config, revision name, corpus, screen), its host, pid and a heartbeat, then re-reads the
-  live RUNNING runs of that hash and its complete FINISHED runs: a complete run wins
-  (a rival finished while this claim was made; under ``force``, only one finished since
-  this claim began), else the earliest live claim (start time, then run id); a loser
-  deletes its own claim and skips the revision. With a SQLite store the whole claim
-  runs under the store's file lock (atomic); with a server the re-read waits
-  ``tracking.claim_settle_s`` so that a rival's earlier claim has been written. The
-  same rule on every store kind: two jobs never both screen one identity.
+  runs of that hash: a complete run wins (a rival finished while this claim was made;
+  under ``force``, only one finished since this claim began); a loser deletes its own
+  claim and skips the revision. With a SQLite store the whole claim runs under the
+  store's file lock (atomic). With a server (or a ``file:`` store) a claim is created
+  ``pending`` and wins (tagged ``won``) only when its re-read, after
+  ``tracking.claim_settle_s``, shows no other live claim; it yields to a won claim or an
+  earlier pending one (start time, then run id) and waits for later pending ones to yield
+  or win (:meth:`Tracker._verdict`). Safe whenever a read shows every write that returned
+  before it (a database behind the server): of two claims, the one created second sees the
+  first, so two claims that each saw no rival cannot exist, however late a rival's claim
+  becomes visible. The same rule on every store kind: two jobs never both screen one identity.
+- **A run finishing second deletes itself.** After a run is ended FINISHED, its job re-reads
+  the identity: when another complete run is there (not one kept beside it under
+  ``force``), it deletes its own run and raises :class:`ClaimLost` (the job lists the
+  revision as done by another job): its work is lost, never the one run per identity
+  (a last line of defence, for a claim taken for dead while its process was only frozen).
 - **Dead claims are cleaned, never duplicated.** A RUNNING claim is dead when its
   process is gone (:func:`emergence.contract.store.claim_alive`). A dead claim, and a
   FAILED or KILLED run of the same identity, is deleted by the next job of that identity
@@ -308,10 +317,9 @@ class Tracker:
             retry(self.client.log_text, run_id, config_yaml, CONFIG_ARTIFACT)
             for name, text in (extra_artifacts or {}).items():
                 retry(self.client.log_text, run_id, text, name)
-            self._yield_to_complete(run_id)  # the second check: before this run is marked complete
             retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
             retry(self.client.set_terminated, run_id, "FINISHED")
-            self._yield_to_complete(run_id)  # and after: of two runs finishing at once, one sees the other
+            self._yield_to_complete(run_id)  # of two runs finishing at once, the second sees the first
         self._claims.pop(run_id, None)
 
     def _yield_to_complete(self, run_id: str) -> None:
