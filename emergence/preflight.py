@@ -11,7 +11,10 @@ job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
    (emergence/registry.py, emergence/sources/);
 5. the probe and the ablation's heads against the model's limits as its source declares
    them before loading (:func:`declared_limits`): vocabulary, context, layers, heads;
-6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers.
+6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers;
+7. what the model source writes before screening (a toy suite still to train: a writable
+   ``cache.toy_dir``). The run folder (``hydra.run.dir``) is checked before Hydra makes it
+   (emergence/__main__.py, :func:`emergence.contract.checks.run_folder_problem`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def validate(cfg: DictConfig) -> List[Revision]:
     check_config(cfg)
     recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
     choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
-    registry.model_source(cfg.model)  # the family, and the config against its source (emergence/sources/)
+    source = registry.model_source(cfg.model)  # the family, and the config against its source (emergence/sources/)
     revisions = registry.selected_revisions(cfg.model, cfg.revision)
     limits = declared_limits(cfg.model, revisions)
     note = check_probe(cfg.corpus, limits)
@@ -47,6 +50,9 @@ def validate(cfg: DictConfig) -> List[Revision]:
     if cfg.screen.ablation is not None:
         check_heads(cfg.screen.ablation, limits)
     check_store(cfg.tracking)
+    problem = source.write_problem(cfg.model, cfg.cache.toy_dir)  # e.g. a read-only cache.toy_dir
+    if problem:
+        raise EmergenceError(problem)
     return revisions
 
 

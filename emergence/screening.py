@@ -52,7 +52,7 @@ from emergence.probes import build_probe
 from emergence.registry import model_label
 from emergence.revisions import Revision
 from emergence.screens import recipe_for, screen
-from emergence.tracking import Tracker, config_hash, flatten
+from emergence.tracking import ClaimLost, Tracker, config_hash, flatten
 
 
 @dataclass
@@ -233,6 +233,8 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
     try:
         with tracker.heartbeat(run_id):
             metrics = _screen_revision(cfg, tracker, run_id, fetched, known, progress)
+    except ClaimLost as lost:  # another job completed this identity first: its run stays, ours was deleted
+        return _not_screened_here(cfg, tracker, revision, digest, str(lost), reported)
     except KeyboardInterrupt as exc:
         tracker.fail(run_id, exc, status="KILLED")
         raise

@@ -86,6 +86,11 @@ class ModelSource:
         """Every revision of ``model``, ordered by tokens."""
         raise NotImplementedError
 
+    def write_problem(self, model, toy_dir: Optional[str] = None) -> Optional[str]:
+        """Why this source could not write what it will write before screening (one line naming the
+        folder and the setting that chose it), or None; checked before any work. Nothing by default."""
+        return None
+
     def prepare(self, model, revisions: Sequence[Revision], toy_dir: Optional[str] = None,
                 progress: bool = True) -> None:
         """Work done once in the main thread before ``revisions`` are fetched (the toy

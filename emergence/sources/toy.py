@@ -18,6 +18,7 @@ from emergence import EmergenceError
 from emergence import revisions as rv
 from emergence import toy  # (torch-free: the package imports its trainer only when one of these is used)
 from emergence.contract import RunSeed, recipe_seed
+from emergence.contract.storecheck import folder_problem
 from emergence.sources import Location, ModelLimits, ModelSource, model_get
 
 
@@ -39,6 +40,13 @@ class ToySource(ModelSource):
         if not toy_dir:
             raise EmergenceError("the toy suite needs cache.toy_dir (where its checkpoints are trained to)")
         return Path(toy_dir)
+
+    def write_problem(self, model, toy_dir: Optional[str] = None) -> Optional[str]:
+        """A suite still to be trained needs a writable ``cache.toy_dir`` (a trained one is only read)."""
+        folder = toy.suite_folder(model.recipe, self._toy_dir(toy_dir), model.name)
+        if toy.is_complete(folder, model.recipe):
+            return None
+        return folder_problem(folder, "the toy cache (cache.toy_dir)")
 
     def prepare(self, model, revisions: Sequence[rv.Revision], toy_dir: Optional[str] = None,
                 progress: bool = True) -> None:
