@@ -95,8 +95,10 @@ class ModelConfig:
     #: Local folder holding one HF model folder per revision (``<path>/<revision>/``), for
     #: ``revisions: folder``.
     path: Optional[str] = None
-    #: The architecture family (emergence/families/): hook points and dtype policy.
-    family: str = field(default=MISSING, metadata={"choices": lambda: families.family_names()})
+    #: The architecture family (emergence/families/): hook points and dtype policy. ``auto``: the
+    #: family covering the first revision's ``config.json`` ``model_type`` (read before any weights;
+    #: the generic family for a type no family names); a named family is checked against it.
+    family: str = field(default="auto", metadata={"choices": lambda: families.family_choices()})
     pretraining_corpus: str = "unknown"
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
     #: The model source (emergence/sources/): where the revision list comes from and where

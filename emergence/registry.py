@@ -53,9 +53,9 @@ def load_model_config(name: str) -> DictConfig:
 def model_source(model: DictConfig) -> ModelSource:
     """The source of ``model`` (``model.revisions``), after checking its family and the
     config against the source (emergence/sources/)."""
-    if model.family not in families.families():
+    if model.family not in families.family_choices():
         raise EmergenceError(f"unsupported family {model.family!r} for model {model.name!r}; "
-                             f"supported: {', '.join(families.family_names())}")
+                             f"supported: {', '.join(families.family_choices())}")
     source = source_for(model)
     source.check(model)
     return source
@@ -84,3 +84,37 @@ def model_label(model: DictConfig) -> str:
     """The model's name, with its seed for a run of a seed suite (``toy_neox [seed 3]``)."""
     seed = model_source(model).run_seed(model)
     return str(model.name) if seed is None else f"{model.name} [{seed.label}]"
+
+
+def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network: bool = True) -> str:
+    """The family that screens ``model`` (emergence.families.choose), from the ``config.json`` of
+    its first revision, read before any weights are loaded (a local folder, the HF cache, or
+    with ``network`` the hub's small config file); ``model.family`` is set to it. Without a
+    readable config (a toy suite before training; a dry run offline) an explicit family stands
+    and ``auto`` stays ``auto``; a job then reads the config with the network, whose failure
+    offline is one line."""
+    if not revisions:
+        return str(model.family)
+    source = model_source(model)
+    config = source.read_config(model, revisions[0], network=network)
+    if config is None:
+        return str(model.family)
+    where = f"{model.name}@{revisions[0].name}"
+    model_type = str(config.get("model_type", ""))
+    family = families.choose(str(model.family), model_type, where, lambda: _generic_problem(config))
+    model.family = family.name
+    return family.name
+
+
+def _generic_problem(config: dict):
+    """Why the generic family cannot screen a checkpoint of ``config`` (None: it can), checked on
+    an empty model on the ``meta`` device: no weights are read."""
+    from transformers import AutoConfig  # (transformers only when a config names a type no family covers)
+
+    from emergence.adapters import config_problem
+
+    try:
+        hf_config = AutoConfig.for_model(**config)
+    except Exception as exc:  # noqa: BLE001  (a model type transformers does not know)
+        return f"transformers does not know it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    return config_problem(hf_config)

@@ -64,6 +64,42 @@ def evict(repo: str, revision: str) -> int:
     return int(strategy.expected_freed_size)
 
 
+def cached_file(repo: str, revision: str, filename: str) -> Optional[str]:
+    """The path of ``filename`` of ``repo`` at ``revision`` in the local HF cache, or None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo, filename, revision=revision)
+    return found if isinstance(found, str) else None
+
+
+def hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set (huggingface_hub reads it at import)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def hub_file(repo: str, revision: str, filename: str) -> str:
+    """Download one file of ``repo`` at ``revision`` (one try, no retries: ``etag_timeout`` short),
+    or raise the one-line :class:`EmergenceError` saying what failed and what to do."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        return hf_hub_download(repo, filename, revision=revision, etag_timeout=HUB_TIMEOUT_S)
+    except RevisionNotFoundError:
+        raise EmergenceError(missing_revision_message(repo, revision, ())) from None
+    except RepositoryNotFoundError:
+        raise EmergenceError(f"model repo {repo!r} does not exist on the hub (or needs a token); "
+                             "check model.repo") from None
+    except Exception as exc:  # noqa: BLE001  (offline mode, connection refused, timeouts)
+        raise EmergenceError(offline_message(repo, revision, exc)) from None
+
+
+#: Seconds a hub request may take before the hub counts as unreachable.
+HUB_TIMEOUT_S = 10
+
+
 class HubSource(ModelSource):
     """Revisions are branches of ``model.repo`` on the hub (``model.path`` is not read); a
     subclass may compute the repo instead (:meth:`repo`)."""
@@ -121,6 +157,17 @@ class HubSource(ModelSource):
 
     def config_location(self, model, revision: Revision):
         return self.repo(model), {"revision": revision.name, "local_files_only": True}
+
+    def read_config(self, model, revision: Revision, network: bool = False) -> Optional[dict]:
+        """``config.json`` of the revision from the local HF cache, else (``network``) from the hub:
+        one small file, one try (:func:`hub_file`); an unreachable hub is :class:`EmergenceError`
+        (:func:`offline_message`), so a job stops at its first revision in one line."""
+        import json
+
+        path = cached_file(self.repo(model), revision.name, "config.json")
+        if path is None and network:
+            path = hub_file(self.repo(model), revision.name, "config.json")
+        return json.loads(open(path).read()) if path else None
 
     def download_sizes(self, model, revisions: Sequence[Revision]) -> Dict[str, str]:
         """``cached, <size>`` for a revision the local HF cache holds (its size on disk, i.e.
