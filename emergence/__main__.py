@@ -27,7 +27,7 @@ from emergence.contract.checks import discard_run_dir
 from emergence.contract.checks import precheck as compose_and_check
 from emergence.contract.store import StoreError
 from emergence.help import register_resolver
-from emergence.registry import CONF_DIR, GROUPS, check_group_choice
+from emergence.registry import CONF_DIR, GROUPS, check_group_choice, use_config_dirs
 
 register_resolver()  # `python -m emergence --help` (conf/config.yaml: hydra.help.template)
 
@@ -96,7 +96,9 @@ def main(cfg: DictConfig):
 
 def precheck(argv) -> None:
     """Compose the command line (each value of a ``-m`` sweep) and check it against the schema
-    before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line."""
+    before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line. The
+    user's config folders (``--config-dir``, ``hydra.searchpath``, ``$EMERGENCE_HOME/conf``) count."""
+    use_config_dirs(argv)
     check_command_line(argv)
     compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)
 

@@ -9,11 +9,13 @@ code. ``pythia``, ``olmo`` and ``olmoe`` are short names for the study's three m
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import List, Sequence
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra_plugins.emergence_searchpath import add_config_dir, user_config_dirs
 from omegaconf import DictConfig
 
 import emergence.config  # noqa: F401  (registers the schema ``emergence_schema`` that conf/config.yaml names)
@@ -26,9 +28,47 @@ from emergence.sources import ModelSource, source_for
 GROUPS = ("model", "corpus", "revision", "screen", "tracking", "recipe", "live")
 
 
+def config_dirs() -> List[Path]:
+    """Where config options are found: the package's ``conf/``, then the user's folders
+    (``$EMERGENCE_HOME/conf``, ``--config-dir``, ``hydra.searchpath``: hydra_plugins/emergence_searchpath)."""
+    return [CONF_DIR] + [Path(d) for d in user_config_dirs()]
+
+
+def use_config_dirs(argv: Sequence[str]) -> List[str]:
+    """Add the folders a command line gives with Hydra's ``--config-dir DIR`` (``-cd``) or
+    ``hydra.searchpath=[file://DIR,...]`` to the search path of this process, so every check
+    made before Hydra starts (known model names, ``--help``, dry runs) sees them; returns them.
+    A folder that does not exist is refused in one line."""
+    found = []
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag in ("--config-dir", "-cd"):
+            found.append(value if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
+        elif flag.lstrip("+") == "hydra.searchpath":
+            found += [v.strip().strip("'\"") for v in value.strip("[]").split(",") if v.strip()]
+    folders = []
+    for entry in found:
+        if entry.startswith("pkg://"):
+            continue
+        folder = entry[len("file://"):] if entry.startswith("file://") else entry
+        if not Path(folder).is_dir():
+            raise EmergenceError(f"config folder {folder!r} (--config-dir / hydra.searchpath) does not exist")
+        add_config_dir(str(Path(folder).resolve()))
+        folders.append(folder)
+    return folders
+
+
 def group_options(group: str) -> List[str]:
-    """The options of a config group: the YAML files in ``conf/<group>/``."""
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml") if not p.stem.startswith("_"))
+    """The options of a config group: the YAML files in ``<dir>/<group>/`` of every config folder."""
+    return sorted({p.stem for d in config_dirs() for p in (d / group).glob("*.yaml") if not p.stem.startswith("_")})
+
+
+def option_file(group: str, option: str) -> Path:
+    """The YAML file of ``group=option``: the first config folder holding it."""
+    for folder in config_dirs():
+        if (folder / group / f"{option}.yaml").is_file():
+            return folder / group / f"{option}.yaml"
+    raise EmergenceError(f"unknown {group} {option!r}; valid: {', '.join(group_options(group))}")
 
 
 def check_group_choice(group: str, value: str) -> None:
