@@ -103,7 +103,16 @@ def precheck(argv) -> None:
     compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)
 
 
+def folder_model(argv):
+    """``argv`` with ``model=folder`` added when it sets ``model.path`` without choosing a model
+    (conf/model/folder.yaml: a model named after its folder, never the default toy's name)."""
+    sets_path = any(a.split("=", 1)[0].lstrip("+") == "model.path" for a in argv)
+    picks_model = any(_GROUP_CHOICE.match(a) and _GROUP_CHOICE.match(a)["group"] == "model" for a in argv)
+    return ["model=folder"] + list(argv) if sets_path and not picks_model else list(argv)
+
+
 def cli() -> None:
+    sys.argv[1:] = folder_model(sys.argv[1:])
     try:
         precheck(sys.argv[1:])
     except EmergenceError as exc:

@@ -278,7 +278,13 @@ def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
         raise EmergenceError(f"model {model!r} has no revisions")
     ordered = sorted(revisions)
     if select in ("logspaced", "refine"):  # refine starts from the log-spaced selection (emergence/refine.py)
-        return logspaced(ordered, k)
+        chosen = logspaced(ordered, k)
+        if not chosen:
+            raise EmergenceError(f"revision={select} selects revisions log-spaced in training tokens, and all "
+                                 f"{len(ordered)} revision(s) of {model!r} have 0 tokens (for local folders: no "
+                                 "revisions.json and no model.tokens.tokens_per_step); set "
+                                 "model.tokens.tokens_per_step=<tokens a step> or choose revision=all")
+        return chosen
     if select == "final":
         return [ordered[-1]]
     if select == "all":
