@@ -42,7 +42,8 @@ from emergence.adapters import ArchitectureAdapter, adapter_for, config_problem
 from emergence.revisions import Revision
 from emergence.sources import source_for
 from emergence.sources._hub import (BIN_PATTERNS, CONFIG_PATTERNS, SAFETENSORS_PATTERNS,  # noqa: F401 (re-exported)
-                                    evict, missing_revision_message, offline_message, screen_patterns)
+                                    HubUnreachable, evict, missing_revision_message, offline_message,
+                                    screen_patterns)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -175,7 +176,7 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
                                 or "revision" in text.lower() and "not found" in text.lower()):
             raise EmergenceError(missing_revision_message(where, rev, known)) from None
         if rev is not None:
-            raise EmergenceError(offline_message(where, rev, exc)) from None
+            raise HubUnreachable(offline_message(where, rev, exc)) from None
         raise EmergenceError(f"cannot load the checkpoint folder {where!r}: {exc}") from None
     except Exception as exc:  # a truncated or corrupt weights file (safetensors' own error types)
         bad = unreadable_weights(where) if rev is None else []
