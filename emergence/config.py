@@ -27,7 +27,7 @@ from emergence.contract import SEED_KINDS, head_classes
 from emergence.contract.head_classes import local
 from emergence.contract.checks import SEED, check, constraint, problem
 from emergence.revisions import MIN_LOGSPACED, SELECTIONS
-from emergence.sources import polypythia
+from emergence.sources import crfm_gpt2, polypythia
 from emergence.toy.recipe import ToyRecipeConfig
 
 #: The head classes of the selectivity screen (METHODS section 5), from the registry
@@ -110,11 +110,11 @@ class ModelConfig:
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
     recipe: Optional[ToyRecipeConfig] = None
-    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py): the model size
-    #: (``14m`` .. ``410m``), the training run's seed and what that seed varies (``data``: the data
-    #: order only, ``weight``: the initialisation only, ``both``). Null for every other model (and
+    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py; ``crfm_gpt2``,
+    #: emergence/sources/crfm_gpt2.py): the model size (``14m`` .. ``410m``; ``small``, ``medium``),
+    #: the training run's seed and what that seed varies (``data``: the data order only, ``weight``: the initialisation only, ``both``). Null for every other model (and
     #: then left out of a run's identity, so existing runs keep theirs).
-    size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES})
+    size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES + crfm_gpt2.SIZES})
     seed: Optional[int] = field(default=None, metadata={"min": 1})
     seed_kind: Optional[str] = field(default=None, metadata={"choices": SEED_KINDS})
 
