@@ -112,8 +112,9 @@ class ModelConfig:
     recipe: Optional[ToyRecipeConfig] = None
     #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py; ``crfm_gpt2``,
     #: emergence/sources/crfm_gpt2.py): the model size (``14m`` .. ``410m``; ``small``, ``medium``),
-    #: the training run's seed and what that seed varies (``data``: the data order only, ``weight``: the initialisation only, ``both``). Null for every other model (and
-    #: then left out of a run's identity, so existing runs keep theirs).
+    #: the training run's seed and what that seed varies (``data``: the data order only, ``weight``:
+    #: the initialisation only, ``both``). Null for every other model (and then left out of a run's
+    #: identity, so existing runs keep theirs).
     size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES + crfm_gpt2.SIZES})
     seed: Optional[int] = field(default=None, metadata={"min": 1})
     seed_kind: Optional[str] = field(default=None, metadata={"choices": SEED_KINDS})
