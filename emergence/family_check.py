@@ -15,7 +15,10 @@ few random sequences each check compares the screen's machinery with transformer
    the eager forward;
 5. ``head outputs``: the output projection's input is ``[batch, T, heads x head_dim]``;
 6. ``head ablation``: a head zeroed at the projection input (emergence/screens/head_ablation.py)
-   against a forward of the eager model whose projection weights of that head are zeroed;
+   against an eager forward whose attention function zeroes that head's output where the
+   attention computes it (independent of the family's hook paths: a wrong projection fails
+   here); for a model without the attention interface (BLOOM), against a forward whose
+   projection weights of that head are zeroed;
 7. ``prefix reuse``: the same ablation through the prefix runner (emergence/screens/prefix.py).
 
 One line per check (``ok`` or ``FAIL``, the largest difference and the tolerance); exit 1 when
@@ -24,7 +27,9 @@ one fails, 2 when the checkpoint is refused (no family covers it).
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional
@@ -36,6 +41,7 @@ from emergence.adapters import adapter_for
 from emergence.loading import checkpoint_family
 from emergence.probes import Probe
 from emergence.revisions import folder_revisions
+from emergence.screens.attention import uses_interface
 from emergence.screens.base import Reducer, ScreenPart, base_model, run_pass
 from emergence.screens.head_ablation import ablated
 from emergence.screens.prefix import run_ablations
@@ -92,6 +98,42 @@ class _Record(Reducer):
 def _line(name: str, difference: float, what: str, ok: Optional[bool] = None) -> CheckLine:
     passed = difference <= TOLERANCE if ok is None else ok
     return CheckLine(name, passed, f"{what}: max |difference| {difference:.2e} (tolerance {TOLERANCE:g})")
+
+
+@contextlib.contextmanager
+def _zero_head_output(target, head: int):
+    """Within the block, an eager forward computes ``target``'s attention with its model's own eager
+    function and zeroes ``head``'s output ``[B, T, H, D]`` (transformers' ``eager`` attention
+    replaced in its AttentionInterface, restored after)."""
+    from transformers.modeling_utils import AttentionInterface
+
+    own = sys.modules[type(target).__module__].eager_attention_forward
+
+    def eager(module, query, key, value, attention_mask, **kwargs):
+        out, weights = own(module, query, key, value, attention_mask, **kwargs)
+        if module is target:
+            out = out.clone()
+            out[:, :, head, :] = 0
+        return out, weights
+
+    mapping = AttentionInterface._global_mapping
+    saved = mapping.get("eager")
+    mapping["eager"] = eager
+    try:
+        yield
+    finally:
+        mapping.pop("eager") if saved is None else mapping.__setitem__("eager", saved)
+
+
+def _ablated_reference(eager, family, adapter, layer: int, head: int, ids) -> torch.Tensor:
+    """The last hidden states of ``eager`` with ``head`` of ``layer`` removed, independently of the
+    screen's hooks (:func:`_zero_head_output`; BLOOM: :func:`_zero_head_weights`)."""
+    with torch.inference_mode():
+        if uses_interface(eager) and hasattr(sys.modules[type(eager).__module__], "eager_attention_forward"):
+            with _zero_head_output(family.attention_modules(eager)[layer], head):
+                return base_model(eager)(input_ids=ids, use_cache=False).last_hidden_state
+        twin = _zero_head_weights(eager, family, layer, head, adapter.head_dim)
+        return base_model(twin)(input_ids=ids, use_cache=False).last_hidden_state
 
 
 def _zero_head_weights(model, family, layer: int, head: int, head_dim: int):
@@ -158,19 +200,18 @@ def run_checks(path: str, family: str = families.AUTO, n_sequences: int = 2, seq
 def add_ablation_checks(model, eager, family, adapter, probe: Probe, add: Callable[[CheckLine], None]) -> None:
     """Checks 6 and 7: one head of the first and one of the last layer ablated, three ways."""
     ids = probe.input_ids
+    with torch.inference_mode():
+        clean = base_model(eager)(input_ids=ids, use_cache=False).last_hidden_state
     for layer, head in ((0, adapter.n_heads - 1), (adapter.n_layers - 1, 0)):
-        twin = _zero_head_weights(eager, family, layer, head, adapter.head_dim)
-        with torch.inference_mode():
-            want = base_model(twin)(input_ids=ids, use_cache=False).last_hidden_state
-            clean = base_model(eager)(input_ids=ids, use_cache=False).last_hidden_state
+        want = _ablated_reference(eager, family, adapter, layer, head, ids)
         record = _Record(())
         record.needs_attention = record.needs_head_outputs = False
         with ablated(adapter, [(layer, head)], "zero"):
             run_pass(model, adapter, probe, [record], progress=False)
         moved = float((want - clean).abs().max())
         got = float((torch.cat(record.last) - want).abs().max())
-        add(_line("head ablation", got, f"head {layer}.{head} zeroed at the projection input vs its weights zeroed "
-                  f"(the ablation moves the states by {moved:.2e})", ok=got <= TOLERANCE and moved > TOLERANCE))
+        add(_line("head ablation", got, f"head {layer}.{head} zeroed at the projection input vs its attention output "
+                  f"zeroed (the ablation moves the states by {moved:.2e})", ok=got <= TOLERANCE and moved > TOLERANCE))
         made: List[_Record] = []
 
         def make():
@@ -180,4 +221,4 @@ def add_ablation_checks(model, eager, family, adapter, probe: Probe, add: Callab
 
         run_ablations(model, adapter, probe, [[(layer, head)]], make)
         add(_line("prefix reuse", float((torch.cat(made[0].last) - want).abs().max()),
-                  f"head {layer}.{head} ablated from layer {layer}'s cached input vs its weights zeroed"))
+                  f"head {layer}.{head} ablated from layer {layer}'s cached input vs its attention output zeroed"))
