@@ -68,7 +68,11 @@ def test_the_registry_holds_the_new_families_and_auto():
     assert families.family_for_model_type("starcoder2") is None  # (the generic family takes it: tested below)
 
 
-@pytest.mark.parametrize("model_type", list(DECODERS))
+#: Screened in the default run (one of each kind of family); the others are marked slow.
+QUICK = ("gpt2", "bloom", "starcoder2")
+
+
+@pytest.mark.parametrize("model_type", [t if t in QUICK else pytest.param(t, marks=pytest.mark.slow) for t in DECODERS])
 def test_one_yaml_with_family_auto_screens_every_decoder(decoders, user_conf, tmp_path, model_type):
     """The same model YAML (family: auto) screens each tiny decoder; the run logs the family its
     config.json picked, one finite row per head."""
