@@ -27,7 +27,7 @@ from emergence.contract.checks import discard_run_dir, run_folder_problem
 from emergence.contract.checks import precheck as compose_and_check
 from emergence.contract.store import StoreError, failed_before
 from emergence.help import register_resolver
-from emergence.registry import CONF_DIR, GROUPS, check_group_choice
+from emergence.registry import CONF_DIR, GROUPS, check_group_choice, use_config_dirs
 
 register_resolver()  # `python -m emergence --help` (conf/config.yaml: hydra.help.template)
 
@@ -101,7 +101,9 @@ def main(cfg: DictConfig):
 def precheck(argv) -> None:
     """Compose the command line (each value of a ``-m`` sweep) and check it against the schema
     before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line; so is
-    a run folder Hydra could not create."""
+    a run folder Hydra could not create. The user's config folders (``--config-dir``,
+    ``hydra.searchpath``, ``$EMERGENCE_HOME/conf``) count."""
+    use_config_dirs(argv)
     check_command_line(argv)
     compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)
     problem = run_folder_problem(argv, str(CONF_DIR), "config")
@@ -109,7 +111,16 @@ def precheck(argv) -> None:
         raise EmergenceError(problem)
 
 
+def folder_model(argv):
+    """``argv`` with ``model=folder`` added when it sets ``model.path`` without choosing a model
+    (conf/model/folder.yaml: a model named after its folder, never the default toy's name)."""
+    sets_path = any(a.split("=", 1)[0].lstrip("+") == "model.path" for a in argv)
+    picks_model = any(_GROUP_CHOICE.match(a) and _GROUP_CHOICE.match(a)["group"] == "model" for a in argv)
+    return ["model=folder"] + list(argv) if sets_path and not picks_model else list(argv)
+
+
 def cli() -> None:
+    sys.argv[1:] = folder_model(sys.argv[1:])
     try:
         precheck(sys.argv[1:])
     except EmergenceError as exc:

@@ -28,7 +28,7 @@ from emergence.contract import SEED_KINDS, head_classes
 from emergence.contract.head_classes import local
 from emergence.contract.checks import SEED, check, constraint, problem
 from emergence.revisions import MIN_LOGSPACED, SELECTIONS
-from emergence.sources import polypythia
+from emergence.sources import crfm_gpt2, polypythia
 from emergence.toy.recipe import ToyRecipeConfig
 
 #: The head classes of the selectivity screen (METHODS section 5), from the registry
@@ -96,8 +96,10 @@ class ModelConfig:
     #: Local folder holding one HF model folder per revision (``<path>/<revision>/``), for
     #: ``revisions: folder``.
     path: Optional[str] = None
-    #: The architecture family (emergence/families/): hook points and dtype policy.
-    family: str = field(default=MISSING, metadata={"choices": lambda: families.family_names()})
+    #: The architecture family (emergence/families/): hook points and dtype policy. ``auto``: the
+    #: family covering the first revision's ``config.json`` ``model_type`` (read before any weights;
+    #: the generic family for a type no family names); a named family is checked against it.
+    family: str = field(default="auto", metadata={"choices": lambda: families.family_choices()})
     pretraining_corpus: str = "unknown"
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
     #: The model source (emergence/sources/): where the revision list comes from and where
@@ -109,11 +111,12 @@ class ModelConfig:
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
     recipe: Optional[ToyRecipeConfig] = None
-    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py): the model size
-    #: (``14m`` .. ``410m``), the training run's seed and what that seed varies (``data``: the data
-    #: order only, ``weight``: the initialisation only, ``both``). Null for every other model (and
-    #: then left out of a run's identity, so existing runs keep theirs).
-    size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES})
+    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py; ``crfm_gpt2``,
+    #: emergence/sources/crfm_gpt2.py): the model size (``14m`` .. ``410m``; ``small``, ``medium``),
+    #: the training run's seed and what that seed varies (``data``: the data order only, ``weight``:
+    #: the initialisation only, ``both``). Null for every other model (and then left out of a run's
+    #: identity, so existing runs keep theirs).
+    size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES + crfm_gpt2.SIZES})
     seed: Optional[int] = field(default=None, metadata={"min": 1})
     seed_kind: Optional[str] = field(default=None, metadata={"choices": SEED_KINDS})
 

@@ -124,7 +124,13 @@ def compose(app: str, args):
     return cfg
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if python_command(c) and c not in RUN])
+#: Commands naming the reader's own config folder (README "Adding a model"): tests/test_install.py runs them
+#: as written with that folder made (docs/checks.md), so they are not composed here.
+OWN_FOLDER = "--config-dir myconf"
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if python_command(c) and c not in RUN
+                                     and OWN_FOLDER not in c])
 def test_each_command_composes_as_written(command, tmp_path, monkeypatch):
     monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
     app, args = python_command(command)

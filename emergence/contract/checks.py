@@ -190,10 +190,10 @@ def constrained_fields(schema: Type, prefix: str = "") -> List[tuple]:
 # --- the command line: compose first, Hydra's errors in one line ---------------------------------
 
 #: Hydra flags that take a value (the value is not an override).
-_VALUED_FLAGS = {"--cfg", "-c", "--package", "-p"}
+_VALUED_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-dir", "-cd"}
 #: Flags after which nothing is composed here (Hydra answers them itself).
 _SKIP_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--info", "-i", "--shell-completion", "-sc",
-               "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+               "--config-path", "-cp", "--config-name", "-cn", "--experimental-rerun"}
 
 
 def command_overrides(argv: Sequence[str]) -> tuple:

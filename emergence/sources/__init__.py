@@ -24,6 +24,7 @@ Importing this package does not import torch or transformers.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -118,6 +119,15 @@ class ModelSource:
         """(path, ``AutoConfig.from_pretrained`` keywords) of the revision's ``config.json``
         without the network, or None when it cannot be known before loading."""
         return None
+
+    def read_config(self, model, revision: Revision, network: bool = False) -> Optional[dict]:
+        """The revision's ``config.json`` as a dict, read before any weights (a local folder or
+        the HF cache; ``network``: a hub source may fetch that one small file); None when it
+        cannot be read (a toy suite not trained yet, a hub revision offline and not cached)."""
+        found = self.config_location(model, revision)
+        if found is None or not Path(str(found[0]), "config.json").is_file():
+            return None
+        return json.loads(Path(str(found[0]), "config.json").read_text())
 
     def declared_limits(self, model, revisions: Sequence[Revision]):
         """The model's vocabulary, context, layers and heads as declared before any weights

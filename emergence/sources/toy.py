@@ -29,6 +29,10 @@ class ToySource(ModelSource):
     def check(self, model) -> None:
         if model_get(model, "recipe") is None:
             raise EmergenceError(f"model {model.name!r} has revisions: toy but no model.recipe")
+        if model_get(model, "path"):
+            raise EmergenceError(f"model {model.name!r} is a toy suite trained here (revisions: toy), and "
+                                 f"model.path={model.path!r} is not read; for checkpoints of your own give "
+                                 "model.path alone (no model=...), or model=<yours> with revisions: folder")
 
     def revisions(self, model) -> List[rv.Revision]:
         self.check(model)
