@@ -180,7 +180,8 @@ def test_the_full_xu2026_command_prints_the_readme_table_and_figures(tmp_path):
     rows = [line for line in README.read_text().splitlines() if line.startswith("| F")]
     missing = [row for row in rows if row not in report]
     assert not missing, "\n".join(missing)
-    for quoted in ("within one checkpoint interval (step56000-tokens117B -> step126000-tokens264B, 0.35 decades): "
-                   "78% of the rise (161 of 207 heads, 95% CI 71%-83%)", "(24 of 74 heads", "p = 0.000999"):
+    for quoted in ("olmo_1b_0724 / bos: sharp - sharp: 10-90 width <= 0.43 decades <= 0.5",
+                   "pythia_1b / bos: gradual - gradual: 10-90 width >= 0.81 decades > 0.5",
+                   "refine between step512 and step3000", "p = 0.000999"):
         assert quoted in report, quoted
 
