@@ -195,3 +195,25 @@ def test_the_command_line_refuses_a_contradicting_family_in_one_line_exit_2(deco
     assert len(lines) == 1 and lines[0].startswith("error: model.family=gpt_neox contradicts the checkpoint: bloom@step0 "
                                                    "has model type 'bloom'"), proc.stderr
     assert not (tmp_path / "m.db").exists()
+
+
+def test_a_family_and_a_source_from_user_code_through_emergence_plugins(tmp_path, decoders):
+    """A module of the user's own (not in the package), named in $EMERGENCE_PLUGINS, adds a family
+    and a model source: the families' listing, --help and a dry run see them."""
+    (tmp_path / "my_plugin.py").write_text(
+        "from emergence.families import Family\n"
+        "from emergence.sources.folder import FolderSource\n"
+        "FAMILY = Family(name='my_starcoder', model_types=('starcoder2',), layers='model.layers',\n"
+        "                attention='self_attn', projection='self_attn.o_proj', description='mine')\n"
+        "class Mine(FolderSource):\n"
+        "    name = 'my_folders'\n"
+        "SOURCE = Mine()\n")
+    env = dict(os.environ, EMERGENCE_PLUGINS="my_plugin", EMERGENCE_HOME=str(tmp_path / "home"))
+    listing = subprocess.run([sys.executable, "-m", "emergence.families"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert listing.returncode == 0 and "my_starcoder: starcoder2; model.layers[i].self_attn" in listing.stdout
+    plan = subprocess.run([sys.executable, "-m", "emergence", f"model.path={decoders['starcoder2']}",
+                           "model.revisions=my_folders", "revision=all", "dry_run=true"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert "dry run: 2 job(s)" in plan.stdout and "starcoder2" in plan.stdout

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from emergence import EmergenceError
-from emergence.contract.plugins import package_entries
+from emergence.contract.plugins import external_entries, package_entries
 from emergence.revisions import Revision
 
 
@@ -182,6 +182,8 @@ def _discover() -> None:
     for source in package_entries(__name__, __path__, "SOURCE", ModelSource):
         if source.name not in _REGISTRY:
             register(source)
+    for source in external_entries("emergence.sources", "SOURCE", ModelSource):  # user code (entry points, $EMERGENCE_PLUGINS)
+        register(source, replace=True)
 
 
 def register(source: ModelSource, replace: bool = False) -> ModelSource:
