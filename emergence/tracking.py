@@ -218,8 +218,10 @@ class Tracker:
                     return None, f"done before (run {done.info.run_id[:8]})"
             kept = set()
             for run in self._runs_of(digest):
+                if is_complete(run) and not force:  # finished since finished_run read the store
+                    return None, f"done by another job (run {run.info.run_id[:8]})"
                 if is_complete(run):
-                    kept.add(run.info.run_id)  # force=true: kept beside the new one
+                    kept.add(run.info.run_id)  # force=true: kept beside the new one (only then)
                 elif run.info.status == "RUNNING" and claim_alive(run, self.stale_after_s):
                     if local:  # under the lock: that live claim holds it
                         self.last_holder = run
