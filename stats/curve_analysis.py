@@ -102,10 +102,15 @@ class CurveAnalysis(Results):
         entries = self.entries()
         return {key: entries.get(key) for key in RECORD}
 
-    def summary(self) -> str:
+    @property
+    def verdict_text(self) -> str:
+        """The verdict in words, as the report and the figures print it (``sharp, weak evidence``)."""
         strength = ", weak evidence" if self.verdict.evidence.get("strength") == "weak" else ""
+        return f"{self.verdict.shape}{strength}"
+
+    def summary(self) -> str:
         when = "" if self.times is None else f"; {self.times.summary()}"
-        return f"{self.model} / {self.head_class}: {self.verdict.shape}{strength} - {self.verdict.reason}{when}"
+        return f"{self.model} / {self.head_class}: {self.verdict_text} - {self.verdict.reason}{when}"
 
 
 def continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float]) -> dict:

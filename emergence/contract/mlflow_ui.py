@@ -126,15 +126,16 @@ def ui_base(tracking_uri: str) -> str:
     return DEFAULT_UI
 
 
-def experiment_url(tracking_uri: str, experiment_id: str) -> str:
-    """The experiment's runs table (``workflowType=machine_learning``: see the module notes)."""
-    return f"{ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(RUNS_PARAMS)}"
+def experiment_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
+    """The experiment's runs table (``workflowType=machine_learning``: see the module notes), at the
+    UI ``base`` (default :func:`ui_base`)."""
+    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(RUNS_PARAMS)}"
 
 
-def view_url(tracking_uri: str, experiment_id: str) -> str:
+def view_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
     """The tool's saved view, opened on its charts."""
     params = {"viewStateShareKey": VIEW_KEY, "compareRunsMode": "CHART", **RUNS_PARAMS}
-    return f"{ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
+    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
 
 
 def open_lines(tracking_uri: str, experiment: str) -> str:
@@ -146,7 +147,9 @@ def open_lines(tracking_uri: str, experiment: str) -> str:
         exp = mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment)
     except Exception:  # noqa: BLE001  (the store failed: the command is still worth printing)
         exp = None
-    lines = [] if tracking_uri.startswith(("http://", "https://")) else [f"  mlflow ui --backend-store-uri {tracking_uri}"]
+    lines = ["  python -m emergence.ui   (starts the UI on this store, prints these links and the latest report)"]
+    if not tracking_uri.startswith(("http://", "https://")):
+        lines.append(f"  or: mlflow ui --backend-store-uri {tracking_uri}")
     if exp is not None:
         lines += [f"  runs table: {experiment_url(tracking_uri, exp.experiment_id)}",
                   f"  curves against tokens, one line per model: {view_url(tracking_uri, exp.experiment_id)}"]

@@ -169,6 +169,12 @@ class RevisionSweeper(BasicSweeper):
             for key, parent in parents.items():
                 end_parent(key[0], parent, outcome.failed_of[parent] + [f"sweep interrupted: {type(exc).__name__}"],
                            len(groups[key]), status="KILLED")
+            if isinstance(exc, KeyboardInterrupt):  # one line, read from the store (a batch cut short returns nothing)
+                from emergence.console import interrupted_line
+                from emergence.parent_run import finished_children
+
+                done = sum(finished_children(key[0], parent) for key, parent in parents.items())
+                print(interrupted_line(done, sum(map(len, batches)), "job(s)"), file=sys.stderr)
             raise
         for key, parent in parents.items():
             end_parent(key[0], parent, outcome.failed_of[parent], len(groups[key]))
