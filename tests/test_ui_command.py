@@ -9,7 +9,6 @@ import sys
 import time
 
 import mlflow
-import pytest
 
 from emergence.contract.mlflow_ui import RUNS_PARAMS
 
