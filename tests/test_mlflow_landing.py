@@ -5,8 +5,8 @@ the tags the MLflow UI reads (emergence/contract/mlflow_ui.py: kind, primary met
 of the curves against tokens, in the form the UI parses); the job's parent run holds every
 screen run (``mlflow.parentRunId``), the curves ``fraction.<class>.<model>`` at step =
 tokens with the screen runs' values, and its figures; a rerun that finds every run finished adds
-no run, and a partial rerun's parent has the curves of the revisions done before. A ``-m`` sweep's parent gets the figures too. What the UI then shows
-is checked in headless Chromium by scripts/check_mlflow_ui.py (docs/checks.md).
+no run, and a partial rerun's parent has the curves of the revisions done before. A ``-m``
+sweep's parent gets the figures too. What the UI then shows is checked in headless Chromium by scripts/check_mlflow_ui.py (docs/checks.md).
 """
 
 import json
