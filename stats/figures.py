@@ -35,6 +35,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
@@ -215,7 +216,7 @@ def layers_figure(counts, model: str, head_class: str, path: Path, floor_layers=
     ax.set_xlabel("revision (training tokens)")
     ax.set_ylabel("layer")
     ax.set_title(f"{model}: {head_class} heads per layer", fontsize=10)
-    fig.colorbar(im, ax=ax, label="heads")
+    fig.colorbar(im, ax=ax, label="heads", ticks=MaxNLocator(integer=True))  # counts: whole heads
     return save(fig, path)
 
 
