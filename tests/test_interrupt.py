@@ -1,6 +1,6 @@
 """Ctrl-C (issue 31, point 2): a sweep stopped by SIGINT ends in one line saying what finished and
 how to resume, exit status 130, no traceback, and its parent run is not left RUNNING; the rerun
-resumes without redoing the finished revisions."""
+resumes without redoing the finished revisions; a third run, with every job finished, adds no run."""
 
 from __future__ import annotations
 
@@ -49,3 +49,9 @@ def test_ctrl_c_in_a_sweep_is_one_line_and_the_parent_is_not_left_running(checkp
     assert f"{len(finished)} of 3 job(s) finished before and skipped" in again.stdout
     done = [r for r in screens(all_runs(uri)) if r.info.status == "FINISHED"]
     assert sorted(r.data.tags["emergence.revision"] for r in done) == ["step10", "step100", "step1000"]
+
+    third = run(*args)  # every job finished: nothing screened, no parent run added
+    assert "3 of 3 job(s) finished before and skipped" in third.stdout
+    runs = all_runs(uri)
+    assert len(parents(runs)) == 2  # the interrupted sweep's and the resuming one's
+    assert len([r for r in screens(runs) if r.info.status == "FINISHED"]) == 3
