@@ -1,92 +1,64 @@
-"""Shape verdict of a curve: ``sharp``, ``gradual`` or ``none``, with its evidence.
+"""Shape verdict of a curve: ``sharp``, ``gradual``, ``unresolved`` or ``none``, with its evidence.
+
+The verdict belongs to the model, not to the checkpoint grid: whether a transition
+happened is judged from the size of the change against a stated noise model
+(:mod:`stats.change`), and how sharp it is from its 10-90 width in decades of tokens
+(:mod:`stats.width`), a quantity of training, which more checkpoints only pin down
+further.
 
 Two regimes, by what the counts are (``analysis.shape.regime``; ``auto`` chooses
 by the data, :func:`stats.curve_analysis.curve_regime`):
 
 - ``identity``: the counts follow the *same* heads across revisions (a per-head
-  table: the runs' ``heads.csv``, or a ``heads_csv`` file). The data model below
-  holds, and the share of the rise in one interval is counted in heads from the
-  observed counts, with its Clopper-Pearson interval.
-- ``aggregate``: counts without head identity (``source=csv``), which the analysis
-  treats as independent (beta-)binomial draws around a curve ``p(t)``. Every
-  observed jump and both extremes carry sampling noise (the observed range of
-  noisy fractions is inflated, the largest observed jump biased), so the share is
-  that of the fitted logistic at the revisions, ``max_j (p_{j+1} - p_j) / range p``,
-  with the percentile interval of the same share over the logistic's parametric
-  bootstrap replicates; the rise in heads is the fitted range.
+  table: the runs' ``heads.csv``, or a ``heads_csv`` file). A head that forms switches
+  on at its own time ``tau_h`` and stays on, up to *flicker* near its threshold::
 
-Both regimes share the ``none`` rule, the ``min_jump_share`` criterion and the
-censoring and decline handling done before the verdict (:mod:`stats.censoring`,
-:mod:`stats.phases`: the verdict is of the rise, inside the screened range). Their
-operating characteristics are measured separately on simulated families of each
-kind (``benchmarks/bench_shape_oc.py``, section D).
+      k_j = #{h : tau_h <= t_j} + flicker_j.
 
-Data model (identity regime). A curve is ``k_j`` of ``n`` heads flagged at revisions
-``t_1 < ... < t_m``. The *same* heads are followed across revisions, so the counts
-are cumulative, not fresh draws: a head that forms switches on at its own time
-``tau_h`` and stays on, up to *flicker* (a few heads near the threshold read on at
-one revision and off at the next)::
+  The change test permutes each head's flags on its own; the width is bounded by the
+  heads' switch-on times (:func:`stats.width.switched_counts`) as well as fitted.
+- ``aggregate``: counts without head identity (``source=csv``), treated as independent
+  (beta-)binomial draws around a curve ``p(t)``: the change test is a quasi-likelihood
+  ratio with a parametric bootstrap, the width the fitted logistic's, with its
+  bootstrap interval.
 
-    k_j = #{h : tau_h <= t_j} + flicker_j.
+Both regimes share the rule below and the censoring and decline handling done before
+the verdict (:mod:`stats.censoring`, :mod:`stats.phases`: the verdict is of the rise,
+inside the screened range). Their operating characteristics are measured on studies
+drawn at random from the space real studies span (``benchmarks/bench_shape_oc.py``,
+``benchmarks/bench_stats_calibration.py``).
 
-The adjacent increments ``d_j = k_{j+1} - k_j`` then count the heads that switched
-on between ``t_j`` and ``t_{j+1}``: given the ``R`` heads that switch at all,
-``(d_1, ..., d_{m-1}) ~ Multinomial(R, pi)`` with ``pi_j`` the mass of the
-switch-on-time distribution in interval ``j``. The fits' binomial likelihood
-(independent ``Binomial(n, p(t_j))`` draws at every revision) is a different model:
-it re-draws every head at every revision, so with many heads any departure from an
-exact two-level curve is significant. The verdict is therefore stated in heads.
-
-Evidence (all reported):
-
-- ``rise_heads`` ``R``: the total rise (max - min of the observed fractions) in heads
-  (x the median ``n``); ``rise`` the same as a fraction;
-- ``max_jump``: the largest change of the observed fraction between adjacent
-  revisions in the direction of the overall change (the sign of the logistic's
-  ceiling - floor), ``jump_heads`` ``J`` the same in heads, its bracketing revisions
-  and tokens, its log10 spacing ``jump_spacing_decades``, and ``max_jump_share``
-  ``s = J / R`` with ``max_jump_share_ci``, the Clopper-Pearson interval of ``J``
-  successes in ``R`` trials (the multinomial model: ``J ~ Binomial(R, pi_j)``);
-- ``p_change``: the permutation test of a monotone change (:func:`level_change_test`);
-- ``delta_aicc``: AICc (QAICc under overdispersion) of each model minus the best
-  (evidence only: as the old ``none`` criterion, the constant within 2 of the best,
-  it sized badly, calling 8 % of flat beta-binomial curves (phi = 4) a change, and
-  saw no 3-head circuit in 256 heads; ``benchmarks/bench_shape_oc.py``);
-- ``width_decades`` (fitted 10-90 width) against ``spacing_decades`` (the log10 gap
-  of the revisions bracketing t50);
-- ``p_step``: the parametric-bootstrap p-value of H0 *pure* step against the
-  logistic (:func:`stats.hypotheses.step_vs_logistic`) and ``pure_step``
-  (``p_step >= alpha``).
+Evidence (all reported): ``p_change`` and ``change_test`` (:mod:`stats.change`, with
+``single_revision`` where a change rests on one revision); ``width_decades`` (the
+logistic's 10-90 width), ``width_ci``, ``width_grid`` (the heads' bounds), the limits
+the verdict read (``width_lower``, ``width_upper``), ``resolution`` (``bound``: the rise
+lies inside one checkpoint interval; ``resolved``; ``unresolved``); ``rise_heads`` (the
+rise in heads), the largest adjacent jump (``max_jump``, ``jump_heads``, its revisions,
+tokens and spacing, ``max_jump_share`` of the rise with its interval: evidence, no longer
+the criterion, since it measures the grid: 40 revisions every 1000 steps split a rise of
+0.07 decades into intervals none of which holds half of it); ``delta_aicc`` of the four
+models; ``p_step``, the parametric-bootstrap test of a *pure* step
+(:func:`stats.hypotheses.step_vs_logistic`).
 
 Verdict rule (thresholds are :class:`stats.config.ShapeConfig` values, defaults in
 brackets):
 
-1. ``none`` when the curve cannot show a transition, with the reason stated:
-   a. fewer than ``min_points`` [5] revisions with positive tokens;
-   b. a rise ``R < min_rise_heads`` [2] heads (one head switching is no circuit);
-   c. no evidence of change against noise: the monotone-change permutation test
-      (:func:`level_change_test`) has ``p_change > alpha`` [0.05]. Exact in size
-      under any exchangeable noise (fresh binomial or overdispersed draws, or the
-      flicker of followed heads), so flat curves are called a transition at rate
-      ``alpha``; a few heads that switch on and stay are seen, where a binomial
-      AICc drowns them in the variance of fresh draws. A change seen at the last
-      revision alone cannot be told from a one-revision outlier (p >= 2/m).
-2. ``sharp`` when ``s = J / R >= min_jump_share`` [0.5]: at least half of the heads
-   that switch on do so between the same two adjacent checkpoints, i.e. sharp *at
-   the resolution of the checkpoints*, and the reason names that interval. When
-   ``max_jump_share_ci`` contains ``min_jump_share`` the reason says the share is
-   not resolved with ``R`` heads (the verdict is then the point estimate's).
-3. ``gradual`` otherwise: the rise is spread over several intervals.
+1. ``none`` when the curve cannot show a transition, with the reason stated: fewer than
+   ``min_points`` [5] revisions with positive tokens; a rise ``R < min_rise_heads`` [2]
+   heads (one head switching is no circuit); no evidence of change against noise
+   (``p_change > alpha`` [0.05]); a change that rests on one revision (an outlier inside
+   the range, or the last revision alone, which a later checkpoint would tell from the
+   start of a rise); or a rise whose midpoint lies outside the range (censored: a bound).
+2. ``sharp`` when the 10-90 width's upper limit is at most ``sharp_width_decades`` [0.5]
+   ("sharp at this resolution" when the limit is one checkpoint interval's spacing);
+3. ``gradual`` when its lower limit exceeds it;
+4. ``unresolved`` otherwise: the reason says what would resolve it (refining between two
+   named revisions, or more heads).
 
-The step test is evidence, not a criterion: it asks whether *every* head switches
-in one interval (under fresh binomial draws, so with hundreds of heads it rejects a
-curve with a few heads outside the interval), which says "not a pure step", not
-"gradual". The fitted 10-90 width is evidence too (and sets the resolution rule of
-:mod:`stats.times`). Operating characteristic: ``benchmarks/bench_shape_oc.py``.
-
-A threshold metric can make a smooth change look sharp (Schaeffer et al. 2023):
-the analysis also reports the largest-jump share of the class's continuous metric
-(:func:`jump_share` on log10 mean selectivity, or the mean first-token attention).
+A threshold metric can make a smooth change look sharp (Schaeffer et al. 2023): the
+analysis also reads the class's continuous metrics (log10 mean selectivity, mean
+first-token attention, induction loss) by the same width rule and states a resolved
+disagreement (:func:`qualify_verdict`).
 """
 
 from __future__ import annotations
@@ -99,11 +71,12 @@ from scipy import stats as sps
 
 from stats.config import DEFAULTS, REGIMES, ShapeConfig
 from stats.errors import StatsError
-from stats.hypotheses import TestResult, exceedance_p
-from stats.isotonic import monotone_r2, unimodal_r2
+from stats.hypotheses import TestResult
 from stats.results import Results, record
+from stats.change import test_label
+from stats.width import grid_bounds, width_verdict
 
-SHAPES = ("sharp", "gradual", "none")
+SHAPES = ("sharp", "gradual", "unresolved", "none")
 
 
 @dataclass
@@ -158,38 +131,6 @@ def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) ->
     return [lo, hi]
 
 
-def level_change_test(k, n, n_perm: int, rng: np.random.Generator, shape: str = "monotone") -> TestResult:
-    """Permutation test of H0: no change across revisions, against a monotone change.
-
-    Statistic: ``T`` = :func:`monotone_r2`, the share of the variance of the observed
-    fractions that the best monotone (non-decreasing or non-increasing) fit
-    explains: followed heads that switch on and stay make the counts monotone up to
-    flicker. Under H0 the revisions are exchangeable (a flat population plus
-    independent flicker, or independent draws around one level), so ``T`` is
-    referred to its distribution over ``n_perm`` random permutations of the (k, n)
-    pairs: ``p = (1 + #{T* >= T}) / (n_perm + 1)``, exact in size whatever the
-    noise. A clean change after revision ``m - j`` can reach at best
-    ``p = 2 / C(m, j)`` (the two orders of its two levels): 0.2 for ``j = 1``,
-    0.044 for ``j = 2`` when ``m = 10``.
-
-    ``shape = "unimodal"`` uses :func:`unimodal_r2` instead: the test of a curve that
-    rises and falls again (a decline, :mod:`stats.phases`), whose best monotone fit
-    explains little of a rise that returns to its floor.
-    """
-    k = np.asarray(k, float)
-    n = np.asarray(n, float)
-    m = k.size
-    name = f"{shape}_change_permutation"
-    if m < 2 or np.ptp(k / np.where(n > 0, n, 1)) == 0:
-        return TestResult(name, "no change across revisions (exchangeable)", 0.0, 1.0, n_perm)
-    stat = {"monotone": monotone_r2, "unimodal": unimodal_r2}[shape]
-    t = float(stat(k, n)[0])
-    idx = rng.permuted(np.tile(np.arange(m), (n_perm, 1)), axis=1)
-    t_star = stat(k[idx], n[idx])
-    p = exceedance_p(t_star, t, n_perm, tol=1e-9)
-    return TestResult(name, "no change across revisions (exchangeable)", t, p, n_perm)
-
-
 def _pct(v):
     return f"{100 * v:.0f}%"
 
@@ -237,34 +178,36 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
     if change is None:
         return "no test of change"
     if change.p_value > alpha:
-        return (f"no evidence of change against noise: monotone-change permutation test p = {change.p_value:.3f} "
-                f"> {alpha}")
+        return f"no evidence of change against noise: {test_label(change)} p = {change.p_value:.3g} > {alpha}"
     return None
 
 
-def sharp_or_gradual(ev: dict, cfg: ShapeConfig, level: float, p_step, alpha: float, regime: str) -> ShapeVerdict:
-    """Rules 2-3 of the module docstring on the evidence ``ev``."""
-    share = ev["max_jump_share"]
-    lo, hi = ev["max_jump_share_ci"]
-    resolved = "" if not (lo <= cfg.min_jump_share <= hi) else "; share not resolved"
-    if regime == "aggregate":
-        what = f"of the fitted rise, independent draws; {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
-    else:
-        what = f"{abs(ev['jump_heads']):.0f} of {ev['rise_heads']:.0f} heads, {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
-        resolved = resolved and f"{resolved} with {ev['rise_heads']:.0f} heads"
-    if p_step is None:
-        step = ""
-    elif p_step >= alpha:
-        step = f"; a pure step is not rejected (p = {p_step:.3f})"
-    else:
-        step = f"; not a pure step (p = {p_step:.3g}: some heads switch outside this interval)"
-    a, b = ev["max_jump_revisions"]
-    where = f"{a} -> {b}, {ev['jump_spacing_decades']:.2f} decades"
-    if share >= cfg.min_jump_share:
-        return ShapeVerdict("sharp", f"within one checkpoint interval ({where}): {_pct(share)} of the rise "
-                                     f"({what}) >= {_pct(cfg.min_jump_share)}{resolved}{step}", ev)
-    return ShapeVerdict("gradual", f"spread over several checkpoint intervals: the largest ({where}) holds {_pct(share)} "
-                                   f"of the rise ({what}) < {_pct(cfg.min_jump_share)}{resolved}", ev)
+def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
+                     switched=None) -> ShapeVerdict:
+    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
+    (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
+    :func:`stats.width.switched_counts`, where the heads' flags are known): the fitted width's
+    interval from ``times``, narrowed where the counts follow the same heads (``identity``) by
+    the grid's bounds of the settled heads' rise, and for aggregate counts bounded by the
+    spacing where the fitted rise lies inside one checkpoint interval."""
+    x = np.log10(np.asarray(tokens, float))
+    direction = 1.0 if ev.get("max_jump", 1.0) is None or not np.isfinite(ev.get("max_jump", 1.0)) \
+        else float(np.sign(ev.get("max_jump", 1.0)) or 1.0)
+    width, ci, grid = float("nan"), None, None
+    if times is not None:
+        width, ci = times.width_decades, times.width_ci
+    if regime == "identity":
+        grid = grid_bounds(tokens, k if switched is None else switched, direction)
+    elif times is not None:
+        if times.width_is_bound and times.bracket_tokens is not None:
+            j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
+            grid = {"lower": 0.0, "upper": float(x[j + 1] - x[j]), "low_between": [j, j + 1], "high_between": [j, j + 1]}
+    shape, reason, wev = width_verdict(width, ci, grid, cfg.sharp_width_decades, [str(r) for r in revisions])
+    ev.update(wev)
+    if ev.get("max_jump_revisions"):
+        a, b = ev["max_jump_revisions"]
+        reason += f"; the largest jump ({a} -> {b}) holds {_pct(ev['max_jump_share'])} of the rise"
+    return ShapeVerdict(shape, reason, ev)
 
 
 def jump_location(tokens, revisions, i: Optional[int]) -> dict:
@@ -293,12 +236,13 @@ def model_evidence(fits: Optional[dict]) -> tuple:
 def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
                    change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
                    alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
-                   boot=None) -> ShapeVerdict:
+                   boot=None, switched=None) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
     :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
-    ``change``: the :func:`level_change_test` result (None: not run, and no
+    ``switched``: the count of heads switched on at the revisions, where their flags are known;
+    ``change``: the :func:`stats.change.change_test` result (None: not run, and no
     transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
     ``boot``: the logistic's bootstrap (the aggregate share's interval).
     """
@@ -329,39 +273,27 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     reason = _none_reason(ev, cfg, fits, change, alpha)
     if reason is not None:
         return ShapeVerdict("none", reason, ev)
-    return sharp_or_gradual(ev, cfg, level, p_step, alpha, regime)
+    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched)
 
 
-def qualify_verdict(verdict: ShapeVerdict, continuous: dict, min_jump_share: float) -> ShapeVerdict:
-    """The strength of a ``sharp`` / ``gradual`` verdict, and its cross-check.
+def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:
+    """The verdict's cross-check against the class's continuous metrics.
 
-    ``strength`` is ``weak`` when the share's interval (``max_jump_share_ci``)
-    contains ``min_jump_share`` (e.g. 2 of 3 heads, 9-99 %: the heads cannot tell
-    sharp from gradual), else ``strong``. ``continuous_disagrees`` lists the class's
-    continuous metrics (``continuous``: the analysis's largest-jump shares of its mean
-    selectivity, mean first-token attention, induction loss) whose own largest
-    adjacent jump reads the other shape (a threshold can make a smooth change look
-    sharp, Schaeffer et al. 2023). Both are stated in the reason.
+    ``continuous``: per metric (its mean selectivity, mean first-token attention, induction
+    loss) the shape its own rise reads by the grid's bounds of :func:`stats.width.grid_bounds`
+    (``reads``). ``continuous_disagrees`` lists the metrics that read the other *resolved*
+    shape (a threshold can make a smooth change look sharp, Schaeffer et al. 2023); the
+    reason says so. A metric that the grid cannot resolve does not disagree.
     """
     if verdict.shape not in ("sharp", "gradual"):
         return verdict
     ev = verdict.evidence
-    lo, hi = ev.get("max_jump_share_ci") or [float("nan")] * 2
-    weak = not (np.isfinite(lo) and np.isfinite(hi)) or lo <= min_jump_share <= hi
-    ev["strength"] = "weak" if weak else "strong"
-    sharp = verdict.shape == "sharp"
-    disagree = {m: v["max_jump_share"] for m, v in continuous.items()
-                if v.get("max_jump_share") is not None and np.isfinite(v["max_jump_share"])
-                and (v["max_jump_share"] >= min_jump_share) != sharp}
+    other = "gradual" if verdict.shape == "sharp" else "sharp"
+    disagree = {m: v for m, v in continuous.items() if v.get("reads") == other}
     ev["continuous_disagrees"] = sorted(disagree)
-    notes = []
-    if weak:
-        notes.append(f"weak evidence: the share's interval contains {_pct(min_jump_share)}")
-    if disagree:
-        other = "gradual" if sharp else "sharp"
-        notes.append("the continuous metric " + ", ".join(f"{m} reads {other} (largest jump {_pct(v)} of its range)"
-                                                          for m, v in sorted(disagree.items()))
-                     + (": sharp at the threshold only" if sharp else ""))
-    if notes:
-        verdict = ShapeVerdict(verdict.shape, verdict.reason + "; " + "; ".join(notes), ev)
-    return verdict
+    if not disagree:
+        return verdict
+    lo_hi = "; ".join(f"{m} reads {other} (10-90 width between {v['width_grid'][0]:.2g} and {v['width_grid'][1]:.2g} "
+                      f"decades)" for m, v in sorted(disagree.items()))
+    tail = ": sharp at the threshold only" if verdict.shape == "sharp" else ""
+    return ShapeVerdict(verdict.shape, f"{verdict.reason}; the continuous metric {lo_hi}{tail}", ev)
