@@ -10,7 +10,7 @@ import time
 
 import mlflow
 
-from emergence.contract.mlflow_ui import RUNS_PARAMS
+from emergence.contract.mlflow_ui import experiment_url
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -40,8 +40,8 @@ def test_ui_starts_on_the_last_jobs_store_and_prints_the_latest_report(tmp_path,
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert f"latest report: {new}" in out and "report (new)" in out and "(old)" not in out
-    query = "&".join(f"{k}={v}" for k, v in RUNS_PARAMS.items())
-    assert f"runs table: http://127.0.0.1:{port}/#/experiments/{exp_id}/runs?{query}" in out
+    assert f"runs table: {experiment_url(store, exp_id, f'http://127.0.0.1:{port}')}" in out
+    assert "viewStateShareKey=emergence-runs&workflowType=machine_learning" in out
     assert f"MLflow UI on {store}" in out
     with socket.socket() as s:  # --check stopped the UI it started
         s.bind(("127.0.0.1", port))
