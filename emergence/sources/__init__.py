@@ -162,6 +162,17 @@ class ModelSource:
         logged with every run and pooled by ``stats``); None for a model of one run (default)."""
         return None
 
+    def preparation(self, model, toy_dir: Optional[str] = None) -> str:
+        """What a job must do before its first screen, for a dry run to say (a toy to train, with
+        a time estimate); '' for nothing (default)."""
+        return ""
+
+    def names_seed(self, model) -> bool:
+        """Whether the run's seed belongs in its label without a seed on the command line
+        (:func:`emergence.registry.model_label`): yes for a seed suite whose runs are named by
+        their seed (default); a toy says no for its recipe's default seed."""
+        return True
+
 
 def model_get(model, key: str, default=None):
     """``model.<key>``, or ``default`` when the config has no such key (hand-made configs)."""
