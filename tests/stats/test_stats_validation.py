@@ -184,6 +184,17 @@ def test_a_bad_store_is_one_line_before_anything_is_read(cli, overrides, shows):
         assert shown in lines[0], (shown, lines[0])
 
 
+def test_a_malformed_sqlite_store_is_one_line(cli, tmp_path):
+    """A store file that is not a SQLite database (damaged, or another file): one line, exit 2,
+    not SQLAlchemy's traceback; the file is left as it was."""
+    bad = tmp_path / "mlflow.db"
+    bad.write_bytes(b"not a database, " * 300)
+    code, lines = cli(f"source.tracking_uri=sqlite:///{bad}")
+    assert code == 2 and len(lines) == 1, lines
+    assert "is not a SQLite database" in lines[0] and str(bad) in lines[0]
+    assert bad.read_bytes() == b"not a database, " * 300
+
+
 def test_hydra_logs_go_with_output_dir_not_to_outputs(tmp_path, monkeypatch, capsys):
     """``stats output_dir=X`` keeps Hydra's record of the run in X, so nothing lands in ./outputs."""
     from stats.__main__ import cli as entry
