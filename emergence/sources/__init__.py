@@ -92,6 +92,11 @@ class ModelSource:
         folder and the setting that chose it), or None; checked before any work. Nothing by default."""
         return None
 
+    def selection_problem(self, model, revisions: Sequence[Revision]) -> Optional[str]:
+        """Why the selected ``revisions`` cannot be screened as listed (e.g. a local folder that is
+        missing), as one line, or None; checked before any work. Nothing by default."""
+        return None
+
     def prepare(self, model, revisions: Sequence[Revision], toy_dir: Optional[str] = None,
                 progress: bool = True) -> None:
         """Work done once in the main thread before ``revisions`` are fetched (the toy
