@@ -87,8 +87,8 @@ def curve_summary(c: dict) -> str:
         return head + f"not formed by the last revision (t50 > {_fmt_tokens(c.get('t50'))}, right-censored)"
     if c.get("shape") == "none" or c.get("t50") is None:
         return head + f"no transition ({str(c.get('reason') or '-').split(';')[0]})"
-    width = c.get("width_decades")
-    how = "" if width is None else f", 10-90 width {'<= ' if c.get('width_is_bound') else ''}{width:.2f} decades"
+    width = _width_cell(c)
+    how = "" if width == "-" else f", 10-90 width {width} decades"
     rise = c.get("rise_heads")
     heads = "" if rise is None else f", a rise of {rise:.3g} heads"
     return head + f"**{c['shape']}**, t50 ~{_fmt_tokens(c['t50'])} {_fmt_ci(c.get('t50_ci'))}{how}{heads}"

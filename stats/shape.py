@@ -196,6 +196,8 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
     width, ci, grid = float("nan"), None, None
     if times is not None:
         width, ci = times.width_decades, times.width_ci
+        if regime == "identity" and times.width_is_bound:
+            ci = None  # "inside one interval" is the fit's reading; the heads' switch-on times show where they are
     if regime == "identity":
         grid = grid_bounds(tokens, k if switched is None else switched, direction)
     elif times is not None:
