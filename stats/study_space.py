@@ -35,11 +35,11 @@ logistic's), the position, and the shape by the criterion ``C`` (decades;
 when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) or one whose
 rise (its 10 % to 90 % points) lies inside one checkpoint interval wider than C is
 *unresolvable*: ``unresolved`` or either shape is accepted, ``none`` is not
-(:func:`score_study`); ``unresolved`` on a resolvable truth counts as not right.
+(:func:`stats.space_scores.score_study`); ``unresolved`` on a resolvable truth counts as not right.
 
 :func:`sample_pair` draws two classes of one study (same grid, regime and heads) whose
 t50s are a given ratio apart, both inside the range: the separation benchmark.
-:func:`factor_bins` names each study's bin of every factor for the by-factor tables.
+:mod:`stats.space_scores` scores analyses against these truths, overall and by factor.
 """
 
 from __future__ import annotations
@@ -288,50 +288,6 @@ def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, 
         return sim, _flat_truth(x, criterion), None
     half = width / 2
     return sim, _truth(x, x50, x50 - half, x50 + half, decline_at is not None, criterion), None
-
-
-def score_study(analysis, study: SampledStudy) -> dict:
-    """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against a sampled
-    study's truth: ``shape`` (the verdict is one :meth:`StudyTruth.accepted`), ``changed`` (any
-    verdict but ``none``), ``censored`` (the censoring side equals the truth's; None for flat
-    truths), ``covers`` (the reported t50 interval holds the true t50, an open end reaching to 0
-    or infinity, so that a censored bound covers when the truth lies on its side; None for flat
-    truths)."""
-    truth = study.truth
-    shape = analysis.verdict.shape
-    out = {"verdict": shape, "shape": shape in truth.accepted(), "changed": shape != "none",
-           "censored": None, "covers": None}
-    if truth.flat:
-        return out
-    t = analysis.times
-    covers = False
-    if t is not None:
-        lo, hi = t.t50_ci
-        covers = bool((0.0 if lo is None else lo) <= truth.t50 <= (np.inf if hi is None else hi))
-    return out | {"censored": analysis.censored == truth.censored, "covers": covers}
-
-
-#: Bins of the by-factor tables: revisions (positive-token revisions) and switching heads.
-REVISION_BINS = ((5, 6), (7, 10), (11, 20), (21, 40), (41, 150))
-SWITCH_BINS = ((3, 9), (10, 39), (40, 149), (150, 400))
-
-
-def _bin(v: int, bins) -> str:
-    for lo, hi in bins:
-        if lo <= v <= hi:
-            return f"{lo}-{hi}"
-    return f">{bins[-1][1]}" if v > bins[-1][1] else f"<{bins[0][0]}"
-
-
-def factor_bins(study: SampledStudy) -> dict:
-    """The study's bin of every factor of the by-factor tables: grid kind, revisions, position,
-    switching heads, regime and the true width against C (``sharp``: below C / 1.5;
-    ``borderline``; ``gradual``: above 1.5 C; ``flat``)."""
-    f, t = study.factors, study.truth
-    width = "flat" if t.flat else ("borderline" if t.borderline else t.shape)
-    return {"grid": f["grid"], "revisions": _bin(f["revisions"], REVISION_BINS), "position": t.position,
-            "switching heads": "flat" if t.flat else _bin(f["n_switch"], SWITCH_BINS), "regime": f["regime"],
-            "true width": width}
 
 
 def _pair_grid(rng, space: StudySpace, span: float):

@@ -6,8 +6,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from stats.study_space import (GRID_KINDS, PYTHIA_STEPS, PYTHIA_TOKENS_PER_STEP, REVISION_BINS, SWITCH_BINS, StudySpace,
-                               _truth, factor_bins, position_of, sample_grid, sample_pair, sample_study, score_study)
+from stats.space_scores import REVISION_BINS, SWITCH_BINS, factor_bins, factor_table, pair_bins, score_study
+from stats.study_space import (GRID_KINDS, PYTHIA_STEPS, PYTHIA_TOKENS_PER_STEP, StudySpace, _truth, position_of, sample_grid,
+                               sample_pair, sample_study)
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +166,25 @@ def test_a_narrower_space_is_respected():
         d = sample_study(rng, space)
         assert (d.factors["grid"], d.factors["revisions"], d.factors["regime"], d.factors["flat"]) == \
             ("linear", 6, "aggregate", False)
+
+
+def test_factor_table_prints_every_bin_with_its_count():
+    records = [{"grid": "log", "regime": "identity", "shape": True}, {"grid": "log", "regime": "aggregate", "shape": False},
+               {"grid": "pythia", "regime": "identity", "shape": True}, {"grid": "pythia", "regime": "identity", "shape": None}]
+    lines = factor_table(records, {"shape accuracy": ("shape", None)}, factors=("grid", "regime"))
+    text = "\n".join(lines)
+    assert "0.667 (3)" in lines[1]  # all: 2 of 3 scored records
+    assert any(line.split()[:4] == ["grid", "log", "0.500", "(2)"] for line in lines), text
+    assert any(line.split()[:4] == ["grid", "pythia", "1.000", "(1)"] for line in lines), text
+    assert any(line.split()[:4] == ["regime", "identity", "1.000", "(2)"] for line in lines), text
+
+
+def test_pair_bins_take_the_fewer_heads_and_the_wider_width():
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        early, late = sample_pair(rng, 5.0)
+        b = pair_bins(early, late)
+        widths = {factor_bins(s)["true width"] for s in (early, late)}
+        assert b["true width"] in widths and (b["true width"] == "gradual") == ("gradual" in widths)
+        fewer = min(early.factors["n_switch"], late.factors["n_switch"])
+        assert b["switching heads"] == factor_bins(early if early.factors["n_switch"] == fewer else late)["switching heads"]
