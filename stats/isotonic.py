@@ -42,44 +42,46 @@ def isotonic_fit(y, w):
     return cmin.max(-2)
 
 
-def _weighted_ss(y, w, fit):
-    return (w * (y - fit) ** 2).sum(-1)
-
-
 def unimodal_fit(y, w):
     """Unimodal weighted least-squares fit of rows ``y`` (B, m) with weights ``w``.
 
     Returns ``(fit, ss, ss_increasing)``: the fits (B, m), their weighted squared
-    errors (B,) and those of the non-decreasing fit alone (B,).
+    errors (B,) and those of the non-decreasing fit alone (B,). The best split (the first
+    of equal ones; the non-decreasing fit where no split is better by 1e-12) from the prefix
+    and suffix errors (:func:`prefix_isotonic_ss`), then the fits of its two sides by
+    :func:`pava_fit` (the points of the other side weighted 0).
     """
     y = np.atleast_2d(np.asarray(y, float))
     w = np.broadcast_to(np.asarray(w, float), y.shape)
     m = y.shape[-1]
-    up = isotonic_fit(y, w)
-    best_fit, best_ss = up, _weighted_ss(y, w, up)
-    ss_up = best_ss.copy()
-    for c in range(1, m):  # non-decreasing on [0, c), non-increasing on [c, m)
-        left = isotonic_fit(y[:, :c], w[:, :c])
-        right = -isotonic_fit(-y[:, c:], w[:, c:])
-        fit = np.concatenate([left, right], -1)
-        ss = _weighted_ss(y, w, fit)
-        better = ss < best_ss - 1e-12
-        best_fit = np.where(better[:, None], fit, best_fit)
-        best_ss = np.where(better, ss, best_ss)
-    return best_fit, best_ss, ss_up
+    prefix = prefix_isotonic_ss(y, w)
+    up, ss_up = pava_fit(y, w), np.maximum(prefix[:, -1], 0.0)
+    if m < 2:
+        return up, ss_up, ss_up
+    splits = _split_ss(y, w, prefix)
+    c = np.argmax(splits <= splits.min(-1, keepdims=True) + 1e-12, -1) + 1  # non-decreasing on [0, c), non-increasing after
+    split = splits.min(-1) < prefix[:, -1] - 1e-12
+    left_side = np.arange(m)[None, :] < c[:, None]
+    left = pava_fit(y, np.where(left_side, w, 0.0))
+    right = pava_fit(y[:, ::-1], np.where(left_side, 0.0, w)[:, ::-1])[:, ::-1]  # non-increasing: reversed, non-decreasing
+    fit = np.where(split[:, None], np.where(left_side, left, right), up)
+    return fit, np.maximum(np.where(split, splits.min(-1), prefix[:, -1]), 0.0), ss_up
 
 
-def prefix_isotonic_ss(y, w) -> np.ndarray:
-    """Weighted squared error of the non-decreasing fit of ``y[:, :c + 1]`` for every ``c``, rows
-    ``y`` (B, m) with weights ``w``: (B, m). One pool-adjacent-violators pass over the columns for
-    all rows at once (blocks kept as sums ``W, WY, WYY`` on a stack a row; a block's error is
-    ``WYY - WY^2 / W``); O(m) numpy steps (times the deepest pooling), not O(m^2) memory."""
+def _pava(y, w) -> tuple:
+    """One pool-adjacent-violators pass over the columns of rows ``y`` (B, m), weights ``w``, all
+    rows at once. Blocks are kept as sums ``W, WY, WYY`` and their first column on a stack a row
+    (slot 0 stays empty); a block's error is ``WYY - WY^2 / W``. Returns the error of the
+    non-decreasing fit of every prefix (B, m), and the final stack ``(sums (3, B, m + 1), first
+    columns (B, m + 1), top slot (B,))``."""
     y = np.atleast_2d(np.asarray(y, float))
     w = np.broadcast_to(np.asarray(w, float), y.shape)
     n_rows, m = y.shape
-    stack = np.zeros((3, n_rows, m + 1))  # W, WY, WYY of each row's blocks; slot 0 stays empty
-    top = np.zeros(n_rows, int)  # the top block's slot (0: no block)
+    stack = np.zeros((3, n_rows, m + 1))
+    first = np.zeros((n_rows, m + 1), int)
+    top = np.zeros(n_rows, int)
     total, out = np.zeros(n_rows), np.empty((n_rows, m))
+    every = np.arange(n_rows)
 
     def error(W, WY, WYY):
         return np.where(W > 0, WYY - WY * WY / np.where(W > 0, W, 1.0), 0.0)
@@ -87,6 +89,7 @@ def prefix_isotonic_ss(y, w) -> np.ndarray:
     for i in range(m):
         W, WY = w[:, i].copy(), w[:, i] * y[:, i]
         WYY = WY * y[:, i]
+        start = np.full(n_rows, i)
         rows = np.flatnonzero(top > 0)
         while rows.size:  # pool while the previous block's mean is higher
             pW, pWY, pWYY = stack[:, rows, top[rows]]
@@ -96,13 +99,47 @@ def prefix_isotonic_ss(y, w) -> np.ndarray:
             W[rows] += pW
             WY[rows] += pWY
             WYY[rows] += pWYY
+            start[rows] = first[rows, top[rows]]
             top[rows] -= 1
             rows = rows[top[rows] > 0]
         top += 1
-        stack[:, np.arange(n_rows), top] = W, WY, WYY
+        stack[:, every, top] = W, WY, WYY
+        first[every, top] = start
         total += error(W, WY, WYY)
         out[:, i] = total
-    return out
+    return out, (stack, first, top)
+
+
+def prefix_isotonic_ss(y, w) -> np.ndarray:
+    """Weighted squared error of the non-decreasing fit of ``y[:, :c + 1]`` for every ``c``, rows
+    ``y`` (B, m) with weights ``w``: (B, m), by one vectorised pool-adjacent-violators pass
+    (:func:`_pava`): O(m) numpy steps (times the deepest pooling), not O(m^2) memory."""
+    return _pava(y, w)[0]
+
+
+def pava_fit(y, w) -> np.ndarray:
+    """The weighted least-squares non-decreasing fit of rows ``y`` (B, m) (:func:`isotonic_fit`'s),
+    by one vectorised pool-adjacent-violators pass (:func:`_pava`). A block of zero weight never
+    pools, so points weighted 0 after the others leave the others' fit unchanged (their own
+    values are 0)."""
+    y = np.atleast_2d(np.asarray(y, float))
+    n_rows, m = y.shape
+    _, (stack, first, top) = _pava(y, w)
+    slots = np.arange(m + 1)[None, :]
+    starts = np.zeros((n_rows, m + 1), bool)
+    rows, cols = np.nonzero((slots >= 1) & (slots <= top[:, None]))
+    starts[rows, first[rows, cols]] = True
+    block = np.cumsum(starts[:, :m], -1)  # each column's slot
+    W, WY = np.take_along_axis(stack[0], block, -1), np.take_along_axis(stack[1], block, -1)
+    return np.where(W > 0, WY / np.where(W > 0, W, 1.0), 0.0)
+
+
+def _split_ss(y, w, up) -> np.ndarray:
+    """Errors (B, m - 1) of the fits non-decreasing on [0, c) and non-increasing on [c, m), c = 1 .. m-1,
+    from the prefix errors ``up`` of :func:`prefix_isotonic_ss`."""
+    m = y.shape[-1]
+    down = prefix_isotonic_ss(y[:, ::-1], w[:, ::-1])  # down[:, j]: non-increasing on the last j + 1
+    return up[:, :-1] + down[:, : m - 1][:, ::-1]
 
 
 def unimodal_ss(y, w) -> tuple:
@@ -111,13 +148,10 @@ def unimodal_ss(y, w) -> tuple:
     y = np.atleast_2d(np.asarray(y, float))
     w = np.broadcast_to(np.asarray(w, float), y.shape)
     up = prefix_isotonic_ss(y, w)  # up[:, c]: non-decreasing on [0, c]
-    ss_up = up[:, -1]
+    ss_up = np.maximum(up[:, -1], 0.0)
     if y.shape[-1] < 2:
-        return np.maximum(ss_up, 0.0), np.maximum(ss_up, 0.0)
-    down = prefix_isotonic_ss(y[:, ::-1], w[:, ::-1])  # down[:, j]: non-increasing on the last j + 1
-    m = y.shape[-1]
-    splits = up[:, :-1] + down[:, : m - 1][:, ::-1]  # non-decreasing on [0, c), non-increasing on [c, m), c = 1 .. m-1
-    return np.maximum(np.minimum(ss_up, splits.min(-1)), 0.0), np.maximum(ss_up, 0.0)
+        return ss_up, ss_up
+    return np.maximum(np.minimum(up[:, -1], _split_ss(y, w, up).min(-1)), 0.0), ss_up
 
 
 def explained_share(k, n, fit_ss) -> np.ndarray:
