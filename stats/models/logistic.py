@@ -174,13 +174,17 @@ class LogisticModel(CurveModel):
             init = np.broadcast_to(np.clip(np.asarray(init, float), lo, hi), (B, 4))
             chosen = np.concatenate([chosen, init[:, None, :]], axis=1)
         Rt = chosen.shape[1]
-        th0 = chosen.reshape(-1, 4)
-        kk = np.repeat(k, Rt, axis=0)
-        nn = np.repeat(n, Rt, axis=0)
-        theta, ll = levenberg_marquardt(
-            lambda t: logistic_mean_jac(t, x), th0, lo, hi, kk, nn, max_iter=self.max_iter
+        # a start chosen twice (the best start is also the best of its kind) is refined once, where first chosen
+        T = top.shape[1]
+        earlier = np.tril(np.ones((T, T), bool), -1)  # [j, i]: i before j
+        unique = np.ones((B, Rt), bool)
+        unique[:, :T] = ~((top[:, :, None] == top[:, None, :]) & earlier).any(-1)
+        rows = np.repeat(np.arange(B), Rt).reshape(B, Rt)[unique]
+        th, ll_u = levenberg_marquardt(
+            lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows], max_iter=self.max_iter
         )
-        theta = theta.reshape(B, Rt, 4)
-        ll = ll.reshape(B, Rt)
+        theta = np.zeros((B, Rt, 4))
+        ll = np.full((B, Rt), -np.inf)
+        theta[unique], ll[unique] = th, ll_u
         best = np.argmax(ll, axis=1)
         return BatchFit(theta[np.arange(B), best], ll[np.arange(B), best] + const)
