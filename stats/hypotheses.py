@@ -41,7 +41,7 @@ from scipy import stats as sps
 from stats.bootstrap import simulate_counts
 from stats.models import LogisticModel, StepModel
 from stats.models.base import pearson_chi2
-from stats.models.logistic import effective_params, logistic_mean_jac
+from stats.models.logistic import effective_params, logistic_mean
 from stats.results import Results, record
 
 
@@ -81,7 +81,7 @@ def exceedance_p(t_star, t: float, n: int, tol: float = 1e-12) -> float:
 
 def _studentiser(k, n, theta, x):
     """phi~ = max(1, X2 / df) of logistic fits (B, 4) to counts (B, m)."""
-    p = logistic_mean_jac(np.atleast_2d(theta), x)[0]
+    p = logistic_mean(np.atleast_2d(theta), x)
     df = np.maximum(k.shape[-1] - effective_params(theta, x), 1)
     return np.maximum(1.0, pearson_chi2(k, n, p) / df)
 
