@@ -20,11 +20,14 @@ midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
 "Present" is judged by regime (:mod:`stats.shape`), at the start and at the end of
 the screened range, against a floor:
 
-- identity known, with the heads' flags: *settled* heads, flagged at each of the
-  first (or last) :data:`SETTLED_REVISIONS` (4) revisions; heads near the threshold that
-  flicker on and off are no class (a head on at random half the time is settled
-  with probability 1/16). The floor is ``min_rise_heads``. Without flags, the
-  unimodal fit's level in heads (:mod:`stats.phases`);
+- identity known, with the heads' flags: *settled* heads. A head is settled at the end
+  when it is on at every revision after it switched on, at least two (so: flagged at the
+  last :data:`SETTLED_REVISIONS` = 2 revisions), and at the start when flagged at the first
+  two, whatever the number of revisions: persistence is counted on the grid there is, not
+  in revisions the study does not have (a head that switches on between the 3rd and 4th
+  of 6 revisions and stays is settled). A head near the threshold that flickers on and off
+  at random half the time is settled with probability 1/4. The floor is
+  ``min_rise_heads``. Without flags, the unimodal fit's level in heads (:mod:`stats.phases`);
 - aggregate counts (independent draws): the unimodal fit's level, against
   ``max(min_rise_heads, background_share x n)``: below that share a level cannot be
   told from a background of heads that pass the threshold by chance.
@@ -49,13 +52,15 @@ from typing import Optional
 
 import numpy as np
 
+from stats.change import test_label
+from stats.hypotheses import TestResult
 from stats.phases import CurvePhases
 from stats.results import Results
 from stats.tracked import Curve
 
 SIDES = ("left", "right")
-#: A head is *settled* when flagged at each of this many first revisions (module docstring).
-SETTLED_REVISIONS = 4
+#: A head is *settled* when flagged at each of this many first (or last) revisions (module docstring).
+SETTLED_REVISIONS = 2
 
 
 @dataclass
@@ -86,15 +91,16 @@ def presence(curve: Curve, phases: CurvePhases) -> tuple:
     if curve.flags is not None and len(curve) >= SETTLED_REVISIONS:
         w = SETTLED_REVISIONS
         start, end = curve.flags[:w].all(0).sum(), curve.flags[-w:].all(0).sum()
-        return float(start), float(end), f"settled (flagged at {w} revisions in a row)"
+        return float(start), float(end), "settled (on at every revision since it switched on, at least two)"
     n_ref = float(np.median(curve.n))
     return float(phases.fit[0]) * n_ref, float(phases.fit[-1]) * n_ref, "in the unimodal fit"
 
 
-def censoring_without_rise(curve: Curve, phases: CurvePhases, p_change: float, min_rise_heads: float,
+def censoring_without_rise(curve: Curve, phases: CurvePhases, change: TestResult, min_rise_heads: float,
                            alpha: float, regime: str, background_share: float) -> Optional[Censoring]:
     """The censoring of a curve that shows no rise inside the range (side None when it cannot
-    be told); None when it shows a rise."""
+    be told); None when it shows a rise. ``change``: the curve's test of change (:mod:`stats.change`)."""
+    p_change = change.p_value
     n_ref = float(np.median(curve.n))
     rise = phases.fit[: phases.rise_end]
     rise_heads = float(rise.max() - rise[0]) * n_ref
@@ -103,7 +109,7 @@ def censoring_without_rise(curve: Curve, phases: CurvePhases, p_change: float, m
     start, end, what = presence(curve, phases)
     floor = max(min_rise_heads, background_share * n_ref if regime == "aggregate" else 0.0)
     first, last = curve.revisions[0], curve.revisions[-1]
-    why = (f"no evidence of change against noise (monotone-change permutation test p = {p_change:.3f} > {alpha})"
+    why = (f"no evidence of change against noise ({test_label(change)} p = {p_change:.3g} > {alpha})"
            if p_change > alpha else f"a rise of {_heads(rise_heads)} < min_rise_heads {min_rise_heads:g}")
     if start >= floor - 1e-9:
         tail = f"; then {phases.decline.describe()}" if phases.decline is not None else ""

@@ -87,10 +87,11 @@ class ShapeConfig:
     min_points: int = field(default=5, metadata={"min": 2})
     #: ``none`` when the rise (max - min of the fractions, x the median n) is below this many heads
     min_rise_heads: float = field(default=2.0, metadata={"min": 0, "finite": True})
-    #: permutations of the monotone-change test (``none`` when its p > alpha)
+    #: replicates of the change test (``none`` when its p > alpha; stats/change.py)
     n_perm: int = field(default=1999, metadata={"min": 99})
-    #: ``sharp`` when the largest adjacent jump holds at least this share of the rise
-    min_jump_share: float = field(default=0.5, metadata={"gt": 0, "max": 1})
+    #: ``sharp`` when the rise's 10-90 width is at most this many decades of tokens, ``gradual`` when it
+    #: is more, ``unresolved`` when the data cannot tell (stats/width.py; why 0.5: docs/methods.md section 8)
+    sharp_width_decades: float = field(default=0.5, metadata=POSITIVE)
     #: resolution rule of the times: a 10-90 width <= width_factor x spacing is unresolved
     width_factor: float = field(default=1.0, metadata=POSITIVE)
     #: ``auto``: ``identity`` where a per-head table follows the heads (heads.csv, heads_csv), else

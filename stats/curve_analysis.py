@@ -11,6 +11,7 @@ a bound (:mod:`stats.censoring`). The result is a :class:`CurveAnalysis`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -20,13 +21,14 @@ from emergence.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, m
 from stats.bootstrap import BootstrapResults
 from stats.censoring import Censoring, censoring_from_fit, censoring_without_rise
 from stats.changepoint import ChangePoints, detect_changepoints
-from stats.config import AnalysisConfig, ShapeConfig, check_options
+from stats.change import change_test, describe_single, single_revision
+from stats.config import DEFAULTS, AnalysisConfig, ShapeConfig, check_options
 from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
 from stats.phases import CurvePhases, curve_phases
 from stats.results import Results, written
-from stats.shape import (ShapeVerdict, classify_shape, jump_evidence, jump_location, jump_share, level_change_test,
-                         qualify_verdict, sharp_or_gradual)
+from stats.shape import ShapeVerdict, classify_shape, jump_evidence, jump_location, qualify_verdict, sharp_or_gradual
+from stats.width import grid_bounds
 from stats.times import TransitionTimes, bootstrap_transition_times, bracket_times, censored_times
 from stats.tracked import Curve, TrackedResults
 
@@ -35,13 +37,14 @@ MIN_FIT_POINTS = 3
 
 #: The written record of a curve (``summary.json`` ``curves[]``), its entries in order. Each is
 #: read by name from the analysis's parts (:meth:`CurveAnalysis.entries`), never computed here.
-RECORD = ("model", "class", "pretraining_corpus", "shape", "strength", "continuous_disagrees", "reason", "censored",
+RECORD = ("model", "class", "pretraining_corpus", "shape", "resolution", "continuous_disagrees", "reason", "censored",
           "regime", "decline", "rise_revisions", "n_points", "tokens", "revisions", "k", "n", "t50", "t50_ci", "onset",
           "onset_ci", "saturation", "saturation_ci", "t50_bound", "bracket_tokens", "width_decades", "width_is_bound",
-          "spacing_decades", "rise", "max_jump", "max_jump_share", "max_jump_tokens", "max_jump_revisions",
-          "max_jump_between", "changepoint_tokens", "changepoint_revisions", "changepoints", "best_model", "aicc",
-          "delta_aicc", "rise_heads", "jump_heads", "max_jump_share_ci", "jump_spacing_decades", "p_change",
-          "pure_step", "p_step", "step_test", "dispersion", "fits", "continuous", "notes")
+          "width_ci", "width_lower", "width_upper", "width_grid", "sharp_width_decades", "spacing_decades", "rise",
+          "max_jump", "max_jump_share", "max_jump_tokens", "max_jump_revisions", "max_jump_between",
+          "changepoint_tokens", "changepoint_revisions", "changepoints", "best_model", "aicc", "delta_aicc",
+          "rise_heads", "jump_heads", "max_jump_share_ci", "jump_spacing_decades", "p_change", "change_test",
+          "single_revision", "pure_step", "p_step", "step_test", "dispersion", "fits", "continuous", "notes")
 
 
 @dataclass
@@ -64,6 +67,8 @@ class CurveAnalysis(Results):
     phases: Optional[CurvePhases] = None
     #: set when the rise's midpoint lies outside the screened range (:mod:`stats.censoring`)
     censoring: Optional[Censoring] = None
+    #: the test of change (:mod:`stats.change`)
+    change: Optional[TestResult] = None
 
     @property
     def censored(self) -> Optional[str]:
@@ -90,6 +95,7 @@ class CurveAnalysis(Results):
             "changepoint_tokens": None if cp is None else [cp.tokens_before, cp.tokens_after],
             "changepoint_revisions": None if cp is None else [cp.revision_before, cp.revision_after],
             "changepoints": written(self.changepoints), "p_step": None if self.step_test is None else self.step_test.p_value,
+            "change_test": written(self.change), "single_revision": single_revision(self.change),
             "step_test": written(self.step_test), "dispersion": written(self.dispersion),
             "fits": None if self.fits is None else {name: f.to_dict() for name, f in self.fits.items()},
             "continuous": self.continuous, "notes": self.notes + (self.times.notes if self.times is not None else []),
@@ -103,15 +109,17 @@ class CurveAnalysis(Results):
         return {key: entries.get(key) for key in RECORD}
 
     def summary(self) -> str:
-        strength = ", weak evidence" if self.verdict.evidence.get("strength") == "weak" else ""
         when = "" if self.times is None else f"; {self.times.summary()}"
-        return f"{self.model} / {self.head_class}: {self.verdict.shape}{strength} - {self.verdict.reason}{when}"
+        return f"{self.model} / {self.head_class}: {self.verdict.shape} - {self.verdict.reason}{when}"
 
 
-def continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float]) -> dict:
-    """Largest-jump share of the class's continuous metric(s) at the curve's revisions (the rise):
+def continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float],
+                        criterion: float = DEFAULTS.shape.sharp_width_decades) -> dict:
+    """The shape each of the class's continuous metrics reads at the curve's revisions (the rise):
     its mean selectivity (log10), and the mean first-token attention (BOS) or the induction loss
-    (induction, which falls as the circuit forms)."""
+    (induction, which falls as the circuit forms), by the grid's bounds of its 10-90 width
+    (:func:`stats.width.grid_bounds`): ``sharp`` when at most ``criterion`` decades, ``gradual``
+    when more, ``unresolved`` otherwise."""
     cont = results.continuous
     if cont is None or cont.empty:
         return {}
@@ -129,8 +137,12 @@ def continuous_evidence(results: TrackedResults, curve: Curve, direction: Option
         scale = "value"
         if metric.startswith("mean_selectivity") and np.all(v > 0):
             v, scale = np.log10(v), "log10"
-        js = jump_share(v, None if direction is None else sign * direction)
-        out[metric] = {"scale": scale, "max_jump_share": js["max_jump_share"], "n_points": int(len(v))}
+        grid = grid_bounds(d["tokens"].to_numpy(float), v, sign * (1.0 if direction is None else np.sign(direction) or 1.0))
+        if grid is None:
+            continue
+        reads = "sharp" if grid["upper"] <= criterion else "gradual" if grid["lower"] > criterion else "unresolved"
+        out[metric] = {"scale": scale, "width_grid": [grid["lower"], grid["upper"]], "reads": reads,
+                       "n_points": int(len(v))}
     return out
 
 
@@ -172,16 +184,28 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
 
 def _short_rise(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, rng, **parts) -> CurveAnalysis:
     """A rise of fewer than ``min_points`` revisions before a decline: located by the
-    checkpoints alone (where the count first passes half its rise), its verdict the
-    share of its largest jump in the observed counts (too few points for a fit)."""
+    checkpoints alone (where the count first passes half its rise), its verdict the width
+    rule on the grid's bounds (too few points for a fit)."""
     f = rise.fraction
     j = max(int(np.argmax(f >= f[0] + (f.max() - f[0]) / 2 - 1e-12)), 1)
     times = bracket_times(rise.tokens[j - 1], rise.tokens[j], cfg.n_boot, rng, cfg.level)
     ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
     ev.update({"n_points": len(rise), "p_change": change.p_value,
                **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
-    verdict = sharp_or_gradual(ev, cfg.shape, cfg.level, None, cfg.alpha, "identity")
-    return CurveAnalysis(curve, verdict, times=times, **parts)
+    verdict = sharp_or_gradual(ev, cfg.shape, rise.tokens, rise.k, rise.n, rise.revisions, "identity", flags=rise.flags)
+    return CurveAnalysis(curve, verdict, times=times, change=change, **parts)
+
+
+def _change(curve: Curve, regime: str, shape: str, cfg: AnalysisConfig, rng) -> tuple:
+    """The change test of the curve (:mod:`stats.change`: head-wise with the heads' flags, else the
+    quasi-likelihood bootstrap) and, when its change rests on one revision, the test as the
+    verdict reads it (H0 kept: the p-value without that revision) and why."""
+    flags = curve.flags if regime == "identity" else None
+    change = change_test(curve.k, curve.n, curve.revisions, flags, shape, cfg.shape.n_perm, rng, cfg.alpha)
+    if single_revision(change) is None:
+        return change, change, None
+    why = describe_single(change, curve.k, curve.n, curve.revisions)
+    return change, dataclasses.replace(change, p_value=change.details["p_without"]), why
 
 
 def _analyse(curve: Curve, cfg: AnalysisConfig, rng: np.random.Generator,
@@ -197,20 +221,28 @@ def _analyse(curve: Curve, cfg: AnalysisConfig, rng: np.random.Generator,
             verdict = ShapeVerdict("none", f"too short: {len(curve)} revisions < {MIN_FIT_POINTS} needed for a fit", verdict.evidence)
         return CurveAnalysis(curve, verdict, notes=notes, regime=regime)
     phases = curve_phases(curve, sc.min_rise_heads, sc.min_decline_share, cfg.alpha, sc.n_perm, rng, regime)
-    change = level_change_test(curve.k, curve.n, sc.n_perm, rng, "unimodal" if phases.decline else "monotone")
+    test, change, single = _change(curve, regime, "unimodal" if phases.decline else "monotone", cfg, rng)
     rise = curve.head(phases.rise_end)
     if phases.decline is not None:
         notes.append(f"decline: {phases.decline.describe()}; the fits, the verdict and the times are of the rise "
                      f"({rise.revisions[0]} .. {rise.revisions[-1]})")
-    parts = dict(notes=notes, regime=regime, phases=phases)
-    censor = censoring_without_rise(curve, phases, change.p_value, sc.min_rise_heads, cfg.alpha, regime,
-                                    sc.background_share)
+    if test.details.get("note"):
+        notes.append(test.details["note"])
+    parts = dict(notes=notes, regime=regime, phases=phases, change=test)
+    if single is not None and test.details["single_at"] == "last":
+        pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
+        return CurveAnalysis(curve, ShapeVerdict("none", single, pre.evidence), **parts)
+    censor = censoring_without_rise(curve, phases, change, sc.min_rise_heads, cfg.alpha, regime, sc.background_share)
     if censor is not None:
         pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
-        return _censored(curve, censor, pre, cfg, **parts)
-    if len(rise) < sc.min_points:
+        analysis = _censored(curve, censor, pre, cfg, **parts)
+    elif len(rise) < sc.min_points:
         return _short_rise(curve, rise, change, cfg, rng, **parts)
-    return _fitted(curve, rise, change, cfg, rng, results, rule, parts)
+    else:
+        analysis = _fitted(curve, rise, change, cfg, rng, results, rule, parts)
+    if single is not None and analysis.verdict.shape == "none":
+        analysis.verdict = ShapeVerdict("none", f"{single}; {analysis.verdict.reason}", analysis.verdict.evidence)
+    return analysis
 
 
 def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, rng: np.random.Generator,
@@ -223,7 +255,7 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     pre = classify_shape(*args, fits=fits, change=change, **rule)
     params = fits["logistic"].params
     direction = float(params["ceiling"] - params["floor"])
-    cont = continuous_evidence(results, rise, direction) if results is not None else {}
+    cont = continuous_evidence(results, rise, direction, cfg.shape.sharp_width_decades) if results is not None else {}
     parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, **parts)
@@ -234,6 +266,7 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
                                              cfg.fit.overdispersion)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
-    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot, **rule)
-    verdict = qualify_verdict(verdict, cont, cfg.shape.min_jump_share)
+    verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,
+                             flags=rise.flags, **rule)
+    verdict = qualify_verdict(verdict, cont)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)

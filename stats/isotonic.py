@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+#: The max-min formula works on (rows, m, m) arrays: rows are taken this many cells at a time.
+MAX_CELLS = 2_000_000
+
 
 def isotonic_fit(y, w):
     """Weighted least-squares non-decreasing fit of ``y`` (B, m) with weights ``w`` (B, m).
@@ -30,6 +33,9 @@ def isotonic_fit(y, w):
     y = np.atleast_2d(np.asarray(y, float))
     w = np.broadcast_to(np.asarray(w, float), y.shape)
     m = y.shape[-1]
+    rows = max(1, MAX_CELLS // (m * m))
+    if y.ndim == 2 and y.shape[0] > rows:  # (B, m, m) work arrays: a few MB at a time
+        return np.concatenate([isotonic_fit(y[i:i + rows], w[i:i + rows]) for i in range(0, y.shape[0], rows)])
     cwy = np.concatenate([np.zeros(y.shape[:-1] + (1,)), np.cumsum(w * y, -1)], -1)
     cw = np.concatenate([np.zeros(y.shape[:-1] + (1,)), np.cumsum(w, -1)], -1)
     a, b = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")

@@ -102,8 +102,10 @@ from stats.errors import StatsError
 from stats.hypotheses import TestResult, exceedance_p
 from stats.isotonic import monotone_r2, unimodal_r2
 from stats.results import Results, record
+from stats.change import test_label
+from stats.width import grid_bounds, switched_counts, width_verdict
 
-SHAPES = ("sharp", "gradual", "none")
+SHAPES = ("sharp", "gradual", "unresolved", "none")
 
 
 @dataclass
@@ -237,34 +239,35 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
     if change is None:
         return "no test of change"
     if change.p_value > alpha:
-        return (f"no evidence of change against noise: monotone-change permutation test p = {change.p_value:.3f} "
-                f"> {alpha}")
+        return f"no evidence of change against noise: {test_label(change)} p = {change.p_value:.3g} > {alpha}"
     return None
 
 
-def sharp_or_gradual(ev: dict, cfg: ShapeConfig, level: float, p_step, alpha: float, regime: str) -> ShapeVerdict:
-    """Rules 2-3 of the module docstring on the evidence ``ev``."""
-    share = ev["max_jump_share"]
-    lo, hi = ev["max_jump_share_ci"]
-    resolved = "" if not (lo <= cfg.min_jump_share <= hi) else "; share not resolved"
-    if regime == "aggregate":
-        what = f"of the fitted rise, independent draws; {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
-    else:
-        what = f"{abs(ev['jump_heads']):.0f} of {ev['rise_heads']:.0f} heads, {level:.0%} CI {_pct(lo)}-{_pct(hi)}"
-        resolved = resolved and f"{resolved} with {ev['rise_heads']:.0f} heads"
-    if p_step is None:
-        step = ""
-    elif p_step >= alpha:
-        step = f"; a pure step is not rejected (p = {p_step:.3f})"
-    else:
-        step = f"; not a pure step (p = {p_step:.3g}: some heads switch outside this interval)"
-    a, b = ev["max_jump_revisions"]
-    where = f"{a} -> {b}, {ev['jump_spacing_decades']:.2f} decades"
-    if share >= cfg.min_jump_share:
-        return ShapeVerdict("sharp", f"within one checkpoint interval ({where}): {_pct(share)} of the rise "
-                                     f"({what}) >= {_pct(cfg.min_jump_share)}{resolved}{step}", ev)
-    return ShapeVerdict("gradual", f"spread over several checkpoint intervals: the largest ({where}) holds {_pct(share)} "
-                                   f"of the rise ({what}) < {_pct(cfg.min_jump_share)}{resolved}", ev)
+def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
+                     flags=None) -> ShapeVerdict:
+    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
+    (``tokens``, ``k``, ``n``; ``flags``: its heads' flags, where known): the fitted width's
+    interval from ``times``, narrowed where the counts follow the same heads (``identity``) by
+    the grid's bounds of the settled heads' rise, and for aggregate counts bounded by the
+    spacing where the fitted rise lies inside one checkpoint interval."""
+    x = np.log10(np.asarray(tokens, float))
+    direction = 1.0 if ev.get("max_jump", 1.0) is None or not np.isfinite(ev.get("max_jump", 1.0)) \
+        else float(np.sign(ev.get("max_jump", 1.0)) or 1.0)
+    width, ci, grid = float("nan"), None, None
+    if times is not None:
+        width, ci = times.width_decades, times.width_ci
+    if regime == "identity":
+        grid = grid_bounds(tokens, k if flags is None else switched_counts(flags), direction)
+    elif times is not None:
+        if times.width_is_bound and times.bracket_tokens is not None:
+            j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
+            grid = {"lower": 0.0, "upper": float(x[j + 1] - x[j]), "low_between": [j, j + 1], "high_between": [j, j + 1]}
+    shape, reason, wev = width_verdict(width, ci, grid, cfg.sharp_width_decades, [str(r) for r in revisions])
+    ev.update(wev)
+    if ev.get("max_jump_revisions"):
+        a, b = ev["max_jump_revisions"]
+        reason += f"; the largest jump ({a} -> {b}) holds {_pct(ev['max_jump_share'])} of the rise"
+    return ShapeVerdict(shape, reason, ev)
 
 
 def jump_location(tokens, revisions, i: Optional[int]) -> dict:
@@ -293,12 +296,13 @@ def model_evidence(fits: Optional[dict]) -> tuple:
 def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
                    change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
                    alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
-                   boot=None) -> ShapeVerdict:
+                   boot=None, flags=None) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
     :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
-    ``change``: the :func:`level_change_test` result (None: not run, and no
+    ``flags``: the heads' flags (revisions x heads) where the counts follow them;
+    ``change``: the :func:`stats.change.change_test` result (None: not run, and no
     transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
     ``boot``: the logistic's bootstrap (the aggregate share's interval).
     """
@@ -329,39 +333,27 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     reason = _none_reason(ev, cfg, fits, change, alpha)
     if reason is not None:
         return ShapeVerdict("none", reason, ev)
-    return sharp_or_gradual(ev, cfg, level, p_step, alpha, regime)
+    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, flags)
 
 
-def qualify_verdict(verdict: ShapeVerdict, continuous: dict, min_jump_share: float) -> ShapeVerdict:
-    """The strength of a ``sharp`` / ``gradual`` verdict, and its cross-check.
+def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:
+    """The verdict's cross-check against the class's continuous metrics.
 
-    ``strength`` is ``weak`` when the share's interval (``max_jump_share_ci``)
-    contains ``min_jump_share`` (e.g. 2 of 3 heads, 9-99 %: the heads cannot tell
-    sharp from gradual), else ``strong``. ``continuous_disagrees`` lists the class's
-    continuous metrics (``continuous``: the analysis's largest-jump shares of its mean
-    selectivity, mean first-token attention, induction loss) whose own largest
-    adjacent jump reads the other shape (a threshold can make a smooth change look
-    sharp, Schaeffer et al. 2023). Both are stated in the reason.
+    ``continuous``: per metric (its mean selectivity, mean first-token attention, induction
+    loss) the shape its own rise reads by the grid's bounds of :func:`stats.width.grid_bounds`
+    (``reads``). ``continuous_disagrees`` lists the metrics that read the other *resolved*
+    shape (a threshold can make a smooth change look sharp, Schaeffer et al. 2023); the
+    reason says so. A metric that the grid cannot resolve does not disagree.
     """
     if verdict.shape not in ("sharp", "gradual"):
         return verdict
     ev = verdict.evidence
-    lo, hi = ev.get("max_jump_share_ci") or [float("nan")] * 2
-    weak = not (np.isfinite(lo) and np.isfinite(hi)) or lo <= min_jump_share <= hi
-    ev["strength"] = "weak" if weak else "strong"
-    sharp = verdict.shape == "sharp"
-    disagree = {m: v["max_jump_share"] for m, v in continuous.items()
-                if v.get("max_jump_share") is not None and np.isfinite(v["max_jump_share"])
-                and (v["max_jump_share"] >= min_jump_share) != sharp}
+    other = "gradual" if verdict.shape == "sharp" else "sharp"
+    disagree = {m: v for m, v in continuous.items() if v.get("reads") == other}
     ev["continuous_disagrees"] = sorted(disagree)
-    notes = []
-    if weak:
-        notes.append(f"weak evidence: the share's interval contains {_pct(min_jump_share)}")
-    if disagree:
-        other = "gradual" if sharp else "sharp"
-        notes.append("the continuous metric " + ", ".join(f"{m} reads {other} (largest jump {_pct(v)} of its range)"
-                                                          for m, v in sorted(disagree.items()))
-                     + (": sharp at the threshold only" if sharp else ""))
-    if notes:
-        verdict = ShapeVerdict(verdict.shape, verdict.reason + "; " + "; ".join(notes), ev)
-    return verdict
+    if not disagree:
+        return verdict
+    lo_hi = "; ".join(f"{m} reads {other} (10-90 width between {v['width_grid'][0]:.2g} and {v['width_grid'][1]:.2g} "
+                      f"decades)" for m, v in sorted(disagree.items()))
+    tail = ": sharp at the threshold only" if verdict.shape == "sharp" else ""
+    return ShapeVerdict(verdict.shape, f"{verdict.reason}; the continuous metric {lo_hi}{tail}", ev)

@@ -135,6 +135,9 @@ class TransitionTimes(Results):
     draws_onset: Optional[np.ndarray] = None
     #: ``left`` / ``right`` when the rise's midpoint lies outside the screened range
     censored: Optional[str] = None
+    #: the 10-90 width's bootstrap interval (decades); a replicate whose rise fits between two
+    #: adjacent revisions counts as 0 at the lower end and as that spacing at the upper end
+    width_ci: list = field(default_factory=lambda: [float("nan"), float("nan")])
 
     def summary(self) -> str:
         sign = {"upper": "<= ", "lower": "> "}.get(self.t50_bound, "")
@@ -169,6 +172,7 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
     nan2 = [float("nan"), float("nan")]
     cis = {"onset": nan2, "t50": nan2, "saturation": nan2}
     draws_t50 = draws_onset = None
+    width_ci = [0.0, width] if unresolved else [float("nan"), float("nan")]
     if boot is not None:
         bt = logistic_times(boot.theta, x, rng, width_factor)
         for key in cis:
@@ -177,6 +181,12 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
                 lo, hi = min(lo, pt["gap_lo"][0]), max(hi, pt["gap_hi"][0])
             cis[key] = [None if lo < x[0] - 1e-9 else float(10**lo), None if hi > x[-1] + 1e-9 else float(10**hi)]
         draws_t50, draws_onset = bt["t50"], bt["onset"]
+        a = (1 - level) / 2
+        inside = bt["bound"] == ""
+        if inside.any():
+            w_lo = np.where(bt["unresolved"], 0.0, bt["width"])[inside]
+            w_hi = np.where(bt["unresolved"], bt["spacing"], bt["width"])[inside]
+            width_ci = [float(np.quantile(w_lo, a)), float(np.quantile(w_hi, 1 - a))]
         if cis["t50"][0] is None:
             notes.append("the t50 interval reaches before the first revision (open lower end)")
         if cis["t50"][1] is None:
@@ -197,6 +207,7 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
         notes=notes,
         draws_t50=draws_t50,
         draws_onset=draws_onset,
+        width_ci=[0.0, width] if unresolved else width_ci,
     )
 
 
@@ -231,7 +242,7 @@ def bracket_times(lo_tokens: float, hi_tokens: float, n_boot: int, rng: np.rando
     ci = [float(lo_tokens), float(hi_tokens)]
     return TransitionTimes(mid, mid, mid, list(ci), list(ci), list(ci), b - a, True, b - a, list(ci), None, level,
                            ["rise located by the checkpoints alone (a short rise before a decline): times are bracketed"],
-                           draws, draws.copy())
+                           draws, draws.copy(), width_ci=[0.0, b - a])
 
 
 def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = DEFAULTS.level,

@@ -1,0 +1,133 @@
+"""Sharp or gradual in the model's own terms: the 10-90 width of a rise, in decades of tokens.
+
+A transition is *sharp* when the rise from 10 % to 90 % of its amplitude takes at most
+``C`` decades of training tokens (``analysis.shape.sharp_width_decades``, default 0.5: a
+factor of 3.2), *gradual* when it takes more. ``C`` is a property of the model's training,
+not of the checkpoints, so the verdict is one the grid can only *resolve* or not:
+
+- *interval of the fit*: the logistic's 10-90 width ``2 ln 9 / s`` with its bootstrap
+  percentile interval ``[lo, hi]`` (:mod:`stats.times`; a replicate whose rise fits between
+  two adjacent revisions counts as any width from 0 to that spacing);
+- *bounds of the grid* (where the counts follow the same heads, so that they are
+  cumulative up to flicker; with the heads' flags, the count of heads switched on,
+  :func:`switched_counts`): with the rise's monotone fit scaled to [0, 1], the 10 % point
+  lies between the last revision below 0.1 and the next, the 90 % point between the last
+  below 0.9 and the next, so the width lies in ``[x_b - x_a+1, x_b+1 - x_a]`` (log10
+  tokens). Adding revisions only narrows these bounds; a rise inside one checkpoint
+  interval of ``s`` decades has bounds ``[0, s]``.
+
+Where the counts follow the same heads both count (the fit models the rise; the heads' own
+switch-on times bound it, and can show a tail or a second phase that a symmetric logistic
+misses: where the two do not overlap, the heads' times decide and the reason says so); for aggregate
+counts, whose fractions are noisy draws, the fit's interval alone, bounded by the spacing
+where the fitted rise lies inside one checkpoint interval.
+Verdict (:func:`width_verdict`), with ``upper = min(hi, grid upper)`` and ``lower = max(lo,
+grid lower)`` of what there is: ``sharp`` when ``upper <= C`` ("sharp at this resolution: width <= s" when the
+bound comes from one checkpoint interval), ``gradual`` when ``lower > C``, else
+``unresolved`` with what would tell (refine between the revisions named, or more heads). A
+verdict that rests on the grid's bounds never flips when checkpoints are added; one that rests
+on the fit's interval can only move to ``unresolved`` by Monte Carlo or fit noise.
+
+Why 0.5 decades (docs/methods.md, section 8): the reference study's sharp case, OLMo-1B's
+BOS jump from 7.4 % to 70.3 % between adjacent checkpoints at 117B and 264B tokens, spans
+0.35 decades, and induction heads form in a "phase change" over a factor of about 2-3 in
+tokens (Olsson et al. 2022, 0.3-0.5 decades); its gradual cases, Pythia-1B's and OLMoE's BOS
+ramps, rise over 1.2 decades (fitted) and more. 0.5 decades lies between the two with room on
+both sides, and is a setting: a study with another notion of sharp sets its own.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from stats.isotonic import isotonic_fit
+
+#: The quantiles of the rise whose distance is the width.
+LOW, HIGH = 0.1, 0.9
+
+
+def switched_counts(flags) -> np.ndarray:
+    """The count of heads switched on at each revision of ``flags`` (revisions x heads), each
+    head's switch-on read from its own least-squares non-decreasing fit to its 0/1 flags: the
+    head counts from where that fit exceeds 1/2 (on at more than half the revisions pooled
+    with it). Non-decreasing by construction; a head's flicker near its threshold moves its
+    switch-on only when it is off as often as on after it; a head that switches off again, or
+    on at the last revision alone (not settled, :mod:`stats.censoring`), is not counted."""
+    f = np.asarray(flags, float).T  # heads x revisions
+    if f.size == 0:
+        return np.zeros(np.asarray(flags).shape[0])
+    on = isotonic_fit(f, np.ones_like(f)) > 0.5 + 1e-9
+    settled = on[:, -2] if on.shape[1] > 1 else on[:, -1]  # on at the last revision alone: not settled
+    return on[settled].sum(0).astype(float)
+
+
+def grid_bounds(tokens, values, direction: float = 1.0) -> Optional[dict]:
+    """Bounds of the 10-90 width of a rise from its values at the revisions (module docstring).
+
+    ``values`` (counts or a continuous metric) are fitted non-decreasing in ``direction`` and
+    scaled to [0, 1]; returns ``{"lower", "upper", "low_between", "high_between"}`` (decades; the
+    index pairs of revisions bracketing the 10 % and 90 % points), or None without a rise."""
+    x = np.log10(np.asarray(tokens, float))
+    v = np.asarray(values, float) * (1.0 if direction >= 0 else -1.0)
+    if len(v) < 2 or not np.all(np.isfinite(v)):
+        return None
+    fit = isotonic_fit(v, np.ones_like(v))[0]
+    span = fit[-1] - fit[0]
+    if span <= 0:
+        return None
+    level = (fit - fit[0]) / span
+    a = int(np.flatnonzero(level < LOW)[-1])  # level[0] = 0 < LOW
+    b = int(np.flatnonzero(level < HIGH)[-1])
+    return {"lower": float(max(0.0, x[b] - x[a + 1])), "upper": float(x[b + 1] - x[a]),
+            "low_between": [a, a + 1], "high_between": [b, b + 1]}
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.2g}"
+
+
+def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revisions) -> tuple:
+    """``(shape, reason, evidence)`` of the width rule (module docstring).
+
+    ``width``: the fitted 10-90 width (decades), ``ci`` its interval (``[lo, hi]``, either
+    end may be nan), ``grid``: :func:`grid_bounds` or None, ``revisions``: the names the
+    grid's indices refer to."""
+    lo, hi = (float("nan"), float("nan")) if ci is None else (float(ci[0]), float(ci[1]))
+    g_lo, g_hi = (0.0, float("inf")) if grid is None else (grid["lower"], grid["upper"])
+    lower = max(v for v in (lo, g_lo) if np.isfinite(v)) if np.isfinite(lo) or np.isfinite(g_lo) else 0.0
+    upper = min(v for v in (hi, g_hi) if np.isfinite(v)) if np.isfinite(hi) or np.isfinite(g_hi) else float("inf")
+    ev = {"width_lower": lower, "width_upper": upper, "width_grid": None if grid is None else [g_lo, g_hi],
+          "sharp_width_decades": criterion}
+    c = _fmt(criterion)
+    one_interval = grid is not None and grid["low_between"] == grid["high_between"]
+    where = ""
+    if grid is not None:
+        a, b = grid["low_between"][0], grid["high_between"][1]
+        where = f"{revisions[a]} -> {revisions[b]}"
+    fitted = f"fitted 10-90 width {_fmt(width)} decades [{_fmt(lo)}, {_fmt(hi)}]" if np.isfinite(width) else "no fitted width"
+    misfit = ""
+    if upper < lower - 1e-9:  # the fit's interval and the heads' own switch-on times do not overlap
+        lower, upper = g_lo, g_hi
+        ev.update(width_lower=lower, width_upper=upper)
+        misfit = (f"; the heads' switch-on times decide: the logistic ({fitted}) misses a tail or a second phase "
+                  "of the rise")
+    if upper <= criterion + 1e-9:
+        ev["resolution"] = "bound" if one_interval and g_hi <= upper + 1e-9 else "resolved"
+        if ev["resolution"] == "bound":
+            return "sharp", (f"sharp at this resolution: the rise lies within one checkpoint interval ({where}), "
+                             f"so its 10-90 width is <= {_fmt(upper)} decades <= {c}"), ev
+        return "sharp", f"sharp: 10-90 width <= {_fmt(upper)} decades <= {c} ({fitted}){misfit}", ev
+    if lower > criterion + 1e-9:
+        ev["resolution"] = "resolved"
+        span = f"; the rise spans {where}" if where else ""
+        return "gradual", f"gradual: 10-90 width >= {_fmt(lower)} decades > {c} ({fitted}{span}){misfit}", ev
+    ev["resolution"] = "unresolved"
+    if one_interval:
+        return "unresolved", (f"unresolved: the rise lies within one checkpoint interval ({where}) of "
+                              f"{_fmt(g_hi)} decades, wider than the criterion {c}: width <= {_fmt(upper)} decades; "
+                              f"refine between {where.replace(' -> ', ' and ')}"), ev
+    return "unresolved", (f"unresolved: the width lies between {_fmt(lower)} and {_fmt(upper)} decades, on both sides "
+                          f"of the criterion {c} ({fitted}); more revisions around the rise"
+                          + (f" ({where})" if where else "") + f" or more heads would tell{misfit}"), ev
