@@ -21,6 +21,8 @@ import numpy as np
 
 #: The max-min formula works on (rows, m, m) arrays: rows are taken this many cells at a time.
 MAX_CELLS = 2_000_000
+#: Rows longer than this are fitted by :func:`pava_fit` (O(m) steps) instead of the max-min formula (O(m^2) cells).
+PAVA_FROM = 24
 
 
 def isotonic_fit(y, w):
@@ -33,6 +35,8 @@ def isotonic_fit(y, w):
     y = np.atleast_2d(np.asarray(y, float))
     w = np.broadcast_to(np.asarray(w, float), y.shape)
     m = y.shape[-1]
+    if m > PAVA_FROM and y.ndim == 2:  # long rows: the vectorised pool-adjacent-violators pass (the same fit) is faster
+        return pava_fit(y, w)
     rows = max(1, MAX_CELLS // (m * m))
     if y.ndim == 2 and y.shape[0] > rows:  # (B, m, m) work arrays: a few MB at a time
         return np.concatenate([isotonic_fit(y[i:i + rows], w[i:i + rows]) for i in range(0, y.shape[0], rows)])

@@ -3,12 +3,14 @@
 import numpy as np
 import pytest
 
+from stats import isotonic
 from stats.isotonic import (explained_share, isotonic_fit, monotone_r2, pava_fit, prefix_isotonic_ss, unimodal_fit,
                             unimodal_ss)
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 7, 13, 30])
-def test_prefix_errors_equal_those_of_the_max_min_fit(m):
+def test_prefix_errors_equal_those_of_the_max_min_fit(m, monkeypatch):
+    monkeypatch.setattr(isotonic, "PAVA_FROM", 10**9)  # isotonic_fit by the max-min formula at every length
     rng = np.random.default_rng(m)
     y = rng.binomial(20, rng.uniform(0, 1, (40, m))) / 20.0
     y[0] = np.sort(y[0])  # already monotone: no pooling
@@ -19,6 +21,9 @@ def test_prefix_errors_equal_those_of_the_max_min_fit(m):
         fit = isotonic_fit(y[:, : c + 1], w[: c + 1])
         assert pre[:, c] == pytest.approx((w[: c + 1] * (y[:, : c + 1] - fit) ** 2).sum(-1), abs=1e-9)
     assert pava_fit(y, w) == pytest.approx(isotonic_fit(y, w), abs=1e-12)
+    monkeypatch.setattr(isotonic, "PAVA_FROM", 0)
+    assert isotonic_fit(y, w) == pytest.approx(pava_fit(y, w), abs=0)  # long rows delegate to the same pass
+    monkeypatch.setattr(isotonic, "PAVA_FROM", 10**9)
     fit, ss, ss_up = unimodal_fit(y, w)
     ref_fit, ref_ss = _unimodal_by_every_split(y, w)
     assert fit == pytest.approx(ref_fit, abs=1e-12) and ss == pytest.approx(ref_ss, abs=1e-9)
