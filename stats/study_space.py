@@ -32,8 +32,9 @@ Each :class:`SampledStudy` records its factors and its truth (:class:`StudyTruth
 censoring side, the true 10-90 width (the switch-on times' 10th to 90th percentile, or the
 logistic's), the position, and the shape by the criterion ``C`` (decades;
 ``analysis.shape.sharp_width_decades``): ``sharp`` when the width is <= C, ``gradual``
-when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) or one whose
-rise (its 10 % to 90 % points) lies inside one checkpoint interval wider than C is
+when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) or one the
+grid cannot resolve (:func:`grid_resolves`: a sharp rise whose bracketing revisions are
+more than C apart, a gradual one with fewer than two revisions inside it) is
 *unresolvable*: ``unresolved`` or either shape is accepted, ``none`` is not
 (:func:`stats.space_scores.score_study`); ``unresolved`` on a resolvable truth counts as not right.
 
@@ -164,8 +165,8 @@ class StudyTruth:
     #: the rise's 10 % and 90 % points (log10 tokens)
     x10: float = float("nan")
     x90: float = float("nan")
-    #: the rise's 10-90 % points lie inside one checkpoint interval wider than C
-    within_one_interval: bool = False
+    #: the grid can tell its shape (:func:`grid_resolves`)
+    grid_resolvable: bool = True
 
     @property
     def flat(self) -> bool:
@@ -184,7 +185,7 @@ class StudyTruth:
 
     @property
     def resolvable(self) -> bool:
-        return not (self.borderline or self.within_one_interval)
+        return self.grid_resolvable and not self.borderline
 
     def accepted(self) -> tuple:
         """The verdicts scored as right: ``none`` for flat or censored truths (no transition inside
@@ -212,10 +213,19 @@ def _truth(x, x50: float, x10: float, x90: float, decline: bool, criterion: floa
     """The truth of a rise with midpoint ``x50`` and 10 % / 90 % points ``x10`` / ``x90`` on positive
     log10 tokens ``x``."""
     censored = "left" if x50 < x[0] else ("right" if x50 > x[-1] else None)
-    j = int(np.searchsorted(x, x10, side="left"))
-    one = 0 < j < len(x) and x90 <= x[j] and x[j] - x[j - 1] > criterion
     return StudyTruth(float(10**x50), censored, float(x90 - x10), position_of(x50, x), decline, criterion,
-                      float(x10), float(x90), bool(one))
+                      float(x10), float(x90), grid_resolves(x, x10, x90, criterion))
+
+
+def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
+    """Whether revisions at log10 tokens ``x`` can tell a rise from ``x10`` to ``x90`` (its 10 % and 90 %
+    points) sharp from gradual by ``criterion`` C: a sharp rise (width <= C) when the revisions that
+    bracket it (the last at or before ``x10``, the first at or after ``x90``) are at most C apart, so
+    that the data bound its width by C; a gradual one when at least two revisions lie inside it."""
+    if x90 - x10 <= criterion:
+        before, after = x[x <= x10], x[x >= x90]
+        return bool(before.size and after.size and after[0] - before[-1] <= criterion)
+    return int(np.sum((x > x10) & (x < x90))) >= 2
 
 
 def _flat_truth(x, criterion: float) -> StudyTruth:
@@ -272,8 +282,9 @@ def _identity_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, c
 
 
 def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion):
-    """Fresh (beta-)binomial draws around a logistic from a background floor to floor + n_switch / n_heads."""
-    floor = float(rng.uniform(0.0, 0.1))
+    """Fresh (beta-)binomial draws around a logistic from a background floor (none half the time, else
+    U(0, 5 %) of the heads) to floor + n_switch / n_heads."""
+    floor = 0.0 if rng.random() < 0.5 else float(rng.uniform(0.0, 0.05))  # background heads
     dispersion = 1.0 if rng.random() < 0.5 else float(rng.uniform(1.5, 4.0))
     if n_switch == 0:
         curve = AggregateCurve("flat", floor=float(rng.uniform(0.0, 0.3)), dispersion=dispersion)

@@ -87,10 +87,15 @@ def test_truths_on_constructed_cases():
     assert border.borderline and set(border.accepted()) == {"sharp", "gradual", "unresolved"}
     # a 0.3-decade rise (sharp by C = 0.5) inside the last interval, 1 decade wide: not resolvable
     hidden = _truth(x, 11.5, 11.35, 11.65, False, 0.5)
-    assert hidden.position == "last" and hidden.within_one_interval and not hidden.borderline
+    assert hidden.position == "last" and not hidden.grid_resolvable and not hidden.borderline
     assert "unresolved" in hidden.accepted()
     # the same rise inside a 0.5-decade interval (not wider than C) is resolvable: sharp
     assert _truth(x, 10.25, 10.1, 10.4, False, 0.5).accepted() == ("sharp",)
+    # a sharp rise straddling a revision between two 1-decade intervals: its width is bounded by 2 decades only
+    assert not _truth(np.array([9.0, 10.0, 11.0]), 10.0, 9.9, 10.1, False, 0.5).grid_resolvable
+    # a gradual rise (0.8 decades) with no revision inside it, then one with two inside
+    assert not _truth(x, 11.5, 11.1, 11.9, False, 0.5).grid_resolvable
+    assert _truth(x, 10.25, 9.6, 10.9, False, 0.5).accepted() == ("gradual",)
     left = _truth(x, 8.5, 8.0, 9.0, False, 0.5)
     right = _truth(x, 12.4, 12.3, 12.5, False, 0.5)
     assert (left.censored, left.position, left.accepted()) == ("left", "before", ("none",))
