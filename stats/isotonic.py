@@ -83,13 +83,16 @@ def _pava(y, w) -> tuple:
     rows at once. Each row's blocks are kept on a stack as *cumulative* sums ``W, WY, WYY`` (slot
     ``s`` holds the sums of blocks 1..s; slot 0 is empty) with the cumulative error of the blocks
     (a block's error is ``WYY - WY^2 / W``) and each block's first column. A new point pools with
-    the top blocks while the block below has the higher mean; block means rise up the stack, so the
-    blocks to pool are found by bisection (O(log m) numpy steps a column, whatever the depth).
+    the top blocks while the block below has the higher mean; block means rise up the stack, so
+    where it pools at all the blocks to pool are found by bisection (O(log m) numpy steps a
+    column, whatever the depth). A single row goes through a plain loop (fewer steps).
     Returns the error of the non-decreasing fit of every prefix (B, m), and the final stack
     ``(cumulative sums (3, B, m + 1), first columns (B, m + 1), top slot (B,))``."""
     y = np.atleast_2d(np.asarray(y, float))
     w = np.broadcast_to(np.asarray(w, float), y.shape)
     n_rows, m = y.shape
+    if n_rows == 1:
+        return _pava_row(y[0], w[0])
     cum = np.zeros((3, n_rows, m + 1))
     cum_err = np.zeros((n_rows, m + 1))
     first = np.zeros((n_rows, m + 1), int)
@@ -97,29 +100,64 @@ def _pava(y, w) -> tuple:
     out = np.empty((n_rows, m))
     every = np.arange(n_rows)
 
-    def error(W, WY, WYY):
-        return np.where(W > 0, WYY - WY * WY / np.where(W > 0, W, 1.0), 0.0)
+    def pools(rows, s, new):
+        """Whether block ``s`` (>= 1) of ``rows`` has a higher mean than the sums above it and the new point."""
+        bW, bWY = cum[0, rows, s] - cum[0, rows, s - 1], cum[1, rows, s] - cum[1, rows, s - 1]
+        mW, mWY = new[0, rows] - cum[0, rows, s], new[1, rows] - cum[1, rows, s]
+        return bWY * mW > mWY * bW
 
     for i in range(m):
-        point = np.stack([w[:, i], w[:, i] * y[:, i], w[:, i] * y[:, i] * y[:, i]])
-        new = cum[:, every, top] + point  # the sums up to this point
-        lo, hi = np.zeros(n_rows, int), top + 1  # the top slot kept: lo (never pooled) <= s < hi
-        while np.any(hi - lo > 1):
+        new = cum[:, every, top] + np.stack([w[:, i], w[:, i] * y[:, i], w[:, i] * y[:, i] * y[:, i]])
+        keep = top.copy()  # the top slot kept (below the merged block)
+        rows = np.flatnonzero(top >= 1)
+        rows = rows[pools(rows, top[rows], new)]
+        lo, hi = np.zeros(rows.size, int), top[rows]  # block lo is kept (0: none), block hi pooled
+        while rows.size and np.any(hi - lo > 1):
             mid = (lo + hi) // 2
-            s = np.maximum(mid, 1)
-            bW, bWY = cum[0, every, s] - cum[0, every, s - 1], cum[1, every, s] - cum[1, every, s - 1]
-            mW, mWY = new[0] - cum[0, every, s], new[1] - cum[1, every, s]
-            pool = (mid >= 1) & (bWY * mW > mWY * bW)  # block s has the higher mean: pooled
-            lo, hi = np.where(pool, lo, np.maximum(mid, lo)), np.where(pool, np.minimum(mid, hi), hi)
-        keep = lo
+            p = pools(rows, np.maximum(mid, 1), new) & (mid >= 1)
+            lo, hi = np.where(p, lo, mid), np.where(p, mid, hi)
+        keep[rows] = lo
         merged = new - cum[:, every, keep]
         start = np.where(keep < top, first[every, np.minimum(keep + 1, m)], i)
         top = keep + 1
         cum[:, every, top] = new
-        cum_err[every, top] = cum_err[every, keep] + error(*merged)
+        cum_err[every, top] = cum_err[every, keep] + _block_error(*merged)
         first[every, top] = start
         out[:, i] = cum_err[every, top]
     return out, (cum, first, top)
+
+
+def _block_error(W, WY, WYY):
+    """A block's weighted squared error around its mean, ``WYY - WY^2 / W`` (0 for no weight)."""
+    return np.where(W > 0, WYY - WY * WY / np.where(W > 0, W, 1.0), 0.0)
+
+
+def _pava_row(y, w) -> tuple:
+    """:func:`_pava` of one row by a plain loop (the same stack layout, one row)."""
+    m = len(y)
+    cum = np.zeros((3, 1, m + 1))
+    first = np.zeros((1, m + 1), int)
+    out = np.empty((1, m))
+    stack = [(0.0, 0.0, 0.0, 0.0, 0)]  # cumulative W, WY, WYY, error; first column
+    for i, (wi, yi) in enumerate(zip(w.tolist(), y.tolist())):
+        cW, cWY, cWYY = stack[-1][0] + wi, stack[-1][1] + wi * yi, stack[-1][2] + wi * yi * yi
+        start = i
+        while len(stack) > 1:
+            (bW, bWY, _, _, bfirst), below = stack[-1], stack[-2]
+            bW, bWY = bW - below[0], bWY - below[1]
+            if not bWY * (cW - stack[-1][0]) > (cWY - stack[-1][1]) * bW:
+                break
+            start = bfirst
+            stack.pop()
+        below = stack[-1]
+        W, WY, WYY = cW - below[0], cWY - below[1], cWYY - below[2]
+        err = below[3] + (WYY - WY * WY / W if W > 0 else 0.0)
+        stack.append((cW, cWY, cWYY, err, start))
+        out[0, i] = err
+    for s, (cW, cWY, cWYY, _, start) in enumerate(stack[1:], start=1):
+        cum[:, 0, s] = cW, cWY, cWYY
+        first[0, s] = start
+    return out, (cum, first, np.array([len(stack) - 1]))
 
 
 def prefix_isotonic_ss(y, w) -> np.ndarray:

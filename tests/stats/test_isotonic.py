@@ -21,6 +21,10 @@ def test_prefix_errors_equal_those_of_the_max_min_fit(m, monkeypatch):
         fit = isotonic_fit(y[:, : c + 1], w[: c + 1])
         assert pre[:, c] == pytest.approx((w[: c + 1] * (y[:, : c + 1] - fit) ** 2).sum(-1), abs=1e-9)
     assert pava_fit(y, w) == pytest.approx(isotonic_fit(y, w), abs=1e-12)
+    for row in range(3):  # one row at a time (the plain loop) gives the same
+        assert prefix_isotonic_ss(y[row], w)[0] == pytest.approx(pre[row], abs=1e-9)
+        assert pava_fit(y[row], w)[0] == pytest.approx(pava_fit(y, w)[row], abs=1e-12)
+        assert unimodal_fit(y[row], w)[0][0] == pytest.approx(unimodal_fit(y, w)[0][row], abs=1e-12)
     monkeypatch.setattr(isotonic, "PAVA_FROM", 0)
     assert isotonic_fit(y, w) == pytest.approx(pava_fit(y, w), abs=0)  # long rows delegate to the same pass
     monkeypatch.setattr(isotonic, "PAVA_FROM", 10**9)
