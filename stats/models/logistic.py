@@ -188,7 +188,8 @@ class LogisticModel(CurveModel):
         unique[:, :T] = ~((top[:, :, None] == top[:, None, :]) & earlier).any(-1)
         rows = np.repeat(np.arange(B), Rt).reshape(B, Rt)[unique]
         th, ll_u = levenberg_marquardt(
-            lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows], max_iter=self.max_iter
+            lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows], max_iter=self.max_iter,
+            mean=lambda t: logistic_mean(t, x),
         )
         theta = np.zeros((B, Rt, 4))
         ll = np.full((B, Rt), -np.inf)
