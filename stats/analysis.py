@@ -16,6 +16,7 @@ the reference study (:mod:`stats.reference`). Random streams are spawned per cur
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -23,7 +24,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from stats.config import AnalysisConfig, check_analysis
+from stats.config import AnalysisConfig, check_analysis, units_problem
+from stats.errors import StatsError
 from stats.curve_analysis import CurveAnalysis, analyse_curve
 from stats.findings import analyse_findings
 from stats.gaps import analyse_gaps
@@ -33,8 +35,10 @@ from stats.pr_lead import pr_leads
 from stats.reference import reproduce
 from stats.results import Results, json_safe, written
 from stats.sensitivity import Sensitivity, threshold_sensitivity
+from stats.story import weigh_stories
 from stats.times import GapRatio
 from stats.tracked import TrackedResults
+from stats.units import get_unit
 
 
 class StudySummary(dict):
@@ -104,6 +108,12 @@ class StudyAnalysis(Results):
         """Every gap of ``summary.json``: the fitted ones, then the milestone ones."""
         return [g.to_dict() | {"definition": "fitted"} for g in self.gaps] + [g.to_dict() for g in self.milestone_gaps]
 
+    def units(self) -> dict:
+        """``{class: unit record}`` of every per-head column (stats/units.py: ``unit``, ``description``,
+        ``suffix``, ``upper``): what a threshold of the class means, for the report and the figures'
+        labels (:func:`stats.units.format_threshold`)."""
+        return {c: get_unit(u).to_dict() for c, u in (self.results.source.get("units") or {}).items()}
+
     @property
     def has_pr(self) -> bool:
         return self.results.has_pr()
@@ -115,6 +125,7 @@ class StudyAnalysis(Results):
             "source": self.results.source,
             "notes": self.results.notes + self.notes,
             "thresholds": self.results.source.get("thresholds"),
+            "units": self.units(),
             "reproduction": written(self.reproduction),
             "stories": written(self.stories),
             "curves": written(self.curves),
@@ -195,19 +206,42 @@ def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) ->
     check_analysis(cfg)
     thresholds = thresholds_dict(cfg.thresholds)
     results = apply_thresholds(results, thresholds)
+    units = results.source.get("units") or {}
+    problem = units_problem(units, dataclasses.replace(cfg, thresholds=thresholds))
+    if problem:
+        raise StatsError(problem)
+    cfg, unit_notes = in_units(cfg, units)
     curve_list = list(results.iter_curves())
     seeds = np.random.SeedSequence(cfg.seed).spawn(len(curve_list) + 2)
     analyses = analyse_curves(curve_list, cfg, seeds, results)
     by_key = {(a.model, a.head_class): a for a in analyses}
     gaps = analyse_gaps(results, by_key, cfg, thresholds)
     sensitivity = threshold_sensitivity(results, by_key, cfg, seeds[len(curve_list) + 1])
+    weigh_stories(gaps.stories, sensitivity)
     findings = analyse_findings(results, cfg, thresholds, np.random.default_rng(seeds[len(curve_list)]))
     study = StudyAnalysis(results, cfg, analyses, gaps.fitted, findings.layer_floor, findings.layer_onset,
-                          findings.convergence, pr_leads(results, cfg), study_notes(results, cfg), gaps.milestones,
+                          findings.convergence, pr_leads(results, cfg), study_notes(results, cfg) + unit_notes, gaps.milestones,
                           gaps.milestone_gaps, sensitivity if sensitivity.rows else None, stories=gaps.stories,
                           pooled=pool_seeds(results, by_key, gaps.fitted, cfg))
     study.reproduction = reproduce(study)
     return study
+
+
+def in_units(cfg: AnalysisConfig, units: dict) -> tuple:
+    """``(cfg, notes)``: the circuit-convergence thresholds (``analysis.findings.convergence_thresholds``,
+    ratios by default: the study's 30x and 50x) kept only where they lie in the range of the convergence
+    class's unit (a score's circuit is read at its analysis threshold alone), with a note."""
+    fc = cfg.findings
+    unit = get_unit(units.get(fc.convergence_class)) if fc.convergence_class in units else None
+    if unit is None:
+        return cfg, []
+    kept = [t for t in fc.convergence_thresholds if unit.admits(t)]
+    if len(kept) == len(fc.convergence_thresholds):
+        return cfg, []
+    left = [t for t in fc.convergence_thresholds if not unit.admits(t)]
+    note = (f"analysis.findings.convergence_thresholds {left} lie outside the range of {fc.convergence_class}'s "
+            f"values (a {unit.description}): circuit convergence read at {kept or 'the analysis threshold'} only")
+    return dataclasses.replace(cfg, findings=dataclasses.replace(fc, convergence_thresholds=kept)), [note]
 
 
 def analyse_curves(curve_list: list, cfg: AnalysisConfig, seeds: list, results: TrackedResults) -> list:

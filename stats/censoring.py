@@ -25,19 +25,20 @@ the screened range, against a floor:
   last :data:`SETTLED_REVISIONS` = 2 revisions), and at the start when flagged at the first
   two, whatever the number of revisions: persistence is counted on the grid there is, not
   in revisions the study does not have (a head that switches on between the 3rd and 4th
-  of 6 revisions and stays is settled). A head near the threshold that flickers on and off
-  at random half the time is settled with probability 1/4. The floor is
+  of 6 revisions and stays is settled); and off at least half of the revisions before it
+  switched on (at the start: after it switched off), so that a head near the threshold that
+  flickers on and off throughout is no class member (settled by chance about one time in
+  eight at a rate of 1/2). The floor is
   ``min_rise_heads``. Without flags, the unimodal fit's level in heads (:mod:`stats.phases`);
 - aggregate counts (independent draws): the unimodal fit's level, against
   ``max(min_rise_heads, background_share x n)``: below that share a level cannot be
   told from a background of heads that pass the threshold by chance.
 
-Present at the start: ``left``. Not present at the end (nor at the start):
-``right``. Present at the end only, with no rise against noise (a change seen at
-the last revision alone): the side cannot be told, and the curve is left
-uncensored (shape ``none``, the reason saying so) rather than guessed. At the end
-means the last revisions (settled heads: the last four; otherwise the unimodal
-fit's last level).
+Present at the start: ``left``. Otherwise ``right``: without evidence of change
+the state at the end is not told from the state at the start, so heads present at
+the end only are at most the start of a rise (a change seen at the last revision
+alone is reported as such before censoring, :mod:`stats.change`). At the end means
+the last revisions (settled heads; otherwise the unimodal fit's last level).
 
 A censored curve's shape verdict is ``none`` (no transition inside the range; the
 reason says on which side it lies), its times are the bound
@@ -85,12 +86,25 @@ def _heads(v: float) -> str:
     return f"{v:.3g} head" + ("" if abs(v - 1) < 1e-9 else "s")
 
 
+def settled_at_end(flags) -> np.ndarray:
+    """Which heads of ``flags`` (revisions x heads) are settled at the end: on at every revision
+    since they last switched on, at least :data:`SETTLED_REVISIONS`, and on at no more than half
+    of the revisions before that (a head that flickers on and off throughout is no class member;
+    one on from the first revision has no revisions before)."""
+    f = np.asarray(flags, bool)
+    m = f.shape[0]
+    off = np.where(~f, np.arange(m)[:, None], -1).max(0)  # last revision each head was off (-1: never)
+    run = m - 1 - off
+    before = np.where(off >= 0, f.cumsum(0)[np.maximum(off, 0), np.arange(f.shape[1])] / np.maximum(off + 1, 1), 0.0)
+    return (run >= SETTLED_REVISIONS) & (before <= 0.5)
+
+
 def presence(curve: Curve, phases: CurvePhases) -> tuple:
     """(at the start, at the end, what): the class's heads present at the first and at the
     last revisions (module docstring)."""
     if curve.flags is not None and len(curve) >= SETTLED_REVISIONS:
-        w = SETTLED_REVISIONS
-        start, end = curve.flags[:w].all(0).sum(), curve.flags[-w:].all(0).sum()
+        start = settled_at_end(curve.flags[::-1]).sum()
+        end = settled_at_end(curve.flags).sum()
         return float(start), float(end), "settled (on at every revision since it switched on, at least two)"
     n_ref = float(np.median(curve.n))
     return float(phases.fit[0]) * n_ref, float(phases.fit[-1]) * n_ref, "in the unimodal fit"
@@ -98,8 +112,8 @@ def presence(curve: Curve, phases: CurvePhases) -> tuple:
 
 def censoring_without_rise(curve: Curve, phases: CurvePhases, change: TestResult, min_rise_heads: float,
                            alpha: float, regime: str, background_share: float) -> Optional[Censoring]:
-    """The censoring of a curve that shows no rise inside the range (side None when it cannot
-    be told); None when it shows a rise. ``change``: the curve's test of change (:mod:`stats.change`)."""
+    """The censoring of a curve that shows no rise inside the range; None when it shows a rise.
+    ``change``: the curve's test of change (:mod:`stats.change`)."""
     p_change = change.p_value
     n_ref = float(np.median(curve.n))
     rise = phases.fit[: phases.rise_end]
@@ -115,14 +129,14 @@ def censoring_without_rise(curve: Curve, phases: CurvePhases, change: TestResult
         tail = f"; then {phases.decline.describe()}" if phases.decline is not None else ""
         return Censoring("left", f"left-censored: {_heads(start)} {what} at the first revision ({first}) and {why}: "
                                  f"the class formed at or before it (t50 <= {first}){tail}")
+    bg = (f" (below the background floor, {background_share:g} of the heads, that aggregate counts cannot tell "
+          "from heads passing the threshold by chance)" if floor > min_rise_heads else "")
     if end < floor - 1e-9:
-        bg = (f" (below the background floor, {background_share:g} of the heads, that aggregate counts cannot tell "
-              "from heads passing the threshold by chance)" if floor > min_rise_heads else "")
         return Censoring("right", f"right-censored: {_heads(end)} {what} at the last revisions{bg} and {why}: not "
                                   f"formed by the last revision ({last}; t50 > {last})")
-    bg = f" (below background_share {background_share:g} of the heads at the start)" if regime == "aggregate" else ""
-    return Censoring(None, f"{why}; {_heads(start)} {what} at the first revision{bg} and {_heads(end)} at the last: "
-                           "whether the class formed before the first revision or is forming cannot be told")
+    return Censoring("right", f"right-censored: {_heads(start)} {what} at the first revision{bg}, and the "
+                              f"{_heads(end)} at the last are not told from that ({why}): at most the start of a rise, "
+                              f"not formed by the last revision ({last}; t50 > {last})")
 
 
 def censoring_from_fit(curve: Curve, log10_t50: float) -> Optional[Censoring]:

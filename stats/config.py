@@ -31,6 +31,7 @@ from emergence.contract import head_classes as class_registry  # torch-free: cla
 from emergence.contract.checks import SEED, check, constraint, problem  # torch-free: the schema walker both apps share
 from stats.sources import get as get_source, kinds as source_kinds
 from stats.errors import StatsError
+from stats.units import UNIT_CHOICES, UNITS, threshold_problem
 
 #: The verdict rule's regimes (stats/shape.py): counts that follow the same heads, or independent draws.
 REGIMES = ("identity", "aggregate")
@@ -47,6 +48,14 @@ PR_COLUMNS = ("pr", "pr_corrected")
 CLASS = {"choices": class_registry.names}
 SHARE = {"gt": 0, "lt": 1}
 POSITIVE = {"gt": 0, "finite": True}
+
+#: The unit of each class's per-head column (stats/units.py): ``auto`` (the source's own, else read
+#: from the values: all in [0, 1] is a ``score``), ``ratio`` (x over a uniform head) or ``score`` (in
+#: [0, 1]). One field per head class of the registry.
+UnitsConfig = make_dataclass(
+    "UnitsConfig", [(name, str, field(default="auto", metadata={"choices": UNIT_CHOICES})) for name in class_registry.names()],
+    namespace={"__doc__": "The unit of each class's per-head values: auto, ratio (x over a uniform head) or score "
+                          "(in [0, 1]); stats/units.py.", "__module__": __name__})
 
 
 @dataclass
@@ -69,6 +78,8 @@ class SourceConfig:
     #: the file for ``kind: csv`` (columns model,class,tokens,k,n[,layer]) or
     #: ``kind: heads_csv`` (model,revision,tokens,layer,head + a selectivity column per class)
     path: Optional[str] = None
+    #: the unit of each class's per-head values (``source.units.bos=score``): see UnitsConfig
+    units: UnitsConfig = field(default_factory=UnitsConfig)
 
 
 @dataclass
@@ -151,13 +162,15 @@ class PRLeadConfig:
     induction_class: str = field(default="induction", metadata=CLASS)
 
 
-#: Selectivity thresholds applied at analysis time to per-head data (x over a uniform
-#: head): a head is flagged class c when S_c >= threshold_c. One float field per head
-#: class of the registry (emergence/contract/head_classes/), its default the class's default
-#: threshold (the screen's, and the reference study's).
+#: Thresholds applied at analysis time to per-head data, in the unit of the class's column
+#: (``source.units``: x over a uniform head, or a score in [0, 1]): a head is flagged class c when
+#: S_c >= threshold_c. One float field per head class of the registry
+#: (emergence/contract/head_classes/), its default the class's default threshold (the screen's,
+#: and the reference study's: ratios; a score column needs its own, in (0, 1]).
 ThresholdsConfig = make_dataclass(
     "ThresholdsConfig", [(name, float, field(default=t)) for name, t in class_registry.default_thresholds().items()],
-    namespace={"__doc__": "Selectivity thresholds per head class (x over a uniform head); defaults: the registry's.",
+    namespace={"__doc__": "Thresholds per head class, in the unit of its per-head column; defaults: the registry's "
+                          "(ratios, x over a uniform head).",
                "__module__": __name__})
 
 
@@ -197,7 +210,11 @@ class SensitivityConfig:
     analysis threshold. Needs per-head data."""
 
     enabled: bool = True
+    #: the grid of a class whose column is a ratio (x over a uniform head)
     grid: List[float] = field(default_factory=lambda: [10.0, 20.0, 30.0, 50.0, 100.0], metadata={"items": POSITIVE})
+    #: the grid of a class whose column is a score in [0, 1] (stats/units.py)
+    score_grid: List[float] = field(default_factory=lambda: [0.1, 0.2, 0.3, 0.5, 0.7],
+                                    metadata={"items": {"gt": 0, "max": 1}})
     #: bootstrap replicates per curve of the table (its own, smaller than n_boot)
     n_boot: int = field(default=300, metadata={"min": 1})
 
@@ -271,6 +288,29 @@ def check_config(cfg) -> None:
     if unknown:
         key, name, names = unknown
         raise StatsError(f"analysis.milestones.{key}={name!r} is not a milestone rule name; valid: {', '.join(names)}")
+    declared = {c: u for c, u in OmegaConf.to_container(cfg.source.units).items() if u in UNITS}
+    problem_line = units_problem(declared, cfg.analysis, " (source.units.{head_class}={unit})")
+    if problem_line:
+        raise StatsError(problem_line)
+
+
+def units_problem(units: dict, analysis, why: str = "") -> Optional[str]:
+    """The one line refusing a threshold outside the range of its class's unit (``units``: class ->
+    unit name; stats/units.py), or None: ``analysis.thresholds.<class>`` and a milestone rule's own
+    ``threshold``. ``why`` (formatted with ``head_class`` and ``unit``) says how the unit was known."""
+    thresholds = analysis.thresholds
+    for head_class, unit in units.items():
+        reason = why.format(head_class=head_class, unit=unit)
+        value = thresholds.get(head_class) if isinstance(thresholds, dict) else getattr(thresholds, head_class, None)
+        line = None if value is None else threshold_problem(f"analysis.thresholds.{head_class}", value, head_class,
+                                                            unit, reason)
+        for rule in analysis.milestones.rules:
+            if line is None and rule.head_class == head_class and rule.threshold is not None:
+                line = threshold_problem(f"analysis.milestones rule {rule.name!r}: threshold", rule.threshold,
+                                         head_class, unit, reason)
+        if line:
+            return line
+    return None
 
 
 def check_analysis(analysis: AnalysisConfig) -> None:

@@ -182,7 +182,7 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
     return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
 
 
-def _short_rise(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, rng, **parts) -> CurveAnalysis:
+def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: TestResult, **parts) -> CurveAnalysis:
     """A rise of fewer than ``min_points`` revisions before a decline: located by the
     checkpoints alone (where the count first passes half its rise), its verdict the width
     rule on the grid's bounds (too few points for a fit)."""
@@ -237,7 +237,7 @@ def _analyse(curve: Curve, cfg: AnalysisConfig, rng: np.random.Generator,
         pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
         analysis = _censored(curve, censor, pre, cfg, **parts)
     elif len(rise) < sc.min_points:
-        return _short_rise(curve, rise, change, cfg, rng, **parts)
+        return _short_rise(curve, rise, cfg, rng, **parts)
     else:
         analysis = _fitted(curve, rise, change, cfg, rng, results, rule, parts)
     if single is not None and analysis.verdict.shape == "none":

@@ -42,6 +42,7 @@ from emergence.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS
                                 flag_column, mean_selectivity_metric, selectivity_column)
 from stats.errors import StatsError
 from stats.tracked import CONTINUOUS_COLUMNS, CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens
+from stats.units import AUTO, UNITS, detect_unit, threshold_problem
 
 HEADS_REQUIRED = ("model", "revision", "tokens") + HEAD_KEY_COLUMNS
 HEADS_OPTIONAL = ("step", "pr", "pr_corrected", "pretraining_corpus", "seed", "seed_kind")
@@ -69,9 +70,51 @@ def thresholds_dict(thresholds=None) -> dict:
         except (TypeError, ValueError):
             v = float("nan")
         if not (math.isfinite(v) and v > 0):
-            raise StatsError(f"analysis.thresholds.{c}={thresholds[c]!r}: must be a positive finite number (x over a uniform head)")
+            raise StatsError(f"analysis.thresholds.{c}={thresholds[c]!r}: must be a positive finite number "
+                             "(in the unit of the class's per-head values)")
         out[c] = v
     return out
+
+
+def resolve_units(heads: pd.DataFrame, declared: Optional[Mapping] = None, default: Optional[str] = None) -> dict:
+    """``{class: unit name}`` of every selectivity column of ``heads`` (stats/units.py): the unit
+    ``declared`` for the class (``source.units.<class>``) unless ``auto``; else the source's own
+    ``default`` (a run's ``heads.csv``: ``ratio``); else read from the values of the table's undeclared
+    columns together: all in [0, 1] is a table of ``score`` s, any value above 1 a table of ``ratio`` s (a
+    ratio column of a class no head shows can lie below 1 throughout; a table mixing units declares them)."""
+    declared = dict(declared or {})
+    columns = selectivity_columns(heads.columns)
+    auto = [col for c, col in columns.items() if declared.get(c, AUTO) not in UNITS]
+    if default in UNITS:
+        found = default
+    else:
+        found = detect_unit(heads[auto].to_numpy(float).ravel() if auto else []).name
+    return {c: declared[c] if declared.get(c, AUTO) in UNITS else found for c in columns}
+
+
+def declared_units(units) -> dict:
+    """``{class: unit}`` of the classes whose unit ``units`` (a ``UnitsConfig``, a mapping or None)
+    sets, ``auto`` left out."""
+    if units is None:
+        return {}
+    if is_dataclass(units):
+        units = asdict(units)
+    return {str(c): str(u) for c, u in dict(units).items() if str(u) != AUTO}
+
+
+def with_units(results: TrackedResults, units=None, default: Optional[str] = None) -> TrackedResults:
+    """``results`` with the unit of each per-head column in ``source["units"]`` (:func:`resolve_units`
+    of the declared ``units`` and the source's ``default``) and a note for each column read as a score
+    from its values."""
+    if results.heads is None:
+        return results
+    declared = declared_units(units)
+    unit_map = resolve_units(results.heads, declared, default)
+    notes = [f"{c}: every per-head value lies in [0, 1]: read as a score in [0, 1], thresholds in (0, 1] "
+             f"(source.units.{c}=auto; set source.units.{c}=ratio for a selectivity)" for c, u in unit_map.items()
+             if u == "score" and c not in declared and default is None]
+    source = dict(results.source) | {"units": unit_map, "declared_units": declared}
+    return dataclasses.replace(results, source=source, notes=results.notes + notes)
 
 
 def selectivity_columns(columns) -> dict:
@@ -277,6 +320,11 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     if heads is None or not selectivity_columns(heads.columns):
         note = "no per-head selectivities: counts as given by the source; analysis.thresholds not applied"
         return dataclasses.replace(results, notes=results.notes + ([] if results.counts_only else [note]))
+    units = {**resolve_units(heads), **(results.source.get("units") or {})}
+    for c, unit in units.items():
+        line = threshold_problem(f"analysis.thresholds.{c}", thr.get(c), c, unit, _unit_origin(results.source, c))
+        if c in thr and line:
+            raise StatsError(line)
     heads = flag_heads(heads, thr)
     curves, layers = counts_from_heads(heads, thr, corpus_map(heads, results.curves))
     notes = list(results.notes)
@@ -296,9 +344,19 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     layers = layers.astype({"layer": int, "k": float, "n": float}) if not layers.empty else layers
     curves = dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
     src = dict(results.source)
-    src["thresholds"] = thr
+    src["thresholds"], src["units"] = thr, units
     return dataclasses.replace(results, curves=curves, layers=layers.reset_index(drop=True), heads=heads, source=src,
                                notes=notes)
+
+
+def _unit_origin(source: Mapping, head_class: str) -> str:
+    """How a class's unit was known, for the line refusing a threshold out of its range."""
+    declared = (source.get("declared_units") or {}).get(head_class, AUTO)
+    if declared != AUTO:
+        return f" (source.units.{head_class}={declared})"
+    if (source.get("units") or {}).get(head_class) == "score":
+        return f" (source.units.{head_class}=auto: every per-head value lies in [0, 1])"
+    return ""
 
 
 def continuous_from_heads(heads: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from stats.config import ThresholdsConfig
 from stats.paths import CONF_DIR, emergence_home
 from stats.sources import kinds
+from stats.units import UNITS
 
 
 def default_source() -> str:
@@ -55,7 +56,11 @@ def help_text() -> str:
     parts += [f"  {(name + ('*' if name == default else '')).ljust(width + 1)}  kind {kind}" for name, kind in source_rows()]
     parts += ["", "== Source kinds (source.kind) ==", "  " + ", ".join(kinds())]
     parts += ["", "== Classes and their default thresholds (analysis.thresholds.<class>) ==",
-              textwrap.fill(", ".join(classes), width=100, initial_indent="  ", subsequent_indent="  ")]
+              textwrap.fill(", ".join(classes), width=100, initial_indent="  ", subsequent_indent="  "),
+              textwrap.fill("Thresholds are in the unit of the class's per-head values (source.units.<class>: auto, "
+                            f"{', '.join(f'{u.name} = {u.description}' for u in UNITS.values())}; auto: the source's "
+                            "own, else all values in [0, 1] are scores); a score needs its own thresholds in (0, 1].",
+                            width=100, initial_indent="  ", subsequent_indent="  ")]
     parts += ["",
               "== Files ==",
               f"  config tree: {CONF_DIR} (stats.yaml, source/)",

@@ -33,6 +33,7 @@ from emergence.contract import selectivity_column
 from stats.config import MilestoneRuleConfig, check_milestone_rules, check_options
 from stats.heads import class_counts
 from stats.results import HEAD_CLASS_KEY, Results
+from stats.units import format_threshold
 
 
 @dataclass
@@ -52,8 +53,9 @@ class MilestoneRule(MilestoneRuleConfig):
         check_options(self, f"analysis.milestones rule {self.name!r}: ", sep=";")
         check_milestone_rules([self])
 
-    def describe(self, threshold: Optional[float]) -> str:
-        at = "" if threshold is None else f" at >= {threshold:g}x"
+    def describe(self, threshold: Optional[float], unit: Optional[str] = None) -> str:
+        """The rule in words, its threshold written in its unit (``at >= 30x``, ``at >= 0.4``)."""
+        at = "" if threshold is None else f" at >= {format_threshold(threshold, unit)}"
         if self.min_heads is not None:
             return f"first revision with >= {self.min_heads} {self.head_class} heads{at}"
         return f"first revision with {self.head_class} fraction >= {100 * self.min_fraction:g}%{at}"
@@ -101,12 +103,14 @@ class Milestone(Results):
         return f"{self.model}: {self.name} ({self.rule}) {where}"
 
 
-def first_crossing(curve: pd.DataFrame, rule: MilestoneRule, model: str, threshold: Optional[float] = None) -> Milestone:
-    """The milestone of one model's count table (revision, tokens, k, n) under ``rule``."""
+def first_crossing(curve: pd.DataFrame, rule: MilestoneRule, model: str, threshold: Optional[float] = None,
+                   unit: Optional[str] = None) -> Milestone:
+    """The milestone of one model's count table (revision, tokens, k, n) under ``rule`` (its threshold
+    written in ``unit``, stats/units.py)."""
     d = curve[curve["tokens"] > 0].sort_values("tokens")
     k, n = d["k"].to_numpy(float), d["n"].to_numpy(float)
     hit = np.flatnonzero(rule.met(k, n))
-    desc = rule.describe(threshold)
+    desc = rule.describe(threshold, unit)
     last = float(d["tokens"].iloc[-1]) if len(d) else None
     if hit.size == 0:
         return Milestone(model, rule.name, rule.head_class, desc, False, None, None, None, None, last_tokens=last)
@@ -132,6 +136,8 @@ class MilestoneGap(Results):
     formation: str = field(init=False)
     t_late: Optional[float] = field(init=False)
     t_early: Optional[float] = field(init=False)
+    #: the last revision's tokens: a milestone not reached is crossed after it, if at all
+    t_last: Optional[float] = field(init=False)
     late: Milestone
     early: Milestone
     ratio: Optional[float]
@@ -147,10 +153,22 @@ class MilestoneGap(Results):
         self.late_milestone, self.early_milestone = self.late.name, self.early.name
         self.formation = self.early.name
         self.t_late, self.t_early = self.late.tokens, self.early.tokens
+        self.t_last = self.late.last_tokens if self.late.last_tokens is not None else self.early.last_tokens
 
     def summary(self) -> str:
-        value = "-" if self.ratio is None else f"{'>= ' if self.bound == 'lower' else ''}{self.ratio:.3g}x"
-        return f"{self.model}: milestone gap {self.late_milestone} / {self.early_milestone} {value} {self.ratio_ci}"
+        """One line; a bound (a milestone not reached) is written as a bound, never as a point."""
+        if self.ratio is None:
+            value = "no ratio" + ("" if self.ratio_ci[1] is None else f" (<= {self.ratio_ci[1]:.3g}x)")
+        elif self.bound == "lower":
+            value = f">= {self.ratio:.3g}x (a lower bound)"
+        else:
+            value = f"{self.ratio:.3g}x [{_end(self.ratio_ci[0])}, {_end(self.ratio_ci[1])}]"
+        return f"{self.model}: milestone gap {self.late_milestone} / {self.early_milestone} {value}" + \
+            (f"; {'; '.join(self.notes)}" if self.notes else "")
+
+
+def _end(v) -> str:
+    return "-" if v is None else f"{v:.3g}"
 
 
 def _div(a, b):
@@ -183,6 +201,7 @@ def compute_milestones(results, rules, thresholds: dict) -> list:
     the analysis thresholds) under ``rules``; a rule with its own threshold is counted
     from the per-head table (skipped, with no entry, without one)."""
     out = []
+    units = results.source.get("units") or {}
     for model in results.models:
         for rule in rules:
             if rule.threshold is not None:
@@ -197,7 +216,7 @@ def compute_milestones(results, rules, thresholds: dict) -> list:
                 thr = (results.source.get("thresholds") or {}).get(rule.head_class)
             if d.empty:
                 continue
-            out.append(first_crossing(d, rule, model, thr))
+            out.append(first_crossing(d, rule, model, thr, units.get(rule.head_class)))
     return out
 
 

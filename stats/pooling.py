@@ -465,6 +465,7 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
             row[f"shape.{head_class}"] = verdict(ca)
             row[f"t50.{head_class}"] = None if t is None else t.t50
             row[f"t50_ci.{head_class}"] = None if t is None else t.t50_ci
+            row[f"censored.{head_class}"] = None if ca is None else ca.censored
         per_seed.append(row)
         if effect is not None:
             effects.append(effect)

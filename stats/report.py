@@ -13,7 +13,7 @@ from typing import Optional
 
 from emergence.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
 from emergence.contract.store import log_run
-from stats.units import format_number, format_tokens
+from stats.units import format_number, format_threshold, format_tokens, get_unit
 
 
 _fmt_tokens = format_tokens
@@ -51,22 +51,47 @@ def _course_cell(c: dict) -> str:
 
 
 def _models_section(summary: dict) -> list:
-    """One story per model (stats/story.py), a disagreement of its two gaps first."""
+    """One section per model: a short summary first (what formed, when, how sharp, the gap), then a
+    disagreement of its two gaps, then the evidence (the story line, stats/story.py) and the reasons."""
     stories = summary.get("stories") or []
     if not stories:
         return []
     L = ["", "## By model", "",
-         "Each model's transition times and its two gaps, fitted (t50s) and milestone (first crossings), in one line; "
-         "where the two disagree, the first line of the model says so, why, and which to trust."]
+         "Each model opens with a summary: what formed, when (t50 with its interval, or the bound a censored "
+         "curve gives), how sharp (the verdict and the 10-90 width) and the gap, established only where the "
+         "fitted interval or the milestone bracket excludes 1 and nothing (the other definition, the fitted point, "
+         "a threshold of the sensitivity table) points the other way. Then the evidence: both gaps, fitted (t50s) "
+         "and milestone (first crossings), in one line; where the two disagree, a line says so and why."]
     for st in stories:
-        L += ["", f"### {st['model']}", ""]
+        curves = [c for c in summary["curves"] if c["model"] == st["model"]]
+        L += ["", f"### {st['model']}", "", "**Summary.**", ""]
+        L += [f"- {curve_summary(c)}" for c in curves]
+        if st.get("assessment"):
+            L.append(f"- gap {st.get('late_class') or 'late'} / {st.get('early_class') or 'early'}: {st['assessment']}")
+        L.append("")
         if st.get("warning"):
-            L += [f"**Disagreement.** {st['warning']}", ""]
-        L.append(st["text"] + ".")
-        for c in summary["curves"]:
-            if c["model"] == st["model"] and (c.get("censored") or c.get("decline")):
+            L += [f"**Disagreement.** {st.get('disagreement_line') or st['warning']}", ""]
+        L.append(f"Evidence: {st['text']}.")
+        for c in curves:
+            if c.get("censored") or c.get("decline"):
                 L.append(f"- {c['class']}: {c['reason']}")
     return L
+
+
+def curve_summary(c: dict) -> str:
+    """One clause on a curve: what formed, when and how sharp (a censored curve: its bound)."""
+    head = f"{c['class']}: "
+    if c.get("censored") == "left":
+        return head + f"formed at or before the first revision (t50 <= {_fmt_tokens(c.get('t50'))}, left-censored)"
+    if c.get("censored") == "right":
+        return head + f"not formed by the last revision (t50 > {_fmt_tokens(c.get('t50'))}, right-censored)"
+    if c.get("shape") == "none" or c.get("t50") is None:
+        return head + f"no transition ({str(c.get('reason') or '-').split(';')[0]})"
+    width = c.get("width_decades")
+    how = "" if width is None else f", 10-90 width {'<= ' if c.get('width_is_bound') else ''}{width:.2f} decades"
+    rise = c.get("rise_heads")
+    heads = "" if rise is None else f", a rise of {rise:.3g} heads"
+    return head + f"**{c['shape']}**, t50 ~{_fmt_tokens(c['t50'])} {_fmt_ci(c.get('t50_ci'))}{how}{heads}"
 
 
 def render_report(summary: dict, figures: dict) -> str:
@@ -76,27 +101,61 @@ def render_report(summary: dict, figures: dict) -> str:
     L += _milestone_section(summary.get("milestones") or [])
     L += _sensitivity_section(summary.get("sensitivity"))
     f = summary["findings"]
-    L += _floor_section(f["layer_floor"]) + _onset_section(f["layer_onset"]) + _convergence_section(f["convergence"])
+    L += _floor_section(f["layer_floor"]) + _onset_section(f["layer_onset"])
+    L += _convergence_section(f["convergence"], summary.get("units") or {})
     L += _pr_section(summary) + _figures_section(figures)
     return "\n".join(L) + "\n"
 
 
 def _header(summary: dict) -> list:
     """The title, the source, the thresholds and the notes, then the reproduction (when there is one)."""
-    L = ["# Emergence statistics report", ""]
-    src = summary.get("source", {})
-    L.append("Source: " + ", ".join(f"{k}={v}" for k, v in src.items() if v is not None) + ".")
-    L.append("")
+    L = ["# Emergence statistics report", "", source_line(summary.get("source") or {}), ""]
     thr = summary.get("thresholds")
     if thr:
-        L.append("Thresholds, applied at analysis time to the per-head selectivities: "
-                 + ", ".join(f"{c} {v:g}x" for c, v in thr.items()) + ".")
-        L.append("")
+        L += [thresholds_line(thr, summary.get("units") or {}), ""]
     for note in summary.get("notes", []):
         L.append(f"- Note: {note}")
     if summary.get("reproduction"):
         L += [""] + _reproduction_section(summary["reproduction"])
     return L
+
+
+#: How the report names a source's settings (the rest: ``key value``); dicts and lists of the source
+#: record that the report shows elsewhere (thresholds, units) are left out of the line.
+SOURCE_WORDS = {"kind": "{}", "path": "file {}", "tracking_uri": "store {}", "experiment": "experiment {}",
+                "filter": "runs where {}", "sweep": "sweep {}", "n_runs": "{} runs", "n_points": "{} points"}
+SOURCE_SHOWN_ELSEWHERE = ("thresholds", "units", "declared_units")
+
+
+def source_line(src: dict) -> str:
+    """The source in words: ``Source: heads_csv, file /x/heads.csv.gz.`` (no raw dicts: a mapping is
+    written ``key: value`` pairs, a list comma-separated)."""
+    parts = []
+    for key, value in src.items():
+        if value is None or value == {} or value == [] or key in SOURCE_SHOWN_ELSEWHERE:
+            continue
+        if isinstance(value, dict):
+            text = "; ".join(f"{k}: {v}" for k, v in value.items())
+            parts.append(f"{key.replace('_', ' ')} ({text})")
+        elif isinstance(value, (list, tuple)):
+            parts.append(f"{key.replace('_', ' ')} {', '.join(map(str, value))}")
+        else:
+            parts.append(SOURCE_WORDS.get(key, key.replace("_", " ") + " {}").format(value))
+    return "Source: " + (", ".join(parts) or "-") + "."
+
+
+def thresholds_line(thresholds: dict, units: dict) -> str:
+    """The analysis thresholds in their units: the classes grouped by unit, each group saying what its
+    values are (``induction 50x, bos 30x (selectivity, x over a uniform head)``; ``bos 0.5 (score or mass
+    in [0, 1])``). With units known, only the classes of the per-head table."""
+    groups: dict = {}
+    for c, v in thresholds.items():
+        if units and c not in units:
+            continue
+        unit = get_unit((units.get(c) or {}).get("unit"))
+        groups.setdefault(unit.name, (unit, []))[1].append(f"{c} {unit.format(v)}")
+    text = "; ".join(f"{', '.join(items)} ({unit.description})" for unit, items in groups.values())
+    return f"Thresholds, applied at analysis time to the per-head values (a head is flagged at or above): {text}."
 
 
 def _curves_section(summary: dict) -> list:
@@ -158,19 +217,37 @@ def _gaps_section(summary: dict) -> list:
               "milestones, with the interval the bracketing revisions allow (each crossing lies between the revision "
               "before the first crossing and the first crossing; a resolution interval, not a sampling one: no p-value).",
               "", "| model | definition | t(late) | t(early) | ratio | interval | p-value | notes |", "|---|---|---|---|---|---|---|---|"]
+        curves = {(c["model"], c["class"]): c for c in summary["curves"]}
         for g in summary["gaps"]:
-            cis = _fmt_ratio_ci(g.get("ratio_ci"))
-            if g.get("definition") == "milestone":
-                late, early = f"{g['late_milestone']}", f"{g['early_milestone']}"
-            else:
-                late, early = f"{g['late_class']} t50", f"{g['early_class']} {g['formation']}"
-            L.append(f"| {g['model']} | {g.get('definition', 'fitted')} | {_fmt_tokens(g.get('t_late'))} ({late}) | "
-                     f"{_fmt_tokens(g.get('t_early'))} ({early}) | "
-                     f"{({'lower': '>= ', 'upper': '<= '}.get(g.get('bound'), ''))}{_num(g.get('ratio'))} | {cis} | "
-                     f"{_num(g.get('p_value'))} | {'; '.join(g.get('notes') or []) or '-'} |")
+            late, early = _gap_time(g, "late", curves), _gap_time(g, "early", curves)
+            L.append(f"| {g['model']} | {g.get('definition', 'fitted')} | {late} | {early} | {_gap_ratio_cell(g)} | "
+                     f"{_fmt_ratio_ci(g.get('ratio_ci'))} | {_num(g.get('p_value'))} | "
+                     f"{'; '.join(g.get('notes') or []) or '-'} |")
     else:
         L.append("No model has both classes.")
     return L
+
+
+def _gap_time(g: dict, side: str, curves: dict) -> str:
+    """A gap's time of one side with what it is: ``181B (bos t50)``; a censored curve's time as its
+    bound, ``> 4M (bos t50, right-censored)``; a milestone not reached as the bound the last revision
+    gives, ``> 4M (BOS-50% not reached)``."""
+    if g.get("definition") == "milestone":
+        name = g[f"{side}_milestone"]
+        if g.get(f"t_{side}") is None:
+            return f"> {_fmt_tokens(g.get('t_last'))} ({name} not reached)"
+        return f"{_fmt_tokens(g.get(f't_{side}'))} ({name})"
+    what = f"{g['late_class']} t50" if side == "late" else f"{g['early_class']} {g['formation']}"
+    censored = (curves.get((g["model"], g[f"{side}_class"])) or {}).get("censored")
+    sign = {"left": "<= ", "right": "> "}.get(censored, "")
+    return f"{sign}{_fmt_tokens(g.get(f't_{side}'))} ({what}{f', {censored}-censored' if censored else ''})"
+
+
+def _gap_ratio_cell(g: dict) -> str:
+    """A gap ratio: a bound with its sign (``>= 1.67``), none where there is no ratio."""
+    if g.get("ratio") is None:
+        return "-"
+    return f"{({'lower': '>= ', 'upper': '<= '}.get(g.get('bound'), ''))}{_num(g.get('ratio'))}"
 
 
 def _floor_section(layer_floor: list) -> list:
@@ -204,8 +281,8 @@ def _onset_section(layer_onset: list) -> list:
     return L
 
 
-def _convergence_section(convergence: list) -> list:
-    """F4: when the final circuit is recalled."""
+def _convergence_section(convergence: list, units: dict) -> list:
+    """F4: when the final circuit is recalled (thresholds in the unit of the class's column)."""
     L = ["", "## Circuit convergence", ""]
     if convergence:
         L += ["The final circuit: the heads at or above the threshold at the final revision; recall at a revision: the "
@@ -213,7 +290,9 @@ def _convergence_section(convergence: list) -> list:
               "| model | threshold | final set | recall level | first revision | tokens | % of training |",
               "|---|---|---|---|---|---|---|"]
         for x in convergence:
-            L.append(f"| {x['model']} | {_num(x.get('threshold'), '{:g}x')} | {x['n_final']} | {x['level']:.2f} | "
+            unit = (units.get(x.get("class")) or {}).get("unit")
+            thr = "-" if x.get("threshold") is None else format_threshold(x["threshold"], unit)
+            L.append(f"| {x['model']} | {thr} | {x['n_final']} | {x['level']:.2f} | "
                      f"{x['revision_at_level'] or '-'} | {_fmt_tokens(x['tokens_at_level'])} | "
                      f"{_num(x['pct_training'], '{:.2f}%')} |")
     else:
@@ -307,15 +386,24 @@ def _sensitivity_section(sens) -> list:
     if not sens or not sens.get("rows"):
         return L + ["Not computed: it needs per-head selectivities of both gap classes (a heads_csv source, or runs with heads.csv)."]
     L += [f"Rule: {sens['rule']}; {sens['n_boot']} bootstrap replicates a curve (the row at a class's analysis threshold, "
-          "marked *, is the main analysis).", "",
+          "marked *, is the main analysis). Thresholds in the unit of the class's values; a censored curve's t50 and "
+          "gap are bounds (`>=`, `<=`); a class with no head at a threshold (`not reached`), or with every head "
+          "flagged at every revision (`every head`), has no transition there and no gap.", "",
           "| model | class | threshold | heads at last revision (max fraction) | shape | t50 | 95% CI | gap ratio | 95% CI | p-value |",
           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in sens["rows"]:
         gci = r.get("gap_ratio_ci") or [None, None]
-        L.append(f"| {r['model']} | {r['class']} | {r['threshold']:g}x{' *' if r['is_analysis_threshold'] else ''} | "
+        threshold = r.get("threshold_text") or format_threshold(r["threshold"], r.get("unit"))
+        none = not r.get("max_fraction")  # no head of the class at this threshold, at any revision
+        every = (r.get("min_fraction") or 0) >= 1  # every head at every revision: no transition to time
+        gap, gap_ci, p = ("not reached" if none else "every head", "-", "-") if none or every else (
+            _gap_ratio_cell({"ratio": r.get("gap_ratio"), "bound": r.get("gap_bound")}),
+            "-" if gci[0] is None and gci[1] is None else _fmt_ratio_ci(gci), _num(r.get("gap_p_value")))
+        L.append(f"| {r['model']} | {r['class']} | {threshold}{' *' if r['is_analysis_threshold'] else ''} | "
                  f"{_num(r['k_last'], '{:g}')}/{_num(r['n_last'], '{:g}')} ({_num(r['max_fraction'], '{:.1%}')}) | "
-                 f"{r['shape']} | {_fmt_tokens(r.get('t50'))} | {_fmt_ci(r.get('t50_ci'))} | {_num(r.get('gap_ratio'))} | "
-                 f"{'-' if gci[0] is None else f'[{_num(gci[0])}, {_num(gci[1])}]'} | {_num(r.get('gap_p_value'))} |")
+                 f"{r['shape']} | {'-' if none or every else _t50_cell(r)} | "
+                 f"{'-' if none or every else _fmt_ci(r.get('t50_ci'))} | "
+                 f"{gap} | {gap_ci} | {p} |")
     return L
 
 
@@ -447,6 +535,13 @@ def summary_tags(summary: dict) -> dict:
     return out
 
 
+def _seed_t50(row: dict, head_class: str) -> str:
+    """One run's t50 of a class in the pooled table: a censored one as its bound."""
+    censored = row.get(f"censored.{head_class}")
+    t50 = _fmt_tokens(row.get(f"t50.{head_class}"))
+    return {"left": f"<= {t50}", "right": f"> {t50}"}.get(censored, t50)
+
+
 def _pooled_section(groups: list) -> list:
     """Seed suites (stats/pooling.py): per group, each run's gap and shapes, then the pooled gap."""
     if not groups:
@@ -475,8 +570,8 @@ def _pooled_section(groups: list) -> list:
               "|---|---|---|---|---|---|---|---|---|---|"]
         for r in g["per_seed"]:
             b = {"lower": ">= ", "upper": "<= "}.get(r.get("bound"), "")
-            L.append(f"| {r['model']} | {r['seed_kind']} | {_fmt_tokens(r.get('t50.' + g['early_class']))} | "
-                     f"{r.get('shape.' + g['early_class'])} | {_fmt_tokens(r.get('t50.' + g['late_class']))} | "
+            L.append(f"| {r['model']} | {r['seed_kind']} | {_seed_t50(r, g['early_class'])} | "
+                     f"{r.get('shape.' + g['early_class'])} | {_seed_t50(r, g['late_class'])} | "
                      f"{r.get('shape.' + g['late_class'])} | {b}{_num(r.get('ratio'))} | {_fmt_ratio_ci(r.get('ci'))} | "
                      f"{_num(r.get('p_value'))} | {'yes' if r['used'] else 'no: ' + (r.get('left_out') or 'other kind')} |")
         L.append("")

@@ -2,13 +2,17 @@
 
 For each model with per-head selectivities of both gap classes (``times.late_class``,
 BOS, and ``times.early_class``, induction) and each grid value g
-(``analysis.sensitivity.grid``, default 10, 20, 30, 50, 100): the curve of ONE class
+(in the unit of the class's per-head column, stats/units.py: ``analysis.sensitivity.grid``, default
+10, 20, 30, 50, 100 (x) for a ratio, ``analysis.sensitivity.score_grid``, default 0.1, 0.2, 0.3, 0.5,
+0.7, for a score in [0, 1]): the curve of ONE class
 is re-counted with its threshold set to g, the other class kept at its analysis
 threshold, and analysed as in the main table (verdict, t50 with its bootstrap
 interval, ``analysis.sensitivity.n_boot`` replicates); the gap ratio
 t50(late) / t(early) is recomputed against the other class's main analysis. One
 class at a time, so that each row says which threshold moves the answer; the row at
-a class's own analysis threshold is the main analysis itself.
+a class's own analysis threshold is the main analysis itself. A row whose re-counted curve is
+censored keeps its bound: its t50 and its gap ratio are bounds (``censored``, ``t50_bound``,
+``gap_bound``), and a class with no head at a threshold says so (``max_fraction`` 0).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from stats.gaps import fitted_gap
 from stats.heads import class_counts
 from stats.results import HEAD_CLASS_KEY, Results
 from stats.tracked import Curve
+from stats.units import get_unit
 
 
 @dataclass(kw_only=True)
@@ -40,6 +45,9 @@ class SensitivityRow(Results):
     k_last: float
     n_last: float
     max_fraction: float
+    #: the smallest fraction over the revisions: 1 when every head is flagged at every revision (a
+    #: threshold below the values' floor, no transition to time)
+    min_fraction: float
     shape: str
     reason: str
     t50: float = None
@@ -49,6 +57,11 @@ class SensitivityRow(Results):
     gap_ratio_ci: list = None
     gap_p_value: float = None
     gap_bound: str = None
+    #: ``left`` / ``right`` when the re-counted curve's rise lies outside the range (its t50 a bound)
+    censored: str = None
+    #: the unit of the class's per-head column (stats/units.py) and the threshold written in it
+    unit: str = "ratio"
+    threshold_text: str = ""
     #: the class whose threshold the row sets (written last, ``class``)
     head_class: str
 
@@ -61,6 +74,8 @@ class Sensitivity(Results):
     n_boot: int
     rule: str
     rows: list = field(default_factory=list)
+    #: the grid of each class, in its unit (``grid`` for a ratio, ``score_grid`` for a score)
+    grids: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         changed = sorted({(r.model, r.head_class) for r in self.rows if r.shape != self.rows[0].shape}) if self.rows else []
@@ -85,19 +100,21 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
     if not all(selectivity_column(c) in heads.columns for c in classes):
         return out
     thr = results.source.get("thresholds") or {}
+    units = {c: get_unit((results.source.get("units") or {}).get(c)) for c in classes}
+    out.grids = {c: [float(g) for g in getattr(sc, units[c].grid_key)] for c in classes}
     scfg = dataclasses.replace(cfg, n_boot=int(sc.n_boot))
     models = [m for m in results.models if all((m, c) in analyses for c in classes)]
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    seeds = iter(seq.spawn(max(1, len(models) * 2 * len(out.grid))))
+    seeds = iter(seq.spawn(max(1, len(models) * sum(len(g) for g in out.grids.values()))))
     for model in models:
         for head_class, other in (classes, classes[::-1]):
-            for g in out.grid:
+            for g in out.grids[head_class]:
                 rng = np.random.default_rng(next(seeds))
                 own = bool(np.isclose(g, thr.get(head_class, np.nan)))
                 ca = analyses[(model, head_class)] if own else _recounted(results, model, head_class, g, scfg, rng)
                 pair = {head_class: ca, other: analyses[(model, other)]}
                 gap = fitted_gap(model, pair[tc.late_class], pair[tc.early_class], scfg)
-                out.rows.append(_row(ca, g, own, other, float(thr.get(other, np.nan)), gap))
+                out.rows.append(_row(ca, g, own, other, float(thr.get(other, np.nan)), gap, units[head_class]))
     return out
 
 
@@ -109,13 +126,15 @@ def _recounted(results, model: str, head_class: str, threshold: float, cfg, rng)
     return analyse_curve(curve, cfg, rng)
 
 
-def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, gap) -> SensitivityRow:
+def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, gap, unit) -> SensitivityRow:
     c, t = ca.curve, ca.times
     nan = float("nan")
     return SensitivityRow(
         model=c.model, head_class=c.head_class, threshold=threshold, other_class=other, other_threshold=other_threshold,
         is_analysis_threshold=own, k_last=float(c.k[-1]) if len(c) else nan, n_last=float(c.n[-1]) if len(c) else nan,
-        max_fraction=float(c.fraction.max()) if len(c) else nan, shape=ca.verdict.shape, reason=ca.verdict.reason,
+        max_fraction=float(c.fraction.max()) if len(c) else nan, min_fraction=float(c.fraction.min()) if len(c) else nan,
+        shape=ca.verdict.shape, reason=ca.verdict.reason,
         t50=None if t is None else t.t50, t50_ci=None if t is None else t.t50_ci,
         t50_bound=None if t is None else t.t50_bound, gap_ratio=gap.ratio, gap_ratio_ci=gap.ratio_ci,
-        gap_p_value=gap.p_value, gap_bound=gap.bound)
+        gap_p_value=gap.p_value, gap_bound=gap.bound, censored=ca.censored, unit=unit.name,
+        threshold_text=unit.format(threshold))

@@ -14,15 +14,16 @@ from pathlib import Path
 
 from emergence.contract import FIRST_TOKEN_COLUMN, PR_COLUMNS, PRIMARY_COLUMN, column_class
 from stats.heads import (HEADS_OPTIONAL, HEADS_REQUIRED, continuous_from_heads, corpus_map, counts_from_heads,
-                         flag_heads, normalise_heads, thresholds_dict)
+                         flag_heads, normalise_heads, thresholds_dict, with_units)
 from stats.sources import Source, needs_path, path_logged, read_table, resolved
 from stats.tracked import TrackedResults, dedupe_tokens, label_seeds
 
 
-def read_heads_csv(path, thresholds=None) -> TrackedResults:
+def read_heads_csv(path, thresholds=None, units=None) -> TrackedResults:
     """Read a per-head table (module docstring) into :class:`TrackedResults`, with counts
-    at ``thresholds`` (defaults; :func:`stats.analysis.analyse` re-applies its own).
-    ``.gz`` files are read directly."""
+    at ``thresholds`` (defaults; :func:`stats.analysis.analyse` re-applies its own) and the
+    unit of each column (``units``: class -> ``ratio`` / ``score`` / ``auto``, the default: read
+    from the values, stats/units.py). ``.gz`` files are read directly."""
     path = Path(path)
     df = read_table(path, "per-head file", "per-head CSV")
     seeds = {}
@@ -37,14 +38,14 @@ def read_heads_csv(path, thresholds=None) -> TrackedResults:
     heads = flag_heads(heads, thr)
     curves, layers = counts_from_heads(heads, thr, corpus_map(heads, None))
     source = {"kind": "heads_csv", "path": str(path.resolve()), "thresholds": thr}
-    return TrackedResults(dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float})), layers, heads,
-                          continuous_from_heads(heads), source, notes, seeds=seeds)
+    return with_units(TrackedResults(dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float})), layers,
+                                     heads, continuous_from_heads(heads), source, notes, seeds=seeds), units)
 
 
 def read(src) -> TrackedResults:
     """The source's reader: :func:`read_heads_csv` of ``source.path`` (counts at the default thresholds;
     the analysis re-applies its own)."""
-    return read_heads_csv(resolved(src.path))
+    return read_heads_csv(resolved(src.path), units=getattr(src, "units", None))
 
 
 SOURCE = Source("heads_csv", read, check=needs_path, logged=path_logged, order=2)

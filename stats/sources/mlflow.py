@@ -49,7 +49,7 @@ from emergence.contract import (
 )
 from emergence.contract.store import sqlite_file
 from stats.errors import StatsError
-from stats.heads import normalise_heads, selectivity_columns
+from stats.heads import normalise_heads, selectivity_columns, with_units
 from stats.sources import Source
 from stats.tracked import (CONTINUOUS_COLUMNS, CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens,
                            seed_label)
@@ -326,8 +326,10 @@ def _read_heads(client, run, dst: str) -> Optional[pd.DataFrame]:
 
 
 def read(src) -> TrackedResults:
-    """The source's reader: :func:`read_mlflow` with the ``source.*`` settings."""
-    return read_mlflow(src.tracking_uri, src.experiment, src.filter, src.sweep, src.models, src.status, src.read_heads)
+    """The source's reader: :func:`read_mlflow` with the ``source.*`` settings; a run's ``heads.csv``
+    holds selectivities (x over a uniform head): their unit is ``ratio`` unless ``source.units`` says otherwise."""
+    results = read_mlflow(src.tracking_uri, src.experiment, src.filter, src.sweep, src.models, src.status, src.read_heads)
+    return with_units(results, getattr(src, "units", None), default="ratio")
 
 
 def check(src) -> None:

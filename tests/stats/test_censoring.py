@@ -86,7 +86,9 @@ def test_one_story_per_model_when_both_gaps_agree(olmoe_like, tmp_path):
     out = write_outputs(olmoe_like, tmp_path / "out", figures=False)
     report = out["report"].read_text()
     section = report[report.index("### moe"):]
-    assert section.splitlines()[2].startswith("induction at or before 20B")  # the story opens the section
+    assert section.splitlines()[2] == "**Summary.**"  # the summary opens the section, the story follows
+    assert "- induction: formed at or before the first revision (t50 <= 20B, left-censored)" in section
+    assert "Evidence: induction at or before 20B" in section
     assert "| moe | induction | **none** | <= 20B (left-censored) | [-, 20B] |" in report
     summary = json.loads(out["summary"].read_text())
     assert summary["stories"][0]["agree"] is True
@@ -103,15 +105,15 @@ def test_a_disagreement_is_stated_first_with_its_reason_and_what_to_trust(olmoe_
     assert any(r.startswith("censoring: induction is left-censored") for r in st.reasons)
     assert any("met at the first revision" in r for r in st.reasons)
     assert any(r.startswith("non-monotone count: induction peaks") for r in st.reasons)
-    assert st.trust.startswith("the milestone gap")  # a count that falls again breaks the fit, not the crossings
-    # censoring alone: the fitted gap (a one-sided bound once a side is censored) is the one to trust
-    from stats.story import _trust
-
-    assert "fitted gap, a one-sided bound" in _trust(["censoring: induction is left-censored"])
+    # the fitted interval [0.05, 0.9] and the milestone bracket [10.45, -] exclude 1 on opposite sides: the
+    # evidence is mixed, so no figure is the one to trust and the gap is not established (stats/story.py)
+    assert st.trust is None and st.established is None
+    assert "exclude 1 on opposite sides" in st.assessment and "Trust neither" in st.warning()
     text = render_report({"curves": [], "gaps": [], "findings": {"layer_floor": [], "layer_onset": [], "convergence": []},
-                          "pr_lead": [], "stories": [st.to_dict() | {"warning": st.warning()}]}, {})
+                          "pr_lead": [], "stories": [st.to_dict()]}, {})
     section = text[text.index("### moe"):].splitlines()
-    assert section[2].startswith("**Disagreement.** The fitted and the milestone gap disagree in direction")
+    assert section[2] == "**Summary.**" and section[4].startswith("- gap bos / induction: The gap is not established")
+    assert section[6].startswith("**Disagreement.** The fitted and the milestone gap disagree in direction")
 
 
 def test_a_class_that_never_forms_is_right_censored_and_bounds_the_gap(tmp_path):

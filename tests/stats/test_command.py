@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 
 import stats
 from stats.config import StatsConfig
+from stats.shape import SHAPES
 
 CONF = str(Path(stats.__file__).resolve().parents[1] / "conf")
 
@@ -35,7 +36,7 @@ def test_command_on_tracked_runs_writes_every_output(mlflow_store, tmp_path):
     assert len(summary["curves"]) == 12
     for c in summary["curves"]:
         assert {"model", "class", "shape", "t50", "t50_ci", "width_decades", "max_jump", "changepoint_tokens"} <= set(c)
-        assert c["shape"] in ("sharp", "gradual", "none")
+        assert c["shape"] in SHAPES
         if c["shape"] != "none":
             assert len(c["t50_ci"]) == 2 and c["t50_ci"][0] <= c["t50"] <= c["t50_ci"][1]
     assert {g["model"] for g in summary["gaps"]} == {"toy_neox", "toy_olmo"}

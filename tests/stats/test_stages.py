@@ -64,7 +64,7 @@ def test_the_study_summary_is_the_record_and_prints_as_text():
     study = analyse(results, AnalysisConfig(n_boot=50, progress=False, sensitivity=SensitivityConfig(enabled=False)))
     summary = study.summary()
     assert isinstance(summary, StudySummary) and summary == study.to_dict()
-    assert list(summary) == ["source", "notes", "thresholds", "reproduction", "stories", "curves", "gaps", "pooled_gaps",
+    assert list(summary) == ["source", "notes", "thresholds", "units", "reproduction", "stories", "curves", "gaps", "pooled_gaps",
                              "milestones", "sensitivity", "findings", "pr_lead", "has_pr_data"]
     text = str(summary)
     assert "m / bos: " in text and "m / induction: " in text and text == summary.as_text()

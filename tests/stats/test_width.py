@@ -1,0 +1,125 @@
+"""Sharp or gradual from the 10-90 width in decades (stats/width.py): known answers, the dense
+grid, and one verdict for one population whatever the grid that screens it."""
+
+import numpy as np
+import pytest
+
+from stats.config import AnalysisConfig
+from stats.curve_analysis import analyse_curve
+from stats.simulate import NORMAL_WIDTH_PER_SD, HeadPopulation
+from stats.tracked import Curve
+from stats.width import grid_bounds, switched_counts, width_verdict
+
+C = 0.5
+TOKENS_PER_STEP = 2 ** 21
+CFG = AnalysisConfig(n_boot=60, progress=False)
+
+
+def curve_of(flags, tokens, name="bos"):
+    k = flags.sum(1).astype(float)
+    return Curve("sim", name, np.array([f"t{int(t)}" for t in tokens]), np.asarray(tokens, float), k,
+                 np.full(len(k), float(flags.shape[1])), identity=True, flags=flags)
+
+
+def test_grid_bounds_of_a_rise_inside_one_interval():
+    tok = np.logspace(9, 12, 7)  # 0.5 decades apart
+    g = grid_bounds(tok, [0, 0, 0, 50, 50, 50, 50])
+    assert g["lower"] == 0 and g["upper"] == pytest.approx(0.5)
+    assert g["low_between"] == g["high_between"] == [2, 3]
+
+
+def test_grid_bounds_of_a_spread_rise():
+    tok = np.logspace(9, 12, 7)
+    g = grid_bounds(tok, [0, 5, 30, 50, 70, 95, 100])  # 10 % between r1 and r2, 90 % between r4 and r5
+    assert g["lower"] == pytest.approx(1.0) and g["upper"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("upper, shape", [(0.35, "sharp"), (0.77, "unresolved")])
+def test_one_interval_is_sharp_at_this_resolution_or_unresolved(upper, shape):
+    grid = {"lower": 0.0, "upper": upper, "low_between": [3, 4], "high_between": [3, 4]}
+    got, reason, ev = width_verdict(float("nan"), None, grid, C, [f"r{i}" for i in range(10)])
+    assert got == shape
+    if shape == "sharp":
+        assert reason.startswith("sharp at this resolution") and "<= 0.35 decades" in reason
+    else:
+        assert "refine between r3 and r4" in reason
+
+
+def test_fit_interval_decides_and_straddling_is_unresolved():
+    revs = [f"r{i}" for i in range(10)]
+    assert width_verdict(1.2, [0.9, 1.6], None, C, revs)[0] == "gradual"
+    assert width_verdict(0.2, [0.1, 0.3], None, C, revs)[0] == "sharp"
+    assert width_verdict(0.5, [0.2, 0.9], None, C, revs)[0] == "unresolved"
+
+
+def test_switched_counts_ignore_flicker_and_the_last_revision_alone():
+    f = np.zeros((6, 4), bool)
+    f[2:, 0] = True  # switches on at 2 and stays
+    f[[1, 3, 4, 5], 1] = True  # on at 1, off at 2 (flicker), on after: its fit is 1/2 at 1-2, so on from 3
+    f[5, 2] = True  # the last revision alone: not settled
+    f[1:3, 3] = True  # on, then off for good: not counted
+    assert list(switched_counts(f)) == [0, 0, 1, 2, 2, 2]
+
+
+def test_dense_linear_grid_sharp_case():
+    """The issue's case: 40 revisions every 1000 steps, BOS heads that all cross within 0.07 decades:
+    sharp (the old share rule read 'gradual' because no single 0.01-decade interval held half)."""
+    tokens = np.arange(1, 41) * 1000 * TOKENS_PER_STEP
+    rng = np.random.default_rng(0)
+    switch = rng.uniform(np.log10(tokens[15]), np.log10(tokens[15]) + 0.07, 60)
+    flags = HeadPopulation(256, 60, 1.0, 0.1).simulate(tokens, rng, switch).flags
+    ca = analyse_curve(curve_of(flags, tokens), CFG, rng)
+    assert ca.verdict.shape == "sharp", ca.verdict.reason
+
+
+def _grids():
+    """Log, linear and Pythia-like grids of 6, 10, 20 and 40 revisions around 2e10 tokens."""
+    pythia = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512] + list(range(1000, 143001, 1000))) * TOKENS_PER_STEP
+    out = {}
+    for m in (6, 10, 20, 40):
+        out[f"log{m}"] = np.logspace(9, 12, m)
+        out[f"linear{m}"] = np.linspace(2e9, 8e10, m)
+        idx = np.unique(np.round(np.geomspace(1, len(pythia), m)).astype(int) - 1)
+        out[f"pythia{m}"] = pythia[idx]
+    return out
+
+
+@pytest.mark.parametrize("width, truth", [(0.1, "sharp"), (1.0, "gradual")])
+def test_one_population_one_verdict_on_every_grid(width, truth):
+    """The same heads (fixed switch-on times) screened on 6-40 revisions of three grid kinds: never
+    the opposite verdict; resolved on the finest grids of each kind."""
+    rng = np.random.default_rng(11)
+    pop = HeadPopulation(256, 80, 2e10, width / NORMAL_WIDTH_PER_SD)
+    switch = rng.normal(np.log10(2e10), pop.spread_decades, 80)
+    other = {"sharp": "gradual", "gradual": "sharp"}[truth]
+    verdicts = {}
+    for name, tokens in _grids().items():
+        flags = pop.simulate(tokens, rng, switch).flags
+        verdicts[name] = analyse_curve(curve_of(flags, tokens), CFG, rng).verdict.shape
+    assert other not in verdicts.values(), verdicts
+    assert all(verdicts[f"{kind}40"] == truth for kind in ("log", "linear")), verdicts
+
+
+def test_refining_never_flips_a_verdict():
+    """Adding checkpoints between those of a coarse log grid: a sharp verdict at the coarse grid
+    stays sharp (or becomes more precise), never gradual."""
+    rng = np.random.default_rng(5)
+    switch = rng.normal(np.log10(3e10), 0.04, 50)
+    pop = HeadPopulation(192, 50, 3e10, 0.04)
+    coarse = np.logspace(9, 12, 9)
+    fine = np.unique(np.concatenate([coarse, np.logspace(10, 11, 25)]))
+    shapes = [analyse_curve(curve_of(pop.simulate(t, rng, switch).flags, t), CFG, rng).verdict.shape
+              for t in (coarse, fine)]
+    assert shapes[0] in ("sharp", "unresolved") and shapes[1] == "sharp", shapes
+
+
+def test_the_settled_heads_are_counted_on_the_grid_there_is():
+    """0 -> 58 of 96 heads between the 3rd and 4th of 6 revisions, on at every later one: a transition
+    (the old rule asked for 4 settled revisions that the grid did not have: 'right-censored')."""
+    tokens = np.logspace(9, 11.5, 6)
+    f = np.zeros((6, 96), bool)
+    f[3:, :58] = True
+    ca = analyse_curve(curve_of(f, tokens), CFG, np.random.default_rng(0))
+    assert ca.censored is None
+    assert ca.verdict.shape in ("sharp", "unresolved"), ca.verdict.reason
+    assert "within one checkpoint interval" in ca.verdict.reason
