@@ -200,7 +200,7 @@ def main():
 def space_section(n: int, n_boot: int, rng) -> int:
     """Section E (module docstring); returns the number of failed criteria."""
     from stats.config import AnalysisConfig
-    from stats.space_scores import criterion_of, factor_table, study_records
+    from stats.space_scores import criterion_of, errors, factor_table, study_records
 
     cfg = AnalysisConfig(n_boot=n_boot, progress=False)
     print(f"\nE. the sampled space: {n} studies drawn at random (stats/study_space.py), C = {criterion_of(cfg)} decades")
@@ -214,6 +214,8 @@ def space_section(n: int, n_boot: int, rng) -> int:
     }
     for line in factor_table(records, columns):
         print(line, flush=True)
+    for error, count in errors(records):
+        print(f"  analysis raised on {count} studies (counted as wrong): {error}")
     return report_criteria(records)
 
 

@@ -245,7 +245,7 @@ def space(n_studies: int, n_pairs: int, B: int, rng) -> list:
     """t50 coverage and separation over the sampled space, by factor (module docstring); returns the
     criteria rows (name, value, lo, hi, n)."""
     from stats.config import AnalysisConfig
-    from stats.space_scores import criterion_of, factor_table, pair_records, rate, study_records
+    from stats.space_scores import criterion_of, errors, factor_table, pair_records, rate, study_records
 
     cfg = AnalysisConfig(n_boot=B, progress=False)
     rows = []
@@ -261,6 +261,8 @@ def space(n_studies: int, n_pairs: int, B: int, rng) -> list:
                                        "coverage inside": ("covers", lambda r: r["inside"]),
                                        "bound holds (cens.)": ("covers", lambda r: not r["inside"])}):
         print(line, flush=True)
+    for error, count in errors(records):
+        print(f"  analysis raised on {count} studies (counted as not covering): {error}")
     criterion("t50 95% interval coverage over the sampled space", *rate(records, "covers"), 0.90, 1.0)
     limit = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / max(n_pairs, 1))
     for ratio, lo, hi, label in ((5.0, 0.90, 1.0, "separation power at a 5x gap"),
@@ -269,6 +271,8 @@ def space(n_studies: int, n_pairs: int, B: int, rng) -> list:
         pairs = pair_records(n_pairs, ratio, cfg, rng, progress=True)
         for line in factor_table(pairs, {"separated": ("rejected", None)}):
             print(line, flush=True)
+        for error, count in errors(pairs):
+            print(f"  analysis raised on {count} pairs (counted as not separated): {error}")
         criterion(f"{label} over the sampled space", *rate(pairs, "rejected"), lo, hi)
     return rows
 

@@ -83,11 +83,30 @@ def study_records(n: int, cfg, rng: np.random.Generator, space: StudySpace = Stu
     out = []
     for _ in tqdm(range(n), desc="sampled studies", disable=not progress, leave=False):
         study = sample_study(rng, space, C)
-        analysis = analyse_curve(study.curve(), cfg, rng)
         t = study.truth
-        out.append({**factor_bins(study), **score_study(analysis, study), "flat": t.flat,
-                    "inside": not t.flat and t.censored is None, "resolvable": t.resolvable})
+        record = {**factor_bins(study), "flat": t.flat, "inside": not t.flat and t.censored is None,
+                  "resolvable": t.resolvable}
+        try:
+            out.append(record | score_study(analyse_curve(study.curve(), cfg, rng), study))
+        except Exception as e:  # counted as wrong, and said: a benchmark reports what fails
+            out.append(record | _failed(study, e))
     return out
+
+
+def _failed(study: SampledStudy, error: Exception) -> dict:
+    """The scores of a study whose analysis raised: wrong on every criterion, the error kept."""
+    flat = study.truth.flat
+    return {"verdict": "error", "shape": False, "changed": not flat, "censored": None if flat else False,
+            "covers": None if flat else False, "rejected": False, "error": f"{type(error).__name__}: {error}"}
+
+
+def errors(records: list) -> list:
+    """The distinct errors of records whose analysis raised, with their counts: ``[(error, count)]``."""
+    counts: dict = {}
+    for r in records:
+        if r.get("error"):
+            counts[r["error"]] = counts.get(r["error"], 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
 
 
 def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
@@ -114,9 +133,13 @@ def pair_records(n: int, ratio: float, cfg, rng: np.random.Generator, space: Stu
     out = []
     for _ in tqdm(range(n), desc=f"pairs at {ratio:g}x", disable=not progress, leave=False):
         early, late = sample_pair(rng, ratio, space, C)
-        gap = fitted_gap("sim", analyse_curve(late.curve("sim", cfg.times.late_class), cfg, rng),
-                         analyse_curve(early.curve("sim", cfg.times.early_class), cfg, rng), cfg)
-        out.append(pair_bins(early, late) | {"rejected": bool(np.isfinite(gap.p_value) and gap.p_value <= cfg.alpha)})
+        try:
+            gap = fitted_gap("sim", analyse_curve(late.curve("sim", cfg.times.late_class), cfg, rng),
+                             analyse_curve(early.curve("sim", cfg.times.early_class), cfg, rng), cfg)
+            result = {"rejected": bool(np.isfinite(gap.p_value) and gap.p_value <= cfg.alpha)}
+        except Exception as e:  # a failed pair separates nothing
+            result = {"rejected": False, "error": f"{type(e).__name__}: {e}"}
+        out.append(pair_bins(early, late) | result)
     return out
 
 
