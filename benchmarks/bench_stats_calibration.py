@@ -69,8 +69,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--regimes-only", action="store_true", help="only the two regimes' rows (coverage, separation, declines)")
     ap.add_argument("--space-only", action="store_true", help="only the sampled space (coverage, separation by factor)")
-    ap.add_argument("--studies", type=int, default=400, help="studies drawn from the space")
-    ap.add_argument("--pairs", type=int, default=200, help="pairs of classes drawn from the space, at 5x and at 1x each")
+    ap.add_argument("--studies", type=int, default=400, help="studies drawn from the space (0: none)")
+    ap.add_argument("--pairs", type=int, default=200, help="pairs of classes drawn from the space, at 5x and at 1x each (0: none)")
     args = ap.parse_args()
     D, B = args.datasets, args.n_boot
     if args.space_only:
@@ -245,7 +245,7 @@ def space(n_studies: int, n_pairs: int, B: int, rng) -> list:
     """t50 coverage and separation over the sampled space, by factor (module docstring); returns the
     criteria rows (name, value, lo, hi, n)."""
     from stats.config import AnalysisConfig
-    from stats.space_scores import criterion_of, errors, factor_table, pair_records, rate, study_records
+    from stats.space_scores import errors, factor_table, pair_records, rate
 
     cfg = AnalysisConfig(n_boot=B, progress=False)
     rows = []
@@ -255,15 +255,10 @@ def space(n_studies: int, n_pairs: int, B: int, rng) -> list:
         ok = "PASS" if lo <= value <= hi else "FAIL"
         print(f"  {name:<68} {value:6.3f}  [{lo:.2f}, {hi:.2f}] ({n}) {ok}", flush=True)
 
-    print(f"\n  the sampled space: {n_studies} studies drawn at random (stats/study_space.py), C = {criterion_of(cfg)}")
-    records = study_records(n_studies, cfg, rng, progress=True)
-    for line in factor_table(records, {"t50 coverage": ("covers", None),
-                                       "coverage inside": ("covers", lambda r: r["inside"]),
-                                       "bound holds (cens.)": ("covers", lambda r: not r["inside"])}):
-        print(line, flush=True)
-    for error, count in errors(records):
-        print(f"  analysis raised on {count} studies (counted as not covering): {error}")
-    criterion("t50 95% interval coverage over the sampled space", *rate(records, "covers"), 0.90, 1.0)
+    if n_studies:
+        coverage(n_studies, cfg, rng, criterion)
+    if not n_pairs:
+        return rows
     limit = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / max(n_pairs, 1))
     for ratio, lo, hi, label in ((5.0, 0.90, 1.0, "separation power at a 5x gap"),
                                  (1.0, 0.0, limit, "false separations at ratio 1 (nominal 0.05 + 2 SE)")):
@@ -275,6 +270,21 @@ def space(n_studies: int, n_pairs: int, B: int, rng) -> list:
             print(f"  analysis raised on {count} pairs (counted as not separated): {error}")
         criterion(f"{label} over the sampled space", *rate(pairs, "rejected"), lo, hi)
     return rows
+
+
+def coverage(n_studies: int, cfg, rng, criterion) -> None:
+    """t50 coverage over ``n_studies`` studies of the space, overall and by factor."""
+    from stats.space_scores import criterion_of, errors, factor_table, rate, study_records
+
+    print(f"\n  the sampled space: {n_studies} studies drawn at random (stats/study_space.py), C = {criterion_of(cfg)}")
+    records = study_records(n_studies, cfg, rng, progress=True)
+    for line in factor_table(records, {"t50 coverage": ("covers", None),
+                                       "coverage inside": ("covers", lambda r: r["inside"]),
+                                       "bound holds (cens.)": ("covers", lambda r: not r["inside"])}):
+        print(line, flush=True)
+    for error, count in errors(records):
+        print(f"  analysis raised on {count} studies (counted as not covering): {error}")
+    criterion("t50 95% interval coverage over the sampled space", *rate(records, "covers"), 0.90, 1.0)
 
 
 def regimes(D: int, B: int, rng, report) -> None:
