@@ -158,18 +158,34 @@ def thresholds_line(thresholds: dict, units: dict) -> str:
     return f"Thresholds, applied at analysis time to the per-head values (a head is flagged at or above): {text}."
 
 
+def _width_cell(c: dict) -> str:
+    """The 10-90 width the verdict read: its limits (decades), or the fitted width where there are none."""
+    lo, hi = c.get("width_lower"), c.get("width_upper")
+    if lo is not None and hi is not None:
+        if hi == float("inf"):
+            return f">= {lo:.2f}"
+        return f"<= {hi:.2f}" if lo <= 0 else f"{lo:.2f} to {hi:.2f}"
+    if c.get("width_decades") is None:
+        return "-"
+    return ("<= " if c.get("width_is_bound") else "") + f"{c['width_decades']:.2f}"
+
+
 def _curves_section(summary: dict) -> list:
     """The curves: verdict, times and evidence, one row a curve, then the reasons."""
     L = ["", "## Curves: sharp or gradual, and when", "",
          "Verdict rule: `none` for too few revisions, a rise below the minimum number of heads, no evidence of "
-         "change against noise (permutation test of a monotone change, p > alpha), or a rise whose midpoint lies "
+         "change against noise (the change test, p > alpha: head-wise permutations where the heads are followed, a "
+         "quasi-likelihood bootstrap for aggregate counts), a change seen at one revision alone (an outlier, or the "
+         "last revision), or a rise whose midpoint lies "
          "outside the screened range (`left-censored`: formed at or before the first revision, t50 `<=` it; "
-         "`right-censored`: not formed by the last, t50 `>` it); `sharp` when at least half the rise lies between "
-         "one pair of adjacent revisions, i.e. sharp at the resolution of the checkpoints, that interval named in the "
-         "reason; `gradual` otherwise. Regime (column `regime`): `identity` where a per-head table follows the same "
-         "heads (counts are cumulative: the share is in heads), `aggregate` where counts have no head identity "
-         "(independent draws: the share is of the fitted logistic). A count that rises and later falls is fitted "
-         "on its rise only (column `course`). The step test (is the rise a *pure* step?) is evidence, not a criterion. "
+         "`right-censored`: not formed by the last, t50 `>` it); otherwise by the rise's 10-90 width in decades of "
+         "tokens against `analysis.shape.sharp_width_decades`: `sharp` when its upper limit is within it (\"sharp at "
+         "this resolution\" when the limit is one checkpoint interval), `gradual` when its lower limit exceeds it, "
+         "`unresolved` when the data cannot tell (the reason says what would). Regime (column `regime`): `identity` "
+         "where a per-head table follows the same heads (the heads' switch-on times bound the width), `aggregate` "
+         "where counts have no head identity (independent draws: the fitted logistic's interval). A count that rises "
+         "and later falls is fitted on its rise only (column `course`). The largest jump and the step test (is the "
+         "rise a *pure* step?) are evidence, not criteria. "
          "Times are from the 4-parameter logistic in log10 tokens, "
          "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions). "
          "Where the runs know the model's registry, the largest jump says whether its interval is two adjacent checkpoints "
@@ -180,7 +196,7 @@ def _curves_section(summary: dict) -> list:
          "| change point | best model | p (step) | dispersion | regime | course |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in summary["curves"]:
-        width = "-" if c.get("width_decades") is None else ("<= " if c.get("width_is_bound") else "") + f"{c['width_decades']:.2f}"
+        width = _width_cell(c)
         jump = "-" if c.get("max_jump") is None else f"{c['max_jump']:+.3f} ({c['max_jump_share']:.0%})"
         between = c.get("max_jump_between")
         if between is not None and c.get("max_jump") is not None:
@@ -190,19 +206,19 @@ def _curves_section(summary: dict) -> list:
         disp = c.get("dispersion") or {}
         censored = bool(c.get("censored"))
         onset, sat = ("-", "-") if censored else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
-        strength = ", weak evidence" if c.get("strength") == "weak" else ""
-        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}**{strength} | {_t50_cell(c)} | {_fmt_ci(c.get('t50_ci'))} | "
+        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {_t50_cell(c)} | {_fmt_ci(c.get('t50_ci'))} | "
                  f"{onset} | {sat} | {width} | {jump} | {cp} | "
                  f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num(disp.get('phi'))} | "
                  f"{c.get('regime') or '-'} | {_course_cell(c)} |")
     L += ["", "Reasons:", ""]
     for c in summary["curves"]:
-        strength = ", weak evidence" if c.get("strength") == "weak" else ""
-        L.append(f"- {c['model']} / {c['class']}: {c['shape']}{strength} - {c['reason']}")
+        L.append(f"- {c['model']} / {c['class']}: {c['shape']} - {c['reason']}")
         cont = c.get("continuous") or {}
         for metric, v in cont.items():
-            if v.get("max_jump_share") is not None:
-                L.append(f"  - continuous check, {metric} ({v['scale']}): largest adjacent jump {v['max_jump_share']:.0%} of its range")
+            if v.get("width_grid") is not None:
+                lo, hi = v["width_grid"]
+                L.append(f"  - continuous check, {metric} ({v['scale']}): reads {v['reads']} (10-90 width between "
+                         f"{lo:.2g} and {hi:.2g} decades)")
     return L
 
 

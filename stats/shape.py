@@ -1,92 +1,64 @@
-"""Shape verdict of a curve: ``sharp``, ``gradual`` or ``none``, with its evidence.
+"""Shape verdict of a curve: ``sharp``, ``gradual``, ``unresolved`` or ``none``, with its evidence.
+
+The verdict belongs to the model, not to the checkpoint grid: whether a transition
+happened is judged from the size of the change against a stated noise model
+(:mod:`stats.change`), and how sharp it is from its 10-90 width in decades of tokens
+(:mod:`stats.width`), a quantity of training, which more checkpoints only pin down
+further.
 
 Two regimes, by what the counts are (``analysis.shape.regime``; ``auto`` chooses
 by the data, :func:`stats.curve_analysis.curve_regime`):
 
 - ``identity``: the counts follow the *same* heads across revisions (a per-head
-  table: the runs' ``heads.csv``, or a ``heads_csv`` file). The data model below
-  holds, and the share of the rise in one interval is counted in heads from the
-  observed counts, with its Clopper-Pearson interval.
-- ``aggregate``: counts without head identity (``source=csv``), which the analysis
-  treats as independent (beta-)binomial draws around a curve ``p(t)``. Every
-  observed jump and both extremes carry sampling noise (the observed range of
-  noisy fractions is inflated, the largest observed jump biased), so the share is
-  that of the fitted logistic at the revisions, ``max_j (p_{j+1} - p_j) / range p``,
-  with the percentile interval of the same share over the logistic's parametric
-  bootstrap replicates; the rise in heads is the fitted range.
+  table: the runs' ``heads.csv``, or a ``heads_csv`` file). A head that forms switches
+  on at its own time ``tau_h`` and stays on, up to *flicker* near its threshold::
 
-Both regimes share the ``none`` rule, the ``min_jump_share`` criterion and the
-censoring and decline handling done before the verdict (:mod:`stats.censoring`,
-:mod:`stats.phases`: the verdict is of the rise, inside the screened range). Their
-operating characteristics are measured separately on simulated families of each
-kind (``benchmarks/bench_shape_oc.py``, section D).
+      k_j = #{h : tau_h <= t_j} + flicker_j.
 
-Data model (identity regime). A curve is ``k_j`` of ``n`` heads flagged at revisions
-``t_1 < ... < t_m``. The *same* heads are followed across revisions, so the counts
-are cumulative, not fresh draws: a head that forms switches on at its own time
-``tau_h`` and stays on, up to *flicker* (a few heads near the threshold read on at
-one revision and off at the next)::
+  The change test permutes each head's flags on its own; the width is bounded by the
+  heads' switch-on times (:func:`stats.width.switched_counts`) as well as fitted.
+- ``aggregate``: counts without head identity (``source=csv``), treated as independent
+  (beta-)binomial draws around a curve ``p(t)``: the change test is a quasi-likelihood
+  ratio with a parametric bootstrap, the width the fitted logistic's, with its
+  bootstrap interval.
 
-    k_j = #{h : tau_h <= t_j} + flicker_j.
+Both regimes share the rule below and the censoring and decline handling done before
+the verdict (:mod:`stats.censoring`, :mod:`stats.phases`: the verdict is of the rise,
+inside the screened range). Their operating characteristics are measured on studies
+drawn at random from the space real studies span (``benchmarks/bench_shape_oc.py``,
+``benchmarks/bench_stats_calibration.py``).
 
-The adjacent increments ``d_j = k_{j+1} - k_j`` then count the heads that switched
-on between ``t_j`` and ``t_{j+1}``: given the ``R`` heads that switch at all,
-``(d_1, ..., d_{m-1}) ~ Multinomial(R, pi)`` with ``pi_j`` the mass of the
-switch-on-time distribution in interval ``j``. The fits' binomial likelihood
-(independent ``Binomial(n, p(t_j))`` draws at every revision) is a different model:
-it re-draws every head at every revision, so with many heads any departure from an
-exact two-level curve is significant. The verdict is therefore stated in heads.
-
-Evidence (all reported):
-
-- ``rise_heads`` ``R``: the total rise (max - min of the observed fractions) in heads
-  (x the median ``n``); ``rise`` the same as a fraction;
-- ``max_jump``: the largest change of the observed fraction between adjacent
-  revisions in the direction of the overall change (the sign of the logistic's
-  ceiling - floor), ``jump_heads`` ``J`` the same in heads, its bracketing revisions
-  and tokens, its log10 spacing ``jump_spacing_decades``, and ``max_jump_share``
-  ``s = J / R`` with ``max_jump_share_ci``, the Clopper-Pearson interval of ``J``
-  successes in ``R`` trials (the multinomial model: ``J ~ Binomial(R, pi_j)``);
-- ``p_change``: the permutation test of a monotone change (:func:`level_change_test`);
-- ``delta_aicc``: AICc (QAICc under overdispersion) of each model minus the best
-  (evidence only: as the old ``none`` criterion, the constant within 2 of the best,
-  it sized badly, calling 8 % of flat beta-binomial curves (phi = 4) a change, and
-  saw no 3-head circuit in 256 heads; ``benchmarks/bench_shape_oc.py``);
-- ``width_decades`` (fitted 10-90 width) against ``spacing_decades`` (the log10 gap
-  of the revisions bracketing t50);
-- ``p_step``: the parametric-bootstrap p-value of H0 *pure* step against the
-  logistic (:func:`stats.hypotheses.step_vs_logistic`) and ``pure_step``
-  (``p_step >= alpha``).
+Evidence (all reported): ``p_change`` and ``change_test`` (:mod:`stats.change`, with
+``single_revision`` where a change rests on one revision); ``width_decades`` (the
+logistic's 10-90 width), ``width_ci``, ``width_grid`` (the heads' bounds), the limits
+the verdict read (``width_lower``, ``width_upper``), ``resolution`` (``bound``: the rise
+lies inside one checkpoint interval; ``resolved``; ``unresolved``); ``rise_heads`` (the
+rise in heads), the largest adjacent jump (``max_jump``, ``jump_heads``, its revisions,
+tokens and spacing, ``max_jump_share`` of the rise with its interval: evidence, no longer
+the criterion, since it measures the grid: 40 revisions every 1000 steps split a rise of
+0.07 decades into intervals none of which holds half of it); ``delta_aicc`` of the four
+models; ``p_step``, the parametric-bootstrap test of a *pure* step
+(:func:`stats.hypotheses.step_vs_logistic`).
 
 Verdict rule (thresholds are :class:`stats.config.ShapeConfig` values, defaults in
 brackets):
 
-1. ``none`` when the curve cannot show a transition, with the reason stated:
-   a. fewer than ``min_points`` [5] revisions with positive tokens;
-   b. a rise ``R < min_rise_heads`` [2] heads (one head switching is no circuit);
-   c. no evidence of change against noise: the monotone-change permutation test
-      (:func:`level_change_test`) has ``p_change > alpha`` [0.05]. Exact in size
-      under any exchangeable noise (fresh binomial or overdispersed draws, or the
-      flicker of followed heads), so flat curves are called a transition at rate
-      ``alpha``; a few heads that switch on and stay are seen, where a binomial
-      AICc drowns them in the variance of fresh draws. A change seen at the last
-      revision alone cannot be told from a one-revision outlier (p >= 2/m).
-2. ``sharp`` when ``s = J / R >= min_jump_share`` [0.5]: at least half of the heads
-   that switch on do so between the same two adjacent checkpoints, i.e. sharp *at
-   the resolution of the checkpoints*, and the reason names that interval. When
-   ``max_jump_share_ci`` contains ``min_jump_share`` the reason says the share is
-   not resolved with ``R`` heads (the verdict is then the point estimate's).
-3. ``gradual`` otherwise: the rise is spread over several intervals.
+1. ``none`` when the curve cannot show a transition, with the reason stated: fewer than
+   ``min_points`` [5] revisions with positive tokens; a rise ``R < min_rise_heads`` [2]
+   heads (one head switching is no circuit); no evidence of change against noise
+   (``p_change > alpha`` [0.05]); a change that rests on one revision (an outlier inside
+   the range, or the last revision alone, which a later checkpoint would tell from the
+   start of a rise); or a rise whose midpoint lies outside the range (censored: a bound).
+2. ``sharp`` when the 10-90 width's upper limit is at most ``sharp_width_decades`` [0.5]
+   ("sharp at this resolution" when the limit is one checkpoint interval's spacing);
+3. ``gradual`` when its lower limit exceeds it;
+4. ``unresolved`` otherwise: the reason says what would resolve it (refining between two
+   named revisions, or more heads).
 
-The step test is evidence, not a criterion: it asks whether *every* head switches
-in one interval (under fresh binomial draws, so with hundreds of heads it rejects a
-curve with a few heads outside the interval), which says "not a pure step", not
-"gradual". The fitted 10-90 width is evidence too (and sets the resolution rule of
-:mod:`stats.times`). Operating characteristic: ``benchmarks/bench_shape_oc.py``.
-
-A threshold metric can make a smooth change look sharp (Schaeffer et al. 2023):
-the analysis also reports the largest-jump share of the class's continuous metric
-(:func:`jump_share` on log10 mean selectivity, or the mean first-token attention).
+A threshold metric can make a smooth change look sharp (Schaeffer et al. 2023): the
+analysis also reads the class's continuous metrics (log10 mean selectivity, mean
+first-token attention, induction loss) by the same width rule and states a resolved
+disagreement (:func:`qualify_verdict`).
 """
 
 from __future__ import annotations
