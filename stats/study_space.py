@@ -52,7 +52,6 @@ import numpy as np
 
 from stats.simulate import NORMAL_WIDTH_PER_SD, AggregateCurve, HeadPopulation, SimulatedCurve, simulate_population
 
-GRID_KINDS = ("log", "linear", "pythia")
 POSITIONS = ("before", "first", "inside", "last", "after")
 STUDY_REGIMES = ("identity", "aggregate")
 #: Pythia's checkpoint steps (step 0, 1, 2, 4, ..., 512, then every 1000 to 143000) and tokens a step.
@@ -68,7 +67,7 @@ BORDERLINE_FACTOR = 1.5
 class StudySpace:
     """The ranges and probabilities :func:`sample_study` draws from (module docstring)."""
 
-    grid_kinds: tuple = GRID_KINDS
+    grid_kinds: tuple = ("log", "linear", "pythia")
     revisions: tuple = (5, 150)
     #: probability of a step 0 at 0 tokens on a log or linear grid
     p_step0: float = 0.5
@@ -92,9 +91,9 @@ def _log_uniform_int(rng, lo: int, hi: int) -> int:
 
 
 def _revisions(rng, lo: int, hi: int) -> int:
-    """A number of revisions in [lo, hi], log10 of it ``lo + (hi - lo) U^1.5`` on the log scale: more
-    mass on small grids than log-uniform (5-150: about 22 % 5-6, 16 % 7-10, 18 % 11-20, 16 % 21-40,
-    27 % 41-150)."""
+    """A number of revisions in [lo, hi]: ``log m = log(lo - 1/2) + U^1.5 (log(hi + 1/2) - log(lo - 1/2))``,
+    more mass on small grids than log-uniform (5-150: about 22 % 5-6, 16 % 7-10, 18 % 11-20,
+    16 % 21-40, 27 % 41-150)."""
     a, b = np.log(lo - 0.5), np.log(hi + 0.5)
     return int(min(max(round(float(np.exp(a + (b - a) * rng.random() ** 1.5))), lo), hi))
 
@@ -116,19 +115,32 @@ def pythia_selection(m: int, rng: np.random.Generator) -> np.ndarray:
     return np.array(sorted(picked))
 
 
+def _log_grid(m: int, rng) -> np.ndarray:
+    """Evenly spaced in log10 tokens from 1e6-1e10, spanning 1-5 decades."""
+    first = rng.uniform(6.0, 10.0)
+    return np.logspace(first, first + rng.uniform(1.0, 5.0), m)
+
+
+def _linear_grid(m: int, rng) -> np.ndarray:
+    """Every N steps, ``a (o + i)`` tokens (``a`` 1e7-1e11): from the start (``o = 1``) or a later window."""
+    start = 1 if rng.random() < 0.7 else int(rng.integers(2, 3 * m + 1))
+    return 10 ** rng.uniform(7.0, 11.0) * (start + np.arange(m))
+
+
+def _pythia_grid(m: int, rng) -> np.ndarray:
+    return pythia_selection(m, rng) * PYTHIA_TOKENS_PER_STEP
+
+
+#: The grid kinds: ``m`` positive token counts of each.
+GRIDS = {"log": _log_grid, "linear": _linear_grid, "pythia": _pythia_grid}
+
+
 def sample_grid(kind: str, m: int, rng: np.random.Generator, p_step0: float = 0.5) -> np.ndarray:
-    """Token counts of a ``kind`` grid with ``m`` positive revisions, and a step 0 at 0 tokens
-    with probability ``p_step0`` (module docstring)."""
-    if kind == "log":
-        first = 10 ** rng.uniform(6.0, 10.0)
-        tokens = np.logspace(np.log10(first), np.log10(first) + rng.uniform(1.0, 5.0), m)
-    elif kind == "linear":
-        start = 1 if rng.random() < 0.7 else int(rng.integers(2, 3 * m + 1))
-        tokens = 10 ** rng.uniform(7.0, 11.0) * (start + np.arange(m))
-    elif kind == "pythia":
-        tokens = pythia_selection(m, rng) * PYTHIA_TOKENS_PER_STEP
-    else:
-        raise ValueError(f"grid kind {kind!r}; valid: {list(GRID_KINDS)}")
+    """Token counts of a ``kind`` grid (:data:`GRIDS`) with ``m`` positive revisions, and a step 0 at
+    0 tokens with probability ``p_step0`` (module docstring)."""
+    if kind not in GRIDS:
+        raise ValueError(f"grid kind {kind!r}; valid: {list(GRIDS)}")
+    tokens = GRIDS[kind](m, rng)
     return np.concatenate([[0.0], tokens]) if rng.random() < p_step0 else tokens
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stats.space_scores import REVISION_BINS, SWITCH_BINS, factor_bins, factor_table, pair_bins, score_study
-from stats.study_space import (GRID_KINDS, PYTHIA_STEPS, PYTHIA_TOKENS_PER_STEP, StudySpace, _truth, position_of, sample_grid,
+from stats.study_space import (GRIDS, PYTHIA_STEPS, PYTHIA_TOKENS_PER_STEP, StudySpace, _truth, position_of, sample_grid,
                                sample_pair, sample_study)
 
 
@@ -19,7 +19,7 @@ def draws():
 
 def test_500_draws_span_every_factor(draws):
     f = [d.factors for d in draws]
-    assert {x["grid"] for x in f} == set(GRID_KINDS)
+    assert {x["grid"] for x in f} == set(GRIDS)
     assert {x["regime"] for x in f} == {"identity", "aggregate"}
     assert {d.truth.position for d in draws} == {"before", "first", "inside", "last", "after", "flat"}
     assert {x["step0"] for x in f} == {True, False}
@@ -40,7 +40,7 @@ def test_500_draws_span_every_factor(draws):
 
 
 def test_the_first_and_last_intervals_occur_on_every_grid_kind(draws):
-    for kind in GRID_KINDS:
+    for kind in GRIDS:
         positions = {d.truth.position for d in draws if d.factors["grid"] == kind}
         assert {"before", "first", "last", "after"} <= positions, (kind, positions)
 
