@@ -45,8 +45,9 @@ E. The sampled space (:mod:`stats.study_space`): ``--studies`` whole studies dra
    verdict is the truth's: ``none`` for a censored truth; ``unresolved`` or either shape
    for a borderline truth or a rise inside one interval wider than C; ``unresolved`` on a
    resolvable truth is wrong), the same over resolvable truths inside the range, the
-   censoring side, detection of change (not ``none``, t50 inside the range) and false
-   changes (not ``none``) on flat curves. Criteria: shape accuracy >= 0.90; false
+   censoring side, detection of change (not ``none``, t50 inside the range), false
+   changes (not ``none``) on flat curves, and the t50 coverage of the calibration benchmark
+   on the same studies (informational here). Criteria: shape accuracy >= 0.90; false
    changes <= 0.05 (the nominal level, within two binomial standard errors).
 """
 
@@ -211,6 +212,7 @@ def space_section(n: int, n_boot: int, rng) -> int:
         "censoring right": ("censored", None),
         "change detected": ("changed", lambda r: r["inside"]),
         "false change (flat)": ("changed", lambda r: r["flat"]),
+        "t50 coverage": ("covers", None),
     }
     for line in factor_table(records, columns):
         print(line, flush=True)
