@@ -28,3 +28,9 @@ register_resolvers()
 
 class EmergenceError(Exception):
     """A user-facing error: the message names the bad value and the valid choices."""
+
+
+class OutputError(Exception):
+    """A file the job writes could not be written once work had begun (a disk that filled up, a folder
+    made read-only): the message is one line naming the path, the setting that chose it and the
+    cause; what was written whole before stays, nothing partial is left. Exit status 1."""

@@ -20,14 +20,14 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from emergence import EmergenceError, emergence_home
+from emergence import EmergenceError, OutputError, emergence_home
 from emergence.config import EmergenceConfig
 from emergence.console import format_plan, format_table, print_summary
-from emergence.contract.checks import discard_run_dir
+from emergence.contract.checks import discard_run_dir, run_folder_problem
 from emergence.contract.checks import precheck as compose_and_check
-from emergence.contract.store import StoreError
+from emergence.contract.store import StoreError, failed_before
 from emergence.help import register_resolver
-from emergence.registry import CONF_DIR, GROUPS, check_group_choice
+from emergence.registry import CONF_DIR, GROUPS, check_group_choice, use_config_dirs
 
 register_resolver()  # `python -m emergence --help` (conf/config.yaml: hydra.help.template)
 
@@ -70,7 +70,11 @@ def main(cfg: DictConfig):
         return []
     if in_multirun():
         # A sweep's job never exits the process (a joblib worker, a submitit job): it raises,
-        # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it.
+        # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it. A store that
+        # failed in an earlier job of this process is not tried again (the sweeper stops after the batch).
+        down = failed_before(cfg.tracking.uri)
+        if down is not None:
+            raise JobFailed(f"StoreError: not started: {down}")
         try:
             return run_job(cfg)
         except (EmergenceError, JobFailed):
@@ -82,7 +86,7 @@ def main(cfg: DictConfig):
             results = parent.results = run_job(cfg)
     except EmergenceError as exc:
         refuse(exc)
-    except StoreError as exc:  # the store failed mid-job: what was logged before stays
+    except (StoreError, OutputError) as exc:  # the store or a folder failed mid-job: what was written before stays
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
     except JobFailed as exc:
@@ -96,12 +100,27 @@ def main(cfg: DictConfig):
 
 def precheck(argv) -> None:
     """Compose the command line (each value of a ``-m`` sweep) and check it against the schema
-    before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line."""
+    before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line; so is
+    a run folder Hydra could not create. The user's config folders (``--config-dir``,
+    ``hydra.searchpath``, ``$EMERGENCE_HOME/conf``) count."""
+    use_config_dirs(argv)
     check_command_line(argv)
     compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)
+    problem = run_folder_problem(argv, str(CONF_DIR), "config")
+    if problem:
+        raise EmergenceError(problem)
+
+
+def folder_model(argv):
+    """``argv`` with ``model=folder`` added when it sets ``model.path`` without choosing a model
+    (conf/model/folder.yaml: a model named after its folder, never the default toy's name)."""
+    sets_path = any(a.split("=", 1)[0].lstrip("+") == "model.path" for a in argv)
+    picks_model = any(_GROUP_CHOICE.match(a) and _GROUP_CHOICE.match(a)["group"] == "model" for a in argv)
+    return ["model=folder"] + list(argv) if sets_path and not picks_model else list(argv)
 
 
 def cli() -> None:
+    sys.argv[1:] = folder_model(sys.argv[1:])
     try:
         precheck(sys.argv[1:])
     except EmergenceError as exc:

@@ -12,7 +12,7 @@ so a forward hook on it sees one layer's weights at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from torch import nn
 
@@ -40,16 +40,49 @@ class ArchitectureAdapter:
         return self.n_layers * self.n_heads
 
 
-def adapter_for(model: nn.Module) -> ArchitectureAdapter:
-    """The adapter for a loaded causal LM, from its config's ``model_type``."""
+def adapter_for(model: nn.Module, family: Optional[str] = None) -> ArchitectureAdapter:
+    """The adapter for a loaded causal LM: of ``family`` (a name; ``model.family`` once resolved,
+    emergence/registry.py ``resolve_family``), else of the family its config's ``model_type`` picks
+    (:func:`emergence.families.choose` with ``auto``)."""
     config = model.config
     model_type = getattr(config, "model_type", type(model).__name__)
-    family = families.family_for_model_type(model_type)
-    if family is None:
-        raise EmergenceError(f"unsupported architecture {model_type!r} ({type(model).__name__}); "
-                             f"supported: {', '.join(families.supported_model_types())}")
-    attention = family.attention_modules(model)
+    chosen = families.choose(family or families.AUTO, model_type, type(model).__name__,
+                             lambda: generic_problem(model))
+    attention = chosen.attention_modules(model)
     n_heads = config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
-    return ArchitectureAdapter(family=family.name, n_layers=len(attention), n_heads=n_heads, head_dim=head_dim,
-                               attention_modules=attention, output_projections=family.output_projections(model))
+    return ArchitectureAdapter(family=chosen.name, n_layers=len(attention), n_heads=n_heads, head_dim=head_dim,
+                               attention_modules=attention, output_projections=chosen.output_projections(model))
+
+
+def generic_problem(model: nn.Module) -> Optional[str]:
+    """Why the generic family cannot screen ``model`` (an empty one on the ``meta`` device will
+    do), or None: its attention must go through transformers' attention interface, or be an
+    eager module returning its weights (emergence/screens/attention.py), and its hook points
+    must be found (emergence/families/generic.py)."""
+    generic = families.generic_family()
+    if generic is None:
+        return "no generic family is registered"
+    if not getattr(model, "_supports_attention_backend", False):
+        return (f"{type(model).__name__} does not use transformers' attention interface, so the screen cannot "
+                "read its attention without a family file")
+    try:
+        generic.hook_paths(model)
+    except EmergenceError as exc:
+        return f"the generic family finds no hook points: {exc}"
+    return None
+
+
+def config_problem(hf_config) -> Optional[str]:
+    """:func:`generic_problem` for a checkpoint's HF config, checked on an empty model built on
+    the ``meta`` device (no weights read, no memory taken)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    try:
+        with torch.device("meta"):
+            empty = AutoModelForCausalLM.from_config(hf_config)
+    except Exception as exc:  # noqa: BLE001  (no causal LM of this type in transformers)
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"transformers has no causal LM for it: {first}"
+    return generic_problem(empty)

@@ -15,6 +15,7 @@ trained, and :func:`check_screen` checks a screen config handed to
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -27,7 +28,7 @@ from emergence.contract import SEED_KINDS, head_classes
 from emergence.contract.head_classes import local
 from emergence.contract.checks import SEED, check, constraint, problem
 from emergence.revisions import MIN_LOGSPACED, SELECTIONS
-from emergence.sources import polypythia
+from emergence.sources import crfm_gpt2, polypythia
 from emergence.toy.recipe import ToyRecipeConfig
 
 #: The head classes of the selectivity screen (METHODS section 5), from the registry
@@ -95,8 +96,10 @@ class ModelConfig:
     #: Local folder holding one HF model folder per revision (``<path>/<revision>/``), for
     #: ``revisions: folder``.
     path: Optional[str] = None
-    #: The architecture family (emergence/families/): hook points and dtype policy.
-    family: str = field(default=MISSING, metadata={"choices": lambda: families.family_names()})
+    #: The architecture family (emergence/families/): hook points and dtype policy. ``auto``: the
+    #: family covering the first revision's ``config.json`` ``model_type`` (read before any weights;
+    #: the generic family for a type no family names); a named family is checked against it.
+    family: str = field(default="auto", metadata={"choices": lambda: families.family_choices()})
     pretraining_corpus: str = "unknown"
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
     #: The model source (emergence/sources/): where the revision list comes from and where
@@ -108,11 +111,12 @@ class ModelConfig:
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
     recipe: Optional[ToyRecipeConfig] = None
-    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py): the model size
-    #: (``14m`` .. ``410m``), the training run's seed and what that seed varies (``data``: the data
-    #: order only, ``weight``: the initialisation only, ``both``). Null for every other model (and
-    #: then left out of a run's identity, so existing runs keep theirs).
-    size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES})
+    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py; ``crfm_gpt2``,
+    #: emergence/sources/crfm_gpt2.py): the model size (``14m`` .. ``410m``; ``small``, ``medium``),
+    #: the training run's seed and what that seed varies (``data``: the data order only, ``weight``:
+    #: the initialisation only, ``both``). Null for every other model (and then left out of a run's
+    #: identity, so existing runs keep theirs).
+    size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES + crfm_gpt2.SIZES})
     seed: Optional[int] = field(default=None, metadata={"min": 1})
     seed_kind: Optional[str] = field(default=None, metadata={"choices": SEED_KINDS})
 
@@ -122,9 +126,10 @@ class CorpusConfig:
     #: ``synthetic_induction`` (METHODS section 4), ``text_file`` or ``xu2026`` (the
     #: reference study's probe, ``[filler] A B [filler] A``; emergence/probes.py).
     kind: str = field(default="synthetic_induction", metadata={"choices": CORPUS_KINDS})
-    n_sequences: int = field(default=2000, metadata={"min": 1})
+    #: At most MAX_PROBE_SEQUENCES, and the probe's tokens must fit in a quarter of the memory (:func:`check_corpus`).
+    n_sequences: int = field(default=2000, metadata={"min": 1, "max": 1_000_000})
     #: Length n of the repeated segment; sequences are ``[first] a1..an a1..an``.
-    segment_length: int = field(default=31, metadata={"min": 2})
+    segment_length: int = field(default=31, metadata={"min": 2, "max": 524_288})
     seed: int = field(default=0, metadata=SEED)
     #: For ``xu2026``: token ids are drawn from [vocab_lo, vocab_hi) (the study: [100, 10000)).
     vocab_lo: int = field(default=100, metadata={"min": 0})
@@ -139,7 +144,7 @@ class CorpusConfig:
     #: For ``text_file``: the file, the window length, and the stride between windows.
     #: ``seq_len`` is also the sequence length T of ``xu2026`` (the study: 256).
     path: Optional[str] = None
-    seq_len: int = field(default=64, metadata={"min": 2})
+    seq_len: int = field(default=64, metadata={"min": 2, "max": 1_048_576})
     stride: Optional[int] = field(default=None, metadata={"min": 1})
     #: For ``text_file``: prepend the model's first token to each window.
     prepend_first_token: bool = True
@@ -148,7 +153,7 @@ class CorpusConfig:
 @dataclass
 class RefineConfig:
     """Adaptive refinement (``revision=refine``; emergence/refine.py): rounds of new revisions
-    inside each class's bracket until it lies between adjacent registry revisions."""
+    inside each class's bracket (its largest rise) until it lies between adjacent registry revisions."""
 
     #: Classes whose transition is refined (their head counts' largest jump).
     classes: List[str] = field(default_factory=lambda: ["bos", "induction"],
@@ -157,6 +162,9 @@ class RefineConfig:
     per_round: int = field(default=1, metadata={"min": 1, "max": 64})
     #: At most this many rounds.
     rounds: int = field(default=8, metadata={"min": 1, "max": 64})
+    #: Also bracket each class's largest decline (a fall in its count), as its own entry
+    #: ``<class> decline``; by default only rises, the transitions the statistics report.
+    declines: bool = False
 
 
 @dataclass
@@ -248,7 +256,7 @@ class TrackingConfig:
     #: Artifact root for new experiments; null: beside the store (``<store folder>/mlartifacts``
     #: for a local store, the server's artifact destination for a tracking server).
     artifacts: Optional[str] = None
-    #: One experiment per study.
+    #: One experiment per study (a name MLflow takes: not empty).
     experiment: str = "emergence"
     #: Tag value shared by the runs of one sweep; default: the Hydra sweep folder.
     sweep: Optional[str] = None
@@ -258,10 +266,16 @@ class TrackingConfig:
     heartbeat_s: float = field(default=60.0, metadata={"gt": 0, "finite": True})
     #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone
     #: (same host, pid not alive), is dead: the next job of that identity deletes it and claims anew.
+    #: Must exceed ``heartbeat_s`` (:func:`check_tracking`), or live claims would look dead.
     stale_after_s: float = field(default=600.0, metadata={"gt": 0, "finite": True})
     #: Tracking server only: seconds to wait after creating a claim before re-reading the
-    #: rival claims (a local SQLite store claims under a file lock instead).
+    #: rival claims (a local SQLite store claims under a file lock instead). Only a pause: the
+    #: claim rule holds whatever it is (emergence/tracking.py).
     claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
+    #: Tracking server only: a call the server does not answer fails after about this many seconds
+    #: (retries included; emergence/contract/store.py ``server_timeouts``), and the job with it; a
+    #: ``-m`` sweep then stops, saying how to resume. Also the longest a claim waits for a rival's.
+    timeout_s: float = field(default=60.0, metadata={"min": 5, "max": 3600, "finite": True})
     #: Seconds to wait for a tracking (or database) server to answer the check made before any
     #: work (emergence/contract/storecheck.py): an unreachable store is refused in one line, not after minutes.
     connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
@@ -382,10 +396,30 @@ def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
                              f"{XU2026_MIN_SEQ_LEN} (the pair sits at p in [20, seq_len // 2))")
 
 
+def _memory_bytes() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # (not POSIX: no bound from here)
+        return 2**62
+
+
+def check_probe_memory(corpus) -> None:
+    """The probe's token ids (``n_sequences`` x its length, int64) must fit in a quarter of this
+    machine's memory, checked before any model is loaded or trained."""
+    length = 1 + 2 * int(corpus.segment_length) if corpus.kind == "synthetic_induction" else int(corpus.seq_len)
+    need, have = int(corpus.n_sequences) * length * 8, _memory_bytes()
+    if need > have // 4:
+        fit = max(1, (have // 4) // (length * 8))
+        raise EmergenceError(f"corpus.n_sequences={corpus.n_sequences} makes a probe of {need / 2**30:.1f} GiB "
+                             f"({length} tokens a sequence), over a quarter of this machine's {have / 2**30:.0f} GiB; "
+                             f"set corpus.n_sequences <= {fit}")
+
+
 def check_corpus(corpus) -> None:
     """The ``corpus`` group's rules across its fields, before any model is known (a probe against
     the model's vocabulary and context: emergence/probes.py ``check_probe``): a ``text_file``
     probe needs a local file, an ``xu2026`` probe a token range and a length its layout fits."""
+    check_probe_memory(corpus)
     if corpus.kind == "text_file":
         if not corpus.path:
             raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
@@ -393,6 +427,18 @@ def check_corpus(corpus) -> None:
             raise EmergenceError(f"corpus.path={corpus.path!r} is not a file; give a local text file")
     elif corpus.kind == "xu2026":
         check_xu2026_values(int(corpus.vocab_lo), int(corpus.vocab_hi), int(corpus.seq_len))
+
+
+def check_tracking(tracking) -> None:
+    """The ``tracking`` group's rules: a named experiment; and since a live claim refreshes its heartbeat
+    every ``heartbeat_s``, ``stale_after_s`` (when a claim counts as dead) must be longer."""
+    if not str(tracking.experiment).strip():
+        raise EmergenceError(f"tracking.experiment={tracking.experiment!r} is empty; name the study's experiment, "
+                             "e.g. tracking.experiment=emergence")
+    if float(tracking.stale_after_s) <= float(tracking.heartbeat_s):
+        raise EmergenceError(f"tracking.stale_after_s={tracking.stale_after_s} must exceed tracking.heartbeat_s="
+                             f"{tracking.heartbeat_s} (a live claim would look dead and be screened again); "
+                             "e.g. stale_after_s >= 3 x heartbeat_s")
 
 
 def check_ablation(ablation) -> None:
@@ -434,6 +480,7 @@ def check_config(cfg) -> None:
     group's rules across its fields."""
     check(cfg, EmergenceConfig, EmergenceError)
     check_corpus(cfg.corpus)
+    check_tracking(cfg.tracking)
     if cfg.screen.ablation is not None:
         check_ablation(cfg.screen.ablation)
 

@@ -98,16 +98,22 @@ def format_plan(jobs: Sequence, screen: str = "") -> str:
     return "\n".join(lines)
 
 
-def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: List[Revision], rounds: int) -> str:
-    """The before/after table of a refinement: each class's bracket and whether it is resolved."""
+def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: List[Revision], rounds: int,
+                      refined: Optional[dict] = None) -> str:
+    """The before/after table of a refinement: each class's bracket (its largest rise; ``<class>
+    decline`` entries on request) before the first round, the brackets its rounds refined (revisions
+    added inside; a later round may move to another rise the added revisions showed larger), the
+    bracket after, and whether that one is resolved."""
     def cell(b) -> str:
-        return "no transition" if b is None else f"{b.lo.name} -> {b.hi.name} ({b.inside} inside)"
+        return "no transition" if b is None else f"{b.span} ({b.inside} inside)"
 
     lines = [f"refinement of {model}: {len(added)} revision(s) added in {rounds} round(s)",
-             "| class | bracket before | bracket after | resolved to adjacent checkpoints |", "|---|---|---|---|"]
+             "| class | bracket before | brackets refined | bracket after | resolved to adjacent checkpoints |",
+             "|---|---|---|---|---|"]
     for head_class, b in after.brackets.items():
         resolved = "n/a" if b is None else ("yes" if b.resolved else "no")
-        lines.append(f"| {head_class} | {cell(before.brackets.get(head_class))} | {cell(b)} | {resolved} |")
+        worked = ", ".join(r.span for r in (refined or {}).get(head_class, [])) or "none"
+        lines.append(f"| {head_class} | {cell(before.brackets.get(head_class))} | {worked} | {cell(b)} | {resolved} |")
     return "\n".join(lines)
 
 

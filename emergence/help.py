@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 import emergence.config as config
 from emergence import CONF_DIR, emergence_home
-from emergence.registry import GROUPS, group_options
+from emergence.registry import GROUPS, config_dirs, group_options, option_file
 
 #: What each group sets, for the listing.
 GROUP_DOC = {
@@ -51,7 +51,7 @@ def model_rows() -> List[List[str]]:
     """One row per registered model: name, family, revision source, where it comes from."""
     rows = []
     for name in group_options("model"):
-        node = OmegaConf.load(CONF_DIR / "model" / f"{name}.yaml")
+        node = OmegaConf.load(option_file("model", name))
         if "name" not in node:  # a short name: its defaults list points at the full entry
             target = next((d for d in node.get("defaults", []) if isinstance(d, str) and d != "_self_"), "?")
             rows.append([name, "", "", f"= {target}"])
@@ -103,6 +103,8 @@ def registries_text() -> str:
     parts += ["",
               "== Files ==",
               f"  config tree: {CONF_DIR}",
+              f"  your configs: {', '.join(str(d) for d in config_dirs()[1:]) or 'none'}  "
+              "($EMERGENCE_HOME/conf, --config-dir DIR, hydra.searchpath=[file://DIR])",
               f"  outputs:     {emergence_home() / 'outputs'}  ($EMERGENCE_HOME/outputs when set, else ./outputs)",
               "",
               "Hydra's own flags (-m, --cfg, --multirun, ...): python -m emergence --hydra-help"]

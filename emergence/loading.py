@@ -31,18 +31,19 @@ import contextlib
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import torch
 
 from emergence import EmergenceError
 from emergence import families
 from emergence.config import DEVICE_HINT, MATMUL_PRECISIONS
-from emergence.adapters import ArchitectureAdapter, adapter_for
+from emergence.adapters import ArchitectureAdapter, adapter_for, config_problem
 from emergence.revisions import Revision
 from emergence.sources import source_for
 from emergence.sources._hub import (BIN_PATTERNS, CONFIG_PATTERNS, SAFETENSORS_PATTERNS,  # noqa: F401 (re-exported)
-                                    evict, missing_revision_message, offline_message, screen_patterns)
+                                    HubUnreachable, evict, missing_revision_message, offline_message,
+                                    screen_patterns)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -84,8 +85,10 @@ def choose_device(name: str = "auto") -> torch.device:
 
 
 def choose_dtype(family: str, requested: str, device: torch.device) -> torch.dtype:
-    """The dtype to load a model of ``family`` in: the family's policy (``Family.dtype_name``)."""
-    return DTYPES[families.get(family).dtype_name(requested, device.type)]
+    """The dtype to load a model of ``family`` in: the family's policy (``Family.dtype_name``);
+    for ``auto`` not yet resolved (a dry run that cannot read the config), a family's default."""
+    chosen = families.Family("auto", (), "", "", "") if family == families.AUTO else families.get(family)
+    return DTYPES[chosen.dtype_name(requested, device.type)]
 
 
 def choose_matmul_precision(family: str, requested: str, device: torch.device, dtype: torch.dtype) -> str:
@@ -100,7 +103,7 @@ def choose_matmul_precision(family: str, requested: str, device: torch.device, d
     if device.type != "cuda" or dtype != torch.float32:
         return "float32"
     if requested == "auto":
-        return "tf32" if families.get(family).tf32 else "float32"
+        return "tf32" if family == families.AUTO or families.get(family).tf32 else "float32"
     return requested
 
 
@@ -151,7 +154,6 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         enable_progress_bars()
 
     dev = choose_device(device)
-    dtype = choose_dtype(model_cfg.family, model_cfg.dtype, dev)
     source = source_for(model_cfg)
     if folder is not None:
         where, rev = folder, None
@@ -159,18 +161,22 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         located = source.locate(model_cfg, revision, toy_dir, progress)
         where, rev = located.where, located.revision
     named = source.label(model_cfg, revision, where)
-    kwargs = dict(attn_implementation=LOAD_ATTENTION, dtype=dtype, **placement(dev))
+    kwargs = dict(**placement(dev))
     if rev is not None:
         kwargs["revision"] = rev
     try:
+        family, kwargs["attn_implementation"] = checkpoint_family(model_cfg.family, where, rev, named)
+        dtype = kwargs["dtype"] = choose_dtype(family, model_cfg.dtype, dev)
         model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+    except EmergenceError:
+        raise
     except OSError as exc:
         text = str(exc)
         if rev is not None and ("not a valid git identifier" in text or "Revision Not Found" in text
                                 or "revision" in text.lower() and "not found" in text.lower()):
             raise EmergenceError(missing_revision_message(where, rev, known)) from None
         if rev is not None:
-            raise EmergenceError(offline_message(where, rev, exc)) from None
+            raise HubUnreachable(offline_message(where, rev, exc)) from None
         raise EmergenceError(f"cannot load the checkpoint folder {where!r}: {exc}") from None
     except Exception as exc:  # a truncated or corrupt weights file (safetensors' own error types)
         bad = unreadable_weights(where) if rev is None else []
@@ -189,8 +195,24 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
             raise EmergenceError(f"cannot load the tokenizer of {named} ({type(exc).__name__}: "
                                  f"{str(exc).splitlines()[0] if str(exc) else ''}); its files are incomplete or "
                                  "corrupt: delete them and download them again") from None
-    return LoadedModel(model, tokenizer, adapter_for(model), named, dev, dtype,
-                       choose_matmul_precision(model_cfg.family, precision, dev, dtype))
+    return LoadedModel(model, tokenizer, adapter_for(model, family), named, dev, dtype,
+                       choose_matmul_precision(family, precision, dev, dtype))
+
+
+def checkpoint_family(requested: str, where: str, rev: Optional[str], named: str) -> Tuple[str, str]:
+    """(family, attention implementation) of the checkpoint at ``where`` (``rev``), from its config
+    alone, before any weights: the family ``model.family=requested`` resolves to
+    (:func:`emergence.families.choose`), and ``sdpa`` where its model class has an SDPA path, else
+    ``eager`` (BLOOM, Gemma 2's capped logits)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(where, **({"revision": rev} if rev else {}))
+    family = families.choose(str(requested), config.model_type, named, lambda: config_problem(config))
+    try:
+        model_class = AutoModelForCausalLM._model_mapping[type(config)]
+    except (KeyError, ValueError):
+        return family.name, LOAD_ATTENTION
+    return family.name, LOAD_ATTENTION if getattr(model_class, "_supports_sdpa", False) else "eager"
 
 
 def unreadable_weights(folder) -> list:

@@ -16,8 +16,10 @@ job run without ``-m`` (the default job, ``python -m emergence``) opens its own
   ends FINISHED, FAILED naming the failed revisions, or KILLED on Ctrl-C.
 
 A sweep's parent gets the same figures at the end of the sweep (the sweeper calls
-:func:`log_figures`: hydra_plugins/emergence_sweeper). The figures are a convenience: when they cannot be drawn or stored the
-job says so in one line and goes on (its runs hold the data).
+:func:`log_figures`: hydra_plugins/emergence_sweeper). The figures are a convenience: when they
+cannot be drawn the job says so in one line and goes on (its runs hold the data); when the store
+cannot take them (a full disk) the partial artifacts are removed and the job fails
+(:class:`~emergence.contract.store.StoreError`, one line, exit 1) with its parent run FAILED.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import mlflow
 from omegaconf import DictConfig
 
 from emergence.config import trains_live
+from emergence.contract.store import StoreError, log_artifacts_whole
 from emergence.parent_figures import curve_table, draw
 from emergence.preflight import validate
 from emergence.screening import JobFailed, sweep_id
@@ -95,23 +98,28 @@ def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
     except BaseException as exc:
         end_parent(t.uri, run_id, [f"{type(exc).__name__}: {exc}"], 1)
         raise
-    log_figures(t.uri, run_id, parent.results)
-    end_parent(t.uri, run_id, [], 1)
+    try:
+        log_figures(t.uri, run_id, parent.results)
+    except StoreError as exc:
+        end_parent(t.uri, run_id, [str(exc)], 1)
+        raise
+    end_parent(t.uri, run_id, [], 1, strict=True)
 
 
 def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
     """Draw the curves of ``results`` (``RevisionResult``: emergence/parent_figures.py) and log them
     into the run ``run_id`` under ``curves/``; returns the artifact paths (none when there is
-    nothing to draw, or with a one-line warning when drawing or storing failed)."""
+    nothing to draw, or with a one-line warning when drawing failed). A store that cannot take them
+    raises :class:`StoreError` (one line) with what it took removed (no empty figure left)."""
     table = curve_table(results)
     if table.empty:
         return []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
             files = draw(table, Path(tmp))
-            mlflow.MlflowClient(uri).log_artifacts(run_id, tmp, FIGURES_DIR)
-        return [f"{FIGURES_DIR}/{f.name}" for f in files]
-    except Exception as exc:  # noqa: BLE001  (a convenience: the runs hold the data)
-        print(f"warning: the parent run's figures were not logged: {type(exc).__name__}: {exc}".splitlines()[0],
-              file=sys.stderr)
-        return []
+        except Exception as exc:  # noqa: BLE001  (a convenience: the runs hold the data)
+            print(f"warning: the parent run's figures were not drawn: {type(exc).__name__}: {exc}".splitlines()[0],
+                  file=sys.stderr)
+            return []
+        log_artifacts_whole(mlflow.MlflowClient(uri), uri, run_id, tmp, FIGURES_DIR)
+    return [f"{FIGURES_DIR}/{f.name}" for f in files]

@@ -6,12 +6,18 @@ job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
 
 1. the config against its schema and each group's own rules (emergence/config.py);
 2. the screen recipe against the corpus it needs (emergence/screens/recipes.py);
-3. the device and the family's dtype (emergence/loading.py);
-4. the model's family and source, and the revisions the ``revision`` group selects
+3. the model's source, and the revisions the ``revision`` group selects
    (emergence/registry.py, emergence/sources/);
+4. the family, from the first revision's ``config.json`` read before any weights
+   (``model.family: auto``, or a named family checked against it: ``registry.resolve_family``;
+   a job may fetch that one file from the hub, a dry run never), then the device and the
+   family's dtype (emergence/loading.py);
 5. the probe and the ablation's heads against the model's limits as its source declares
    them before loading (:func:`declared_limits`): vocabulary, context, layers, heads;
-6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers.
+6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers;
+7. what the model source writes before screening (a toy suite still to train: a writable
+   ``cache.toy_dir``). The run folder (``hydra.run.dir``) is checked before Hydra makes it
+   (emergence/__main__.py, :func:`emergence.contract.checks.run_folder_problem`).
 """
 
 from __future__ import annotations
@@ -37,9 +43,10 @@ def validate(cfg: DictConfig) -> List[Revision]:
     """Check every user-given value (see the module notes); returns the revisions to screen."""
     check_config(cfg)
     recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
-    choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
-    registry.model_source(cfg.model)  # the family, and the config against its source (emergence/sources/)
+    source = registry.model_source(cfg.model)  # the config against its source (emergence/sources/)
     revisions = registry.selected_revisions(cfg.model, cfg.revision)
+    registry.resolve_family(cfg.model, revisions, network=not cfg.dry_run)  # config.json, before any weights
+    choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
     limits = declared_limits(cfg.model, revisions)
     note = check_probe(cfg.corpus, limits)
     if note:
@@ -47,6 +54,9 @@ def validate(cfg: DictConfig) -> List[Revision]:
     if cfg.screen.ablation is not None:
         check_heads(cfg.screen.ablation, limits)
     check_store(cfg.tracking)
+    problem = source.write_problem(cfg.model, cfg.cache.toy_dir)  # e.g. a read-only cache.toy_dir
+    if problem:
+        raise EmergenceError(problem)
     return revisions
 
 

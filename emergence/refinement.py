@@ -21,7 +21,7 @@ from emergence.console import format_refinement
 from emergence.contract import CONFIG_HASH_TAG, count_metric
 from emergence.contract.store import sqlite_file
 from emergence.preflight import validate
-from emergence.refine import RoundPlan, plan_round
+from emergence.refine import Bracket, RoundPlan, plan_round
 from emergence.revisions import Revision
 from emergence.screening import RevisionResult, screen_revisions
 from emergence.tracking import Tracker, config_hash
@@ -51,7 +51,7 @@ def refine_plan(cfg: DictConfig, known: List[Revision], runs: Dict[Revision, obj
     ref = cfg.revision.refine
     counts = {head_class: {r: run.data.metrics[count_metric(head_class)] for r, run in runs.items()
                            if count_metric(head_class) in run.data.metrics} for head_class in ref.classes}
-    return plan_round(counts, known, list(ref.classes), int(ref.per_round))
+    return plan_round(counts, known, list(ref.classes), int(ref.per_round), bool(ref.get("declines", False)))
 
 
 @dataclass
@@ -68,6 +68,16 @@ class Refinement:
     plan: Optional[RoundPlan] = None
     #: Its screened runs when the last plan was made (:func:`screened_runs`).
     runs: Dict[Revision, object] = field(default_factory=dict)
+    #: The brackets its rounds refined (added revisions inside), per class entry, in round order, once each.
+    refined: Dict[str, List[Bracket]] = field(default_factory=dict)
+
+    def note_round(self, plan: RoundPlan) -> None:
+        """Record the brackets ``plan`` refines (:attr:`refined`)."""
+        for key, chosen in plan.chosen.items():
+            bracket = plan.brackets[key]
+            seen = self.refined.setdefault(key, [])
+            if chosen and bracket is not None and (not seen or seen[-1].span != bracket.span):
+                seen.append(bracket)
 
     @property
     def max_rounds(self) -> int:
@@ -75,7 +85,7 @@ class Refinement:
 
     def table(self) -> str:
         """The before/after table of its brackets (:func:`emergence.console.format_refinement`)."""
-        return format_refinement(self.cfg.model.name, self.before, self.plan, self.added, self.rounds)
+        return format_refinement(self.cfg.model.name, self.before, self.plan, self.added, self.rounds, self.refined)
 
 
 def refine_rounds(refinements: Sequence[Refinement], runs_of: Callable[[Refinement], Dict[Revision, object]],
@@ -95,6 +105,7 @@ def refine_rounds(refinements: Sequence[Refinement], runs_of: Callable[[Refineme
                 continue
             job.rounds += 1
             job.added += job.plan.revisions
+            job.note_round(job.plan)
             print(f"{header(job)}:\n{job.plan.describe()}")
             due.append((job, job.plan.revisions))
         if not due:

@@ -9,11 +9,13 @@ code. ``pythia``, ``olmo`` and ``olmoe`` are short names for the study's three m
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import List, Sequence
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra_plugins.emergence_searchpath import add_config_dir, user_config_dirs
 from omegaconf import DictConfig
 
 import emergence.config  # noqa: F401  (registers the schema ``emergence_schema`` that conf/config.yaml names)
@@ -26,9 +28,47 @@ from emergence.sources import ModelSource, source_for
 GROUPS = ("model", "corpus", "revision", "screen", "tracking", "recipe", "live")
 
 
+def config_dirs() -> List[Path]:
+    """Where config options are found: the package's ``conf/``, then the user's folders
+    (``$EMERGENCE_HOME/conf``, ``--config-dir``, ``hydra.searchpath``: hydra_plugins/emergence_searchpath)."""
+    return [CONF_DIR] + [Path(d) for d in user_config_dirs()]
+
+
+def use_config_dirs(argv: Sequence[str]) -> List[str]:
+    """Add the folders a command line gives with Hydra's ``--config-dir DIR`` (``-cd``) or
+    ``hydra.searchpath=[file://DIR,...]`` to the search path of this process, so every check
+    made before Hydra starts (known model names, ``--help``, dry runs) sees them; returns them.
+    A folder that does not exist is refused in one line."""
+    found = []
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if flag in ("--config-dir", "-cd"):
+            found.append(value if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
+        elif flag.lstrip("+") == "hydra.searchpath":
+            found += [v.strip().strip("'\"") for v in value.strip("[]").split(",") if v.strip()]
+    folders = []
+    for entry in found:
+        if entry.startswith("pkg://"):
+            continue
+        folder = entry[len("file://"):] if entry.startswith("file://") else entry
+        if not Path(folder).is_dir():
+            raise EmergenceError(f"config folder {folder!r} (--config-dir / hydra.searchpath) does not exist")
+        add_config_dir(str(Path(folder).resolve()))
+        folders.append(folder)
+    return folders
+
+
 def group_options(group: str) -> List[str]:
-    """The options of a config group: the YAML files in ``conf/<group>/``."""
-    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml") if not p.stem.startswith("_"))
+    """The options of a config group: the YAML files in ``<dir>/<group>/`` of every config folder."""
+    return sorted({p.stem for d in config_dirs() for p in (d / group).glob("*.yaml") if not p.stem.startswith("_")})
+
+
+def option_file(group: str, option: str) -> Path:
+    """The YAML file of ``group=option``: the first config folder holding it."""
+    for folder in config_dirs():
+        if (folder / group / f"{option}.yaml").is_file():
+            return folder / group / f"{option}.yaml"
+    raise EmergenceError(f"unknown {group} {option!r}; valid: {', '.join(group_options(group))}")
 
 
 def check_group_choice(group: str, value: str) -> None:
@@ -53,9 +93,9 @@ def load_model_config(name: str) -> DictConfig:
 def model_source(model: DictConfig) -> ModelSource:
     """The source of ``model`` (``model.revisions``), after checking its family and the
     config against the source (emergence/sources/)."""
-    if model.family not in families.families():
+    if model.family not in families.family_choices():
         raise EmergenceError(f"unsupported family {model.family!r} for model {model.name!r}; "
-                             f"supported: {', '.join(families.family_names())}")
+                             f"supported: {', '.join(families.family_choices())}")
     source = source_for(model)
     source.check(model)
     return source
@@ -84,3 +124,37 @@ def model_label(model: DictConfig) -> str:
     """The model's name, with its seed for a run of a seed suite (``toy_neox [seed 3]``)."""
     seed = model_source(model).run_seed(model)
     return str(model.name) if seed is None else f"{model.name} [{seed.label}]"
+
+
+def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network: bool = True) -> str:
+    """The family that screens ``model`` (emergence.families.choose), from the ``config.json`` of
+    its first revision, read before any weights are loaded (a local folder, the HF cache, or
+    with ``network`` the hub's small config file); ``model.family`` is set to it. Without a
+    readable config (a toy suite before training; a dry run offline) an explicit family stands
+    and ``auto`` stays ``auto``; a job then reads the config with the network, whose failure
+    offline is one line."""
+    if not revisions:
+        return str(model.family)
+    source = model_source(model)
+    config = source.read_config(model, revisions[0], network=network)
+    if config is None:
+        return str(model.family)
+    where = f"{model.name}@{revisions[0].name}"
+    model_type = str(config.get("model_type", ""))
+    family = families.choose(str(model.family), model_type, where, lambda: _generic_problem(config))
+    model.family = family.name
+    return family.name
+
+
+def _generic_problem(config: dict):
+    """Why the generic family cannot screen a checkpoint of ``config`` (None: it can), checked on
+    an empty model on the ``meta`` device: no weights are read."""
+    from transformers import AutoConfig  # (transformers only when a config names a type no family covers)
+
+    from emergence.adapters import config_problem
+
+    try:
+        hf_config = AutoConfig.for_model(**config)
+    except Exception as exc:  # noqa: BLE001  (a model type transformers does not know)
+        return f"transformers does not know it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    return config_problem(hf_config)

@@ -36,7 +36,7 @@ SELECTIONS = ("logspaced", "final", "all", "named", "refine")
 #: The fewest revisions a ``logspaced`` selection takes (its first and last; ``revision.k``'s bound).
 MIN_LOGSPACED = 2
 
-_BRANCH = re.compile(r"^step(?P<step>\d+)-tokens(?P<tokens>\d+(?:\.\d+)?)(?P<unit>[KMBT]?)$")
+_BRANCH = re.compile(r"^(?:stage\d+-)?step(?P<step>\d+)-tokens(?P<tokens>\d+(?:\.\d+)?)(?P<unit>[KMBT]?)$")
 _UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 
 
@@ -78,8 +78,9 @@ def revisions_from_branches(branches: Iterable[str]) -> List[Revision]:
     return sorted(r for r in parsed if r is not None)
 
 
-def _branch_name(step: int, tokens: float) -> str:
-    return f"step{step}-tokens{int(tokens // 10**9)}B"
+def _branch_name(step: int, tokens: float, prefix: str = "", rounding: str = "floor") -> str:
+    billions = math.ceil(tokens / 10**9) if rounding == "ceil" else int(tokens // 10**9)
+    return f"{prefix}step{step}-tokens{billions}B"
 
 
 #: Documented checkpoint schedules (METHODS section 2), used to derive a snapshot
@@ -91,6 +92,18 @@ DERIVED_SCHEDULES = {
     # fitted to the final branch (3048B / 1,454,000 steps). The hub list has gaps and
     # extras that a derived list cannot know: refresh from the hub when you can.
     "olmo_1b_0724": dict(start=1000, stop=1454000, every=1000, tokens_per_step=3048e9 / 1454000),
+    # OLMo 2 7B (allenai/OLMo-2-1124-7B), pretraining stage 1: branches stage1-stepN-tokensXB every 1000
+    # steps to the last, stage1-step928646-tokens3896B; 4,194,304 tokens a step (1024 x 4096), the
+    # billions rounded UP (stage1-step928000-tokens3893B, step865000-tokens3629B, step150-tokens1B as
+    # listed by the hub). Steps the hub lacks (a maintainers' thread lists 100000, 174000, 317000, 536000,
+    # 605000, 632000, 672000) are left out; the stage 2 (mid-training) branches are not listed.
+    "olmo2_7b": dict(start=1000, stop=928000, every=1000, tokens_per_step=4_194_304, prefix="stage1-",
+                     rounding="ceil", final=928646, missing=(100000, 174000, 317000, 536000, 605000, 632000,
+                                                             672000)),
+    # OLMo 2 1B (allenai/OLMo-2-0425-1B), stage 1, 4T tokens: the same naming; NOT CONFIRMED here: 2,097,152
+    # tokens a step (512 x 4096) and the last branch stage1-step1907359-tokens4001B. Refresh from the hub.
+    "olmo2_1b": dict(start=1000, stop=1907000, every=1000, tokens_per_step=2_097_152, prefix="stage1-",
+                     rounding="ceil", final=1907359),
 }
 
 
@@ -102,9 +115,10 @@ def derived_revisions(model: str) -> List[Revision]:
             f"no documented checkpoint schedule for model {model!r}; known: {sorted(DERIVED_SCHEDULES)}"
         ) from None
     out = []
-    for step in range(sched["start"], sched["stop"] + 1, sched["every"]):
-        tokens = step * sched["tokens_per_step"]
-        out.append(Revision(int(tokens // 10**9) * 10**9, step, _branch_name(step, tokens)))
+    steps = [s for s in range(sched["start"], sched["stop"] + 1, sched["every"]) if s not in sched.get("missing", ())]
+    for step in steps + ([sched["final"]] if sched.get("final") else []):
+        name = _branch_name(step, step * sched["tokens_per_step"], sched.get("prefix", ""), sched.get("rounding", "floor"))
+        out.append(parse_branch(name))
     return out
 
 
@@ -278,7 +292,13 @@ def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
         raise EmergenceError(f"model {model!r} has no revisions")
     ordered = sorted(revisions)
     if select in ("logspaced", "refine"):  # refine starts from the log-spaced selection (emergence/refine.py)
-        return logspaced(ordered, k)
+        chosen = logspaced(ordered, k)
+        if not chosen:
+            raise EmergenceError(f"revision={select} selects revisions log-spaced in training tokens, and all "
+                                 f"{len(ordered)} revision(s) of {model!r} have 0 tokens (for local folders: no "
+                                 "revisions.json and no model.tokens.tokens_per_step); set "
+                                 "model.tokens.tokens_per_step=<tokens a step> or choose revision=all")
+        return chosen
     if select == "final":
         return [ordered[-1]]
     if select == "all":

@@ -52,7 +52,8 @@ from emergence.probes import build_probe
 from emergence.registry import model_label
 from emergence.revisions import Revision
 from emergence.screens import recipe_for, screen
-from emergence.tracking import Tracker, config_hash, flatten
+from emergence.sources._hub import HubUnreachable
+from emergence.tracking import ClaimLost, Tracker, config_hash, flatten
 
 
 @dataclass
@@ -221,6 +222,8 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
     """One revision of :func:`screen_revisions`: claimed, screened and logged, or not screened here
     (done before, held elsewhere); None when it failed (its line added to ``failures``)."""
     revision = fetched.item
+    if isinstance(fetched.error, HubUnreachable):  # every later revision would fail alike: stop, claim nothing
+        raise fetched.error
     reported = tuple(cfg.screen.classes)  # what the table prints; every class is logged
     digest = config_hash(cfg, revision)
     run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
@@ -233,6 +236,8 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
     try:
         with tracker.heartbeat(run_id):
             metrics = _screen_revision(cfg, tracker, run_id, fetched, known, progress)
+    except ClaimLost as lost:  # another job completed this identity first: its run stays, ours was deleted
+        return _not_screened_here(cfg, tracker, revision, digest, str(lost), reported)
     except KeyboardInterrupt as exc:
         tracker.fail(run_id, exc, status="KILLED")
         raise
@@ -285,6 +290,8 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, kn
         try:
             loaded = load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
                           progress=progress, folder=fetched.value, precision=cfg.matmul_precision)
+        except HubUnreachable:  # offline: the job stops here (its run FAILED), not once per revision
+            raise
         except EmergenceError as exc:  # a missing, truncated or corrupt checkpoint: this revision only
             raise RevisionFailed(str(exc)) from None
         load_seconds, ahead = time.perf_counter() - tic, False

@@ -110,6 +110,7 @@ def sweep_items(cfgs: Sequence[Any]) -> List[SweepItem]:
         if cfg.revision.pin is None or not registry.model_source(cfg.model).evictable:
             continue
         (revision,) = registry.selected_revisions(cfg.model, cfg.revision)
+        registry.resolve_family(cfg.model, [revision], network=False)  # (as its job does: the same identity)
         key = (str(cfg.tracking.uri), cfg.tracking.experiment)
         if key not in trackers:
             trackers[key] = Tracker(cfg.tracking)

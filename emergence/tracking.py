@@ -7,13 +7,22 @@ that many jobs (one machine, a cluster, two people) share one store:
 - **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job
   creates the run, RUNNING, tagged with the identity hash (:func:`config_hash`: model
   config, revision name, corpus, screen), its host, pid and a heartbeat, then re-reads the
-  live RUNNING runs of that hash and its complete FINISHED runs: a complete run wins
-  (a rival finished while this claim was made; under ``force``, only one finished since
-  this claim began), else the earliest live claim (start time, then run id); a loser
-  deletes its own claim and skips the revision. With a SQLite store the whole claim
-  runs under the store's file lock (atomic); with a server the re-read waits
-  ``tracking.claim_settle_s`` so that a rival's earlier claim has been written. The
-  same rule on every store kind: two jobs never both screen one identity.
+  runs of that hash: a complete run wins (a rival finished while this claim was made;
+  under ``force``, only one finished since this claim began); a loser deletes its own
+  claim and skips the revision. With a SQLite store the whole claim runs under the
+  store's file lock (atomic). With a server (or a ``file:`` store) a claim is created
+  ``pending`` and wins (tagged ``won``) only when its re-read, after
+  ``tracking.claim_settle_s``, shows no other live claim; it yields to a won claim or an
+  earlier pending one (start time, then run id) and waits for later pending ones to yield
+  or win (:meth:`Tracker._verdict`). Safe whenever a read shows every write that returned
+  before it (a database behind the server): of two claims, the one created second sees the
+  first, so two claims that each saw no rival cannot exist, however late a rival's claim
+  becomes visible. The same rule on every store kind: two jobs never both screen one identity.
+- **A run finishing second deletes itself.** After a run is ended FINISHED, its job re-reads
+  the identity: when another complete run is there (not one kept beside it under
+  ``force``), it deletes its own run and raises :class:`ClaimLost` (the job lists the
+  revision as done by another job): its work is lost, never the one run per identity
+  (a last line of defence, for a claim taken for dead while its process was only frozen).
 - **Dead claims are cleaned, never duplicated.** A RUNNING claim is dead when its
   process is gone (:func:`emergence.contract.store.claim_alive`). A dead claim, and a
   FAILED or KILLED run of the same identity, is deleted by the next job of that identity
@@ -48,12 +57,14 @@ from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from emergence.contract import (CONFIG_ARTIFACT, CONFIG_HASH_TAG, ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG,
-                                HOST_TAG, INDUCTION_LOSS_METRIC, KIND_TAG, MODEL_TAG, NOTE_TAG, NULL_FREE_IDENTITY_KEYS,
-                                PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
+from emergence.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON, CONFIG_ARTIFACT, CONFIG_HASH_TAG,
+                                ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC,
+                                KIND_TAG, MODEL_TAG, NOTE_TAG, NULL_FREE_IDENTITY_KEYS, PARENT_TAG, PID_TAG,
+                                PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
                                 THROUGHPUT_PARAMS, count_metric, fraction_metric, parse_metric)
-from emergence.contract.store import (Heartbeat, claim_alive, drop_artifacts, end_dead_runs, is_complete,
-                                      prepare_store, retry, sqlite_file, store_io, store_lock)
+from emergence.contract.store import (Heartbeat, StoreError, claim_alive, drop_artifacts, end_dead_runs,
+                                      failed_before, is_complete, prepare_store, retry, server_timeouts, sqlite_file,
+                                      store_io, store_lock)
 from emergence.revisions import Revision
 
 if TYPE_CHECKING:
@@ -110,6 +121,16 @@ def config_hash(cfg: DictConfig, revision: Revision) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _order(run) -> Tuple[int, str]:
+    """The order in which rival claims yield: start time, then run id."""
+    return (run.info.start_time or 0, run.info.run_id)
+
+
+class ClaimLost(Exception):
+    """A claimed run found, when it was to be completed, that another run of its identity is complete
+    already: it deleted itself (its work is lost, the store keeps one run per identity)."""
+
+
 def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
     out: Dict[str, str] = {}
     for key, value in container.items():
@@ -132,6 +153,7 @@ class Tracker:
 
         self.mlflow = mlflow
         self.uri = tracking_cfg.uri
+        server_timeouts(self.uri, float(getattr(tracking_cfg, "timeout_s", 60.0)))
         mlflow.set_tracking_uri(self.uri)
         self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts)
         self.client = mlflow.MlflowClient(self.uri)
@@ -140,8 +162,12 @@ class Tracker:
         self.heartbeat_s = float(tracking_cfg.heartbeat_s)
         self.stale_after_s = float(tracking_cfg.stale_after_s)
         self.settle_s = float(tracking_cfg.claim_settle_s)
+        #: Seconds a call to a tracking server may go unanswered (emergence/contract/store.py).
+        self.timeout_s = float(getattr(tracking_cfg, "timeout_s", 60.0))
         #: The live run that held the identity at this job's last lost claim (None: done, or won).
         self.last_holder = None
+        #: This job's won claims: run id -> (identity hash, the complete runs kept beside it under force).
+        self._claims: Dict[str, Tuple[str, frozenset]] = {}
         with self._io():
             end_dead_runs(self.client, self.experiment_id, self.stale_after_s)
 
@@ -184,6 +210,7 @@ class Tracker:
         it, ``(None, why)`` when it is done already or another job holds it (module rules; that
         job's run is then :attr:`last_holder`)."""
         self.last_holder = None
+        local = sqlite_file(self.uri) is not None  # claimed under the store's file lock
         with self._io("write to"), store_lock(self.uri):
             if not force:
                 done = self.finished_run(digest)
@@ -191,41 +218,79 @@ class Tracker:
                     return None, f"done before (run {done.info.run_id[:8]})"
             kept = set()
             for run in self._runs_of(digest):
+                if is_complete(run) and not force:  # finished since finished_run read the store
+                    return None, f"done by another job (run {run.info.run_id[:8]})"
                 if is_complete(run):
-                    kept.add(run.info.run_id)  # force=true: kept beside the new one
+                    kept.add(run.info.run_id)  # force=true: kept beside the new one (only then)
                 elif run.info.status == "RUNNING" and claim_alive(run, self.stale_after_s):
-                    if sqlite_file(self.uri) is not None:  # under the lock: that live claim holds it
+                    if local:  # under the lock: that live claim holds it
                         self.last_holder = run
                         return None, self._holder(run)
                 else:
                     self._delete(run)  # dead claim, FAILED, KILLED or unfinished: an orphan
             now = time.time()
             all_tags = {**tags, RUN_NAME_TAG: run_name, HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
-                        HEARTBEAT_TAG: f"{now:.3f}", KIND_TAG: "screen", CONFIG_HASH_TAG: digest}
+                        HEARTBEAT_TAG: f"{now:.3f}", KIND_TAG: "screen", CONFIG_HASH_TAG: digest,
+                        CLAIM_STATE_TAG: CLAIM_WON if local else CLAIM_PENDING}
             if self.parent_run:
                 all_tags[PARENT_TAG] = self.parent_run
             mine = retry(self.client.create_run, self.experiment_id, run_name=run_name, tags=all_tags)
-            if sqlite_file(self.uri) is None and self.settle_s > 0:
-                time.sleep(self.settle_s)
-            winner = self._winner(self._runs_of(digest), mine.info.run_id, kept)
-            if winner.info.run_id != mine.info.run_id:
+            run_id = mine.info.run_id
+            holder = self._settle(digest, run_id, kept, pause=0.0 if local else self.settle_s)
+            if holder is not None:
                 self._delete(mine)
-                if is_complete(winner):
-                    return None, f"done by another job (run {winner.info.run_id[:8]})"
-                self.last_holder = winner
-                return None, self._holder(winner)
-        return mine.info.run_id, ""
+                if is_complete(holder):
+                    return None, f"done by another job (run {holder.info.run_id[:8]})"
+                self.last_holder = holder
+                return None, self._holder(holder)
+            if not local:
+                retry(self.client.set_tag, run_id, CLAIM_STATE_TAG, CLAIM_WON)
+        self._claims[run_id] = (digest, frozenset(kept))
+        return run_id, ""
 
-    def _winner(self, runs, mine: str, kept: set):
-        """Who screens the identity, from its runs re-read after this job's claim ``mine``: a
-        complete run not in ``kept`` (the complete runs seen before the claim, kept under
-        ``force``; without ``force`` ``kept`` is empty), else the earliest live claim."""
-        done = [r for r in runs if is_complete(r) and r.info.run_id not in kept]
+    def _settle(self, digest: str, mine: str, kept: set, pause: float):
+        """Decide the claim ``mine`` (just created, so visible to every later read): None when this
+        job screens the identity, else the run that holds it (module rules: a claim wins only when
+        its re-read shows no other live claim; it yields to a complete run, a won claim or an
+        earlier pending one, and waits for later pending ones to yield or win)."""
+        deadline = time.time() + self.timeout_s
+        beat = time.time()
+        while True:
+            if pause > 0:
+                time.sleep(pause)
+            verdict, holder = self._verdict(self._runs_of(digest), mine, kept)
+            if verdict != "wait":
+                return holder
+            if time.time() > deadline:  # yielding is always safe; the rival wins or yields in its turn
+                return holder
+            if time.time() - beat > self.heartbeat_s:  # a claim that waits stays alive
+                beat = time.time()
+                retry(self.client.set_tag, mine, HEARTBEAT_TAG, f"{beat:.3f}")
+            pause = max(self.settle_s, 0.2)
+
+    def _verdict(self, runs, mine: str, kept: set):
+        """``("won", None)``, ``("lost", holder)`` or ``("wait", rival)`` for the claim ``mine`` from
+        its identity's runs re-read after it was created. Safe on any store whose reads show every
+        write that returned before them: of two claims, the one created second sees the first, so
+        two claims that each saw no rival cannot both exist; the order (start time, run id) only
+        decides who yields."""
+        own = [r for r in runs if r.info.run_id == mine]
+        done = [r for r in runs if r.info.run_id not in kept and r.info.run_id != mine
+                and (is_complete(r) or (r.data.tags.get(STATUS_TAG) == STATUS_COMPLETE and r.info.status == "RUNNING"
+                                        and claim_alive(r, self.stale_after_s)))]  # (tagged complete, ending now)
         if done:
-            return min(done, key=lambda r: (r.info.start_time, r.info.run_id))
-        live = [r for r in runs if r.info.status == "RUNNING" and r.data.tags.get(STATUS_TAG) != STATUS_COMPLETE
-                and (r.info.run_id == mine or claim_alive(r, self.stale_after_s))]
-        return min(live, key=lambda r: (r.info.start_time, r.info.run_id))
+            return "lost", min(done, key=_order)
+        rivals = [r for r in runs if r.info.run_id != mine and r.info.status == "RUNNING"
+                  and r.data.tags.get(STATUS_TAG) != STATUS_COMPLETE and claim_alive(r, self.stale_after_s)]
+        if not own:  # this claim was deleted (taken for dead): never screen on it
+            return "lost", min(rivals, key=_order) if rivals else None
+        if not rivals:
+            return "won", None
+        won = [r for r in rivals if r.data.tags.get(CLAIM_STATE_TAG, CLAIM_WON) != CLAIM_PENDING]
+        earlier = [r for r in rivals if _order(r) < _order(own[0])]
+        if won or earlier:
+            return "lost", min(won or earlier, key=_order)
+        return "wait", min(rivals, key=_order)
 
     @staticmethod
     def _holder(run) -> str:
@@ -256,10 +321,28 @@ class Tracker:
                 retry(self.client.log_text, run_id, text, name)
             retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
             retry(self.client.set_terminated, run_id, "FINISHED")
+            self._yield_to_complete(run_id)  # of two runs finishing at once, the second sees the first
+        self._claims.pop(run_id, None)
+
+    def _yield_to_complete(self, run_id: str) -> None:
+        """Raise :class:`ClaimLost`, after deleting this run, when another run of its identity (not one
+        kept beside it under ``force``) is complete: a run finishing second never stays."""
+        if run_id not in self._claims:  # (a run this tracker did not claim: nothing to compare)
+            return
+        digest, kept = self._claims[run_id]
+        others = [r for r in self._runs_of(digest)
+                  if is_complete(r) and r.info.run_id != run_id and r.info.run_id not in kept]
+        if others:
+            self._claims.pop(run_id)
+            self._delete(retry(self.client.get_run, run_id))
+            raise ClaimLost(f"done by another job (run {min(others, key=_order).info.run_id[:8]}); "
+                            f"this job's run {run_id[:8]} of the same identity was deleted")
 
     def fail(self, run_id: str, error: BaseException, status: str = "FAILED") -> None:
         """Mark a claimed run FAILED (or KILLED for Ctrl-C) with the error as a tag."""
         text = f"{type(error).__name__}: {error}".strip()
+        if failed_before(self.uri) is not None:  # one quick try: the store failed already (the claim is cleaned on resume)
+            server_timeouts(self.uri, 8.0)
         try:
             retry(self.client.set_tag, run_id, ERROR_TAG, text[:4900], attempts=10)
             retry(self.client.set_terminated, run_id, status, attempts=10)
@@ -286,12 +369,13 @@ class Tracker:
 # --- a sweep's parent run -------------------------------------------------------------------
 
 def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str,
-                 n_jobs: int, stale_after_s: float) -> Tuple[str, str]:
+                 n_jobs: int, stale_after_s: float, timeout_s: float = 60.0) -> Tuple[str, str]:
     """Prepare the store and experiment, end the runs of dead sweeps and jobs there
     (:func:`end_dead_runs`), and create the sweep's parent run (RUNNING; the sweeper keeps its
     heartbeat with :func:`parent_heartbeat`). Returns ``(experiment_id, run_id)``."""
     import mlflow
 
+    server_timeouts(uri, timeout_s)
     exp_id = prepare_store(uri, experiment, artifacts)
     client = mlflow.MlflowClient(uri)
     with store_io(uri, "write to"):
@@ -311,16 +395,27 @@ def parent_heartbeat(uri: str, run_id: str, every_s: float) -> Heartbeat:
     return Heartbeat(mlflow.MlflowClient(uri), run_id, every_s)
 
 
-def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None) -> None:
-    """End a sweep's parent run: FINISHED, or FAILED naming the failed jobs (or ``status``)."""
+def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None,
+               strict: bool = False) -> None:
+    """End a sweep's parent run: FINISHED, or FAILED naming the failed jobs (or ``status``). A store
+    that cannot take it raises :class:`StoreError` with ``strict`` (a job that succeeded otherwise
+    must not exit 0), else is ignored (the job fails already; the next job ends the run KILLED).
+    When the store failed earlier in this process, one quick try (a few seconds, not ``timeout_s``)."""
     import mlflow
 
+    if failed_before(uri) is not None:
+        server_timeouts(uri, 8.0)
     client = mlflow.MlflowClient(uri)
     failed = list(failed)
     try:
-        retry(client.set_tag, run_id, "emergence.failed_jobs", str(len(failed)))
-        if failed:
-            retry(client.set_tag, run_id, ERROR_TAG, "; ".join(failed)[:4900])
-        retry(client.set_terminated, run_id, status or ("FAILED" if failed else "FINISHED"))
+        with store_io(uri, "write to"):
+            retry(client.set_tag, run_id, "emergence.failed_jobs", str(len(failed)))
+            if failed:
+                retry(client.set_tag, run_id, ERROR_TAG, "; ".join(failed)[:4900])
+            retry(client.set_terminated, run_id, status or ("FAILED" if failed else "FINISHED"))
+    except StoreError:
+        if strict:
+            raise
     except Exception:  # noqa: BLE001
-        pass
+        if strict:
+            raise

@@ -21,7 +21,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 import stats  # noqa: F401  (registers the OmegaConf resolvers of conf/stats.yaml)
-from emergence.contract.checks import discard_run_dir, precheck
+from emergence.contract.checks import discard_run_dir, precheck, run_folder_problem
 from stats.api import run, summary_line
 from stats.config import StatsConfig, check_config, register_configs
 from stats.errors import StatsError
@@ -58,6 +58,10 @@ def cli() -> None:
     ``-m`` sweep), so a wrong type, a misspelt key or a bad value is one line and exit 2."""
     try:
         precheck(sys.argv[1:], str(CONF_DIR), "stats", StatsConfig, StatsError, check_config)
+        given = "output_dir" if any(a.startswith("output_dir=") for a in sys.argv[1:]) else None
+        problem = run_folder_problem(with_run_dir(sys.argv[1:]), str(CONF_DIR), "stats", given)  # the report goes there
+        if problem:
+            raise StatsError(problem)
     except StatsError as exc:
         print(f"stats: error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -21,6 +21,14 @@ from stats.report import log_to_mlflow, write_outputs
 from stats.sources import get as get_source, read_source
 
 
+def logs_run(conf: StatsConfig) -> bool:
+    """Whether the analysis is logged as an MLflow run: ``tracking.log``, or when it is null, whether
+    the source reads a tracking store (its ``store_key``): an analysis of a file writes no store."""
+    if conf.tracking.log is not None:
+        return bool(conf.tracking.log)
+    return get_source(conf.source.kind).store_key is not None
+
+
 def check_stores(conf: StatsConfig) -> None:
     """The stores the analysis reads (the source's :attr:`~stats.sources.Source.store_key`, e.g.
     ``source.tracking_uri``) and writes (``tracking.uri``, when ``tracking.log``) can be used, before
@@ -30,7 +38,7 @@ def check_stores(conf: StatsConfig) -> None:
     key = get_source(conf.source.kind).store_key
     if key and getattr(conf.source, key):
         checks.append((getattr(conf.source, key), None, f"source.{key}", False))
-    if conf.tracking.log:
+    if logs_run(conf):
         checks.append((conf.tracking.uri, conf.tracking.artifacts, "tracking.uri", True))
     for uri, artifacts, key, writable in checks:
         problem = store_problem(uri, artifacts, key=key, writable=writable)
@@ -47,7 +55,7 @@ def run(conf: StatsConfig) -> dict:
     analysis = analyse(results, conf.analysis)
     out_dir = Path(conf.output_dir).expanduser().resolve()
     paths = write_outputs(analysis, out_dir, conf.figures, conf.analysis.progress)
-    if conf.tracking.log:
+    if logs_run(conf):
         summary = analysis.summary()
         params = {"source.kind": conf.source.kind, "n_boot": conf.analysis.n_boot, "seed": conf.analysis.seed,
                   "n_curves": len(analysis.curves), **source.logged(conf.source, results)}

@@ -216,7 +216,7 @@ class SensitivityConfig:
     score_grid: List[float] = field(default_factory=lambda: [0.1, 0.2, 0.3, 0.5, 0.7],
                                     metadata={"items": {"gt": 0, "max": 1}})
     #: bootstrap replicates per curve of the table (its own, smaller than n_boot)
-    n_boot: int = field(default=300, metadata={"min": 1})
+    n_boot: int = field(default=300, metadata={"min": 1, "max": 100_000})
 
 
 @dataclass
@@ -233,7 +233,8 @@ class PoolingConfig:
 
 @dataclass
 class AnalysisConfig:
-    n_boot: int = field(default=1000, metadata={"min": 1})
+    #: At most 100000 (each curve's bootstrap holds n_boot x its points in memory).
+    n_boot: int = field(default=1000, metadata={"min": 1, "max": 100_000})
     seed: int = field(default=0, metadata=SEED)
     alpha: float = field(default=0.05, metadata=SHARE)
     level: float = field(default=0.95, metadata=SHARE)
@@ -254,7 +255,9 @@ class AnalysisConfig:
 class TrackingConfig:
     """Where the analysis itself is logged (one MLflow run)."""
 
-    log: bool = True
+    #: Log the analysis as one MLflow run at ``uri``: true, false, or null (the default: only when
+    #: the source reads a tracking store, ``source=mlflow``; an analysis of a file writes no store).
+    log: Optional[bool] = None
     uri: str = MISSING
     #: artifact root for a new experiment; null: beside the store (``<store folder>/mlartifacts``)
     artifacts: Optional[str] = None

@@ -28,7 +28,7 @@ from stats.models import Dispersion, fit_all
 from stats.phases import CurvePhases, curve_phases
 from stats.results import Results, written
 from stats.shape import ShapeVerdict, classify_shape, jump_evidence, jump_location, qualify_verdict, sharp_or_gradual
-from stats.width import grid_bounds
+from stats.width import grid_bounds, switched_counts
 from stats.times import TransitionTimes, bootstrap_transition_times, bracket_times, censored_times
 from stats.tracked import Curve, TrackedResults
 
@@ -182,6 +182,13 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
     return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
 
 
+def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
+    """The count of the curve's heads switched on (:func:`stats.width.switched_counts`, over the whole
+    curve, so a head that switches on at the rise's last revision and stays counts) at its first
+    ``stop`` revisions; None without the heads' flags."""
+    return None if curve.flags is None else switched_counts(curve.flags)[:stop]
+
+
 def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: TestResult, **parts) -> CurveAnalysis:
     """A rise of fewer than ``min_points`` revisions before a decline: located by the
     checkpoints alone (where the count first passes half its rise), its verdict the width
@@ -192,7 +199,8 @@ def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: Tes
     ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
     ev.update({"n_points": len(rise), "p_change": change.p_value,
                **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
-    verdict = sharp_or_gradual(ev, cfg.shape, rise.tokens, rise.k, rise.n, rise.revisions, "identity", flags=rise.flags)
+    verdict = sharp_or_gradual(ev, cfg.shape, rise.tokens, rise.k, rise.n, rise.revisions, "identity",
+                               switched=_switched(curve, len(rise)))
     return CurveAnalysis(curve, verdict, times=times, change=change, **parts)
 
 
@@ -267,6 +275,6 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,
-                             flags=rise.flags, **rule)
+                             switched=_switched(curve, len(rise)), **rule)
     verdict = qualify_verdict(verdict, cont)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)

@@ -71,11 +71,10 @@ from scipy import stats as sps
 
 from stats.config import DEFAULTS, REGIMES, ShapeConfig
 from stats.errors import StatsError
-from stats.hypotheses import TestResult, exceedance_p
-from stats.isotonic import monotone_r2, unimodal_r2
+from stats.hypotheses import TestResult
 from stats.results import Results, record
 from stats.change import test_label
-from stats.width import grid_bounds, switched_counts, width_verdict
+from stats.width import grid_bounds, width_verdict
 
 SHAPES = ("sharp", "gradual", "unresolved", "none")
 
@@ -132,38 +131,6 @@ def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) ->
     return [lo, hi]
 
 
-def level_change_test(k, n, n_perm: int, rng: np.random.Generator, shape: str = "monotone") -> TestResult:
-    """Permutation test of H0: no change across revisions, against a monotone change.
-
-    Statistic: ``T`` = :func:`monotone_r2`, the share of the variance of the observed
-    fractions that the best monotone (non-decreasing or non-increasing) fit
-    explains: followed heads that switch on and stay make the counts monotone up to
-    flicker. Under H0 the revisions are exchangeable (a flat population plus
-    independent flicker, or independent draws around one level), so ``T`` is
-    referred to its distribution over ``n_perm`` random permutations of the (k, n)
-    pairs: ``p = (1 + #{T* >= T}) / (n_perm + 1)``, exact in size whatever the
-    noise. A clean change after revision ``m - j`` can reach at best
-    ``p = 2 / C(m, j)`` (the two orders of its two levels): 0.2 for ``j = 1``,
-    0.044 for ``j = 2`` when ``m = 10``.
-
-    ``shape = "unimodal"`` uses :func:`unimodal_r2` instead: the test of a curve that
-    rises and falls again (a decline, :mod:`stats.phases`), whose best monotone fit
-    explains little of a rise that returns to its floor.
-    """
-    k = np.asarray(k, float)
-    n = np.asarray(n, float)
-    m = k.size
-    name = f"{shape}_change_permutation"
-    if m < 2 or np.ptp(k / np.where(n > 0, n, 1)) == 0:
-        return TestResult(name, "no change across revisions (exchangeable)", 0.0, 1.0, n_perm)
-    stat = {"monotone": monotone_r2, "unimodal": unimodal_r2}[shape]
-    t = float(stat(k, n)[0])
-    idx = rng.permuted(np.tile(np.arange(m), (n_perm, 1)), axis=1)
-    t_star = stat(k[idx], n[idx])
-    p = exceedance_p(t_star, t, n_perm, tol=1e-9)
-    return TestResult(name, "no change across revisions (exchangeable)", t, p, n_perm)
-
-
 def _pct(v):
     return f"{100 * v:.0f}%"
 
@@ -216,9 +183,10 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 
 
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
-                     flags=None) -> ShapeVerdict:
+                     switched=None) -> ShapeVerdict:
     """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
-    (``tokens``, ``k``, ``n``; ``flags``: its heads' flags, where known): the fitted width's
+    (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
+    :func:`stats.width.switched_counts`, where the heads' flags are known): the fitted width's
     interval from ``times``, narrowed where the counts follow the same heads (``identity``) by
     the grid's bounds of the settled heads' rise, and for aggregate counts bounded by the
     spacing where the fitted rise lies inside one checkpoint interval."""
@@ -229,7 +197,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
     if times is not None:
         width, ci = times.width_decades, times.width_ci
     if regime == "identity":
-        grid = grid_bounds(tokens, k if flags is None else switched_counts(flags), direction)
+        grid = grid_bounds(tokens, k if switched is None else switched, direction)
     elif times is not None:
         if times.width_is_bound and times.bracket_tokens is not None:
             j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
@@ -268,12 +236,12 @@ def model_evidence(fits: Optional[dict]) -> tuple:
 def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
                    change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
                    alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
-                   boot=None, flags=None) -> ShapeVerdict:
+                   boot=None, switched=None) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
     :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
-    ``flags``: the heads' flags (revisions x heads) where the counts follow them;
+    ``switched``: the count of heads switched on at the revisions, where their flags are known;
     ``change``: the :func:`stats.change.change_test` result (None: not run, and no
     transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
     ``boot``: the logistic's bootstrap (the aggregate share's interval).
@@ -305,7 +273,7 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     reason = _none_reason(ev, cfg, fits, change, alpha)
     if reason is not None:
         return ShapeVerdict("none", reason, ev)
-    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, flags)
+    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched)
 
 
 def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:

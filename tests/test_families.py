@@ -24,13 +24,16 @@ VOCAB = 96
 def test_registry_finds_one_file_per_family_and_the_config_uses_it():
     from emergence.config import FAMILIES
 
-    assert families.family_names() == ("gpt_neox", "llama", "olmo", "olmoe")
+    assert families.family_names() == ("bloom", "gemma", "generic", "gpt2", "gpt_neox", "gptj", "llama", "olmo",
+                                       "olmoe", "phi", "qwen3")
     assert FAMILIES == families.family_names()
-    assert families.supported_model_types() == ("gpt_neox", "llama", "mistral", "olmo", "olmo2", "olmoe", "qwen2")
+    assert families.supported_model_types() == ("bloom", "gemma", "gemma2", "gemma3_text", "gpt2", "gpt_neox", "gptj",
+                                                "llama", "mistral", "olmo", "olmo2", "olmoe", "phi", "phi3", "qwen2",
+                                                "qwen3")
     assert families.family_for_model_type("qwen2").name == "llama"
     assert families.family_for_model_type("olmo2").name == "olmo"
-    assert families.family_for_model_type("gpt2") is None
-    with pytest.raises(EmergenceError, match="unsupported family 'bert'; supported: gpt_neox, llama, olmo, olmoe"):
+    assert families.family_for_model_type("starcoder2") is None  # (the generic family's, after its check)
+    with pytest.raises(EmergenceError, match="unsupported family 'bert'; supported: bloom, gemma, generic, gpt2"):
         families.get("bert")
 
 
@@ -143,9 +146,12 @@ GPT2 = Family(name="gpt2", model_types=("gpt2",), layers="transformer.h", attent
 
 @pytest.fixture
 def gpt2_family():
+    """The test's GPT-2 family in place of the file's (emergence/families/gpt2.py), restored after."""
+    saved = families.families()["gpt2"]
+    families.unregister("gpt2")
     families.register(GPT2)
     yield GPT2
-    families.unregister("gpt2")
+    families.register(saved, replace=True)
 
 
 def test_a_gpt2_family_added_through_the_registry_alone_is_screened(gpt2_family, tmp_path):
@@ -179,12 +185,15 @@ def test_a_gpt2_family_added_through_the_registry_alone_is_screened(gpt2_family,
         assert np.isfinite(result.heads[column]).all(), column
 
 
-def test_without_its_family_gpt2_is_refused_naming_the_supported_types():
-    from transformers import AutoModelForCausalLM, GPT2Config
+def test_a_model_no_family_covers_is_refused_naming_the_families():
+    """MPT: a causal LM of transformers whose attention bypasses the attention interface, so the
+    generic family cannot screen it either."""
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     from emergence.adapters import adapter_for
 
-    model = AutoModelForCausalLM.from_config(GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50))
-    with pytest.raises(EmergenceError, match=r"unsupported architecture 'gpt2' \(GPT2LMHeadModel\); "
-                                             r"supported: gpt_neox, llama, mistral"):
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model("mpt", d_model=16, n_heads=2, n_layers=1,
+                                                                  vocab_size=50))
+    with pytest.raises(EmergenceError, match=r"model type 'mpt' of MptForCausalLM is covered by no family \(MptForCausalLM "
+                                             r"does not use transformers' attention interface.*Families: bloom \(bloom\)"):
         adapter_for(model)

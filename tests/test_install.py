@@ -97,3 +97,55 @@ def test_stats_on_the_bundled_data_writes_to_the_working_folder_or_emergence_hom
     out = run(python, "-m", "stats", *quick, "tracking.log=false", cwd=work, env=dict(env, EMERGENCE_HOME=str(home)))
     report = Path(out.strip().splitlines()[-1].split("report: ")[1].split(";")[0])
     assert report.resolve().is_relative_to((home / "outputs" / "stats").resolve())
+
+
+# --- the README's "Adding a model", as written, from another folder ------------------------------
+
+def readme_adding_a_model():
+    """(the YAML of myconf/model/my_run.yaml, the commands of the bash block after it), from the README."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("### Adding a model"):text.index("### Revisions")]
+    yaml_text = re.search(r"```yaml\n# myconf/model/my_run.yaml\n(.*?)```", section, re.S)[1]
+    block = re.search(r"```bash\n(.*?)```", section[section.index("myconf/model/my_run.yaml"):], re.S)[1]
+    return yaml_text, [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def test_readme_adding_a_model_works_as_written_from_another_folder(installed, tmp_path):
+    """A tiny GPT-2 checkpoint series added through --config-dir from a folder outside the package
+    (the README's YAML and commands, with its example path replaced by the tiny series): the dry
+    run lists it, the screen logs it with the family its config.json names, the family check
+    passes; $EMERGENCE_HOME/conf and --help see it too."""
+    import sqlite3
+
+    python, work, env, _ = installed
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tiny_models import save_decoder
+
+    series = save_decoder(tmp_path / "checkpoints", "gpt2")
+    yaml_text, commands = readme_adding_a_model()
+    assert len(commands) == 3 and all(c.startswith("python -m ") for c in commands), commands
+    project = tmp_path / "project"
+    (project / "myconf" / "model").mkdir(parents=True)
+    (project / "myconf" / "model" / "my_run.yaml").write_text(yaml_text.replace("/data/my_run/checkpoints", str(series)))
+    quick = ["corpus.n_sequences=16", "corpus.segment_length=8", "stats=false", "screen=bos"]
+    outputs = []
+    for command in commands:
+        words = command.replace("/data/my_run/checkpoints", str(series)).split()[1:]
+        extra = quick if words[:2] == ["-m", "emergence"] and "dry_run=true" not in words else []
+        outputs.append(run(python, *words, *extra, cwd=project, env=env))
+    plan, screened, checked = outputs
+    assert "dry run: 2 job(s)" in plan and plan.count("my_run") == 2, plan
+    assert "my_run" in screened, screened
+    assert "9 of 9 checks passed" in checked, checked
+    db = sqlite3.connect(project / "outputs" / "mlflow.db")
+    families = {v for (v,) in db.execute("select value from params where key = 'family'")}
+    assert families == {"gpt2"}
+    home = tmp_path / "home"
+    (home / "conf" / "model").mkdir(parents=True)
+    (home / "conf" / "model" / "my_run.yaml").write_text((project / "myconf" / "model" / "my_run.yaml").read_text())
+    home_env = dict(env, EMERGENCE_HOME=str(home))
+    assert "dry run: 2 job(s)" in run(python, "-m", "emergence", "model=my_run", "revision=all", "dry_run=true",
+                                       cwd=tmp_path, env=home_env)
+    assert "my_run" in run(python, "-m", "emergence", "--help", cwd=tmp_path, env=home_env)

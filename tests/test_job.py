@@ -92,7 +92,7 @@ def test_plain_run_prints_the_table_and_the_ui_command(checkpoints, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["model=pythia_7b"], "error: unknown model 'pythia_7b'; valid: olmo, olmo_1b_0724"),
+    (["model=pythia_7b"], "error: unknown model 'pythia_7b'; valid: crfm_gpt2, folder, olmo, olmo2_1b"),
     (["screen=sinks"], "error: unknown screen 'sinks'; valid: ablation, all, bos"),
     (["revision=named", "revision.name=step101"], "error: unknown revision 'step101' for model 'tiny_neox'; "
                                                   "nearest valid: step100, step10"),

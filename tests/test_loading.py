@@ -39,12 +39,16 @@ def test_adapters_find_layers_heads_and_hook_points(family):
     assert all(names[p].endswith(name) for p in adapter.output_projections)
 
 
-def test_unsupported_architecture_lists_the_supported_ones():
-    from transformers import AutoModelForCausalLM, GPT2Config
+def test_unsupported_architecture_lists_the_families():
+    """XGLM: a causal LM whose attention bypasses transformers' attention interface (no family,
+    and the generic one cannot read it)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_config(GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=50))
-    with pytest.raises(EmergenceError, match=r"unsupported architecture .gpt2. \(GPT2LMHeadModel\); "
-                                             r"supported: gpt_neox, llama, mistral, olmo, olmo2, olmoe, qwen2"):
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model("xglm", d_model=16, attention_heads=2,
+                                                                  num_layers=1, vocab_size=50, ffn_dim=32))
+    with pytest.raises(EmergenceError, match=r"model type 'xglm' of XGLMForCausalLM is covered by no family .*"
+                                             r"Families: bloom \(bloom\), .*gpt_neox \(gpt_neox\).*Adding one: "
+                                             r"docs/families_and_sources.md"):
         adapter_for(model)
 
 

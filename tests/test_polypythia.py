@@ -140,6 +140,6 @@ def test_dry_run_of_a_seed_sweep_lists_every_job_offline(monkeypatch, capsys, tm
     assert len(lines) == 30
     for seed in (1, 2, 3):
         mine = [line for line in lines if f"[seed {seed}]" in line]
-        assert len(mine) == 10 and all(f"EleutherAI/pythia-160m-seed{seed}: unknown" in line for line in mine)
+        assert len(mine) == 10 and all(f"EleutherAI/pythia-160m-seed{seed}: download; hub unreachable" in line for line in mine)
     assert "step143000" in lines[-1] and " main " not in out
     assert not (tmp_path / "db").exists() and not (tmp_path / "sweep").exists()

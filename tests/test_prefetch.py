@@ -161,6 +161,7 @@ def test_auto_eviction_deletes_only_when_the_rest_would_not_fit(tmp_path, monkey
 HUB_JOB = textwrap.dedent("""
     import json, sys
     from emergence.job import run_job
+    from emergence import EmergenceError
     from emergence.screening import JobFailed
     from emergence.registry import compose
     store = sys.argv[1]
@@ -173,14 +174,17 @@ HUB_JOB = textwrap.dedent("""
         print(json.dumps({"failed": None}))
     except JobFailed as exc:
         print(json.dumps({"failed": str(exc)}))
+    except EmergenceError as exc:
+        print(json.dumps({"stopped": str(exc)}))
 """)
 
 
-def test_hub_job_prefetches_from_the_cache_evicts_behind_and_fails_the_missing_revision(tmp_path):
+def test_hub_job_prefetches_from_the_cache_evicts_behind_and_stops_at_the_missing_revision(tmp_path):
     """run_job on a hub model (a real offline HF cache): step1 and step143000 cached, step512 not.
-    The missing one fails its own run with the offline message; the others are screened (batch
-    size from screen.memory_gb, capped by corpus.batch_size); with cache.evict=true nothing is
-    left in the cache."""
+    step1 is screened (batch size from screen.memory_gb, capped by corpus.batch_size); the missing
+    step512 stops the job with the offline message before its run is claimed (issue 30: every later
+    revision would fail alike; no FAILED run per revision); with cache.evict=true nothing is left in
+    the cache."""
     from test_loading import fake_hub_cache
 
     cache = tmp_path / "hub"
@@ -189,23 +193,24 @@ def test_hub_job_prefetches_from_the_cache_evicts_behind_and_fails_the_missing_r
     proc = subprocess.run([sys.executable, "-c", HUB_JOB, str(tmp_path / "store")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    failed = json.loads(proc.stdout.strip().splitlines()[-1])["failed"]
-    assert failed.startswith("pythia_70m: 1 of 3 revision(s) failed") and "step512: " in failed
-    assert "EleutherAI/pythia-70m at revision 'step512' is not in the local HF cache and HF_HUB_OFFLINE is set" in failed
+    stopped = json.loads(proc.stdout.strip().splitlines()[-1])["stopped"]
+    assert stopped.startswith("EleutherAI/pythia-70m at revision 'step512' is not in the local HF cache and "
+                              "HF_HUB_OFFLINE is set"), stopped
     import mlflow
 
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/store/mlflow.db")
     exp = client.get_experiment_by_name("emergence")
     status = {r.data.tags["emergence.revision"]: r.info.status for r in client.search_runs([exp.experiment_id])}
-    assert status == {"step1": "FINISHED", "step512": "FAILED", "step143000": "FINISHED"}
+    assert status == {"step1": "FINISHED"}
     done = [r for r in client.search_runs([exp.experiment_id]) if r.info.status == "FINISHED"]
     assert all(r.data.params["batch_size"] == "8" for r in done)  # corpus.batch_size caps the budget's
     assert all("screen.memory_gb" in r.data.params["memory_budget"] for r in done)
     assert all("fetch_wait_seconds" in r.data.metrics for r in done)
-    assert {r.data.params["source"] for r in done} == {"EleutherAI/pythia-70m@step1",
-                                                       "EleutherAI/pythia-70m@step143000"}
-    snapshots = cache / "models--EleutherAI--pythia-70m" / "snapshots"
-    assert not snapshots.exists() or not any(snapshots.iterdir())  # evicted behind the screen
+    assert {r.data.params["source"] for r in done} == {"EleutherAI/pythia-70m@step1"}
+    refs = cache / "models--EleutherAI--pythia-70m" / "refs"
+    left = sorted(p.name for p in refs.iterdir() if (cache / "models--EleutherAI--pythia-70m" / "snapshots" /
+                                                      p.read_text().strip()).exists())
+    assert left == ["step143000"]  # step1 evicted behind the screen; step143000, never reached, kept
 
 
 def test_only_the_files_a_screen_needs_are_downloaded():

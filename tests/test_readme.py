@@ -124,7 +124,13 @@ def compose(app: str, args):
     return cfg
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if python_command(c) and c not in RUN])
+#: Commands naming the reader's own config folder (README "Adding a model"): tests/test_install.py runs them
+#: as written with that folder made (docs/checks.md), so they are not composed here.
+OWN_FOLDER = "--config-dir myconf"
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if python_command(c) and c not in RUN
+                                     and OWN_FOLDER not in c])
 def test_each_command_composes_as_written(command, tmp_path, monkeypatch):
     monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
     app, args = python_command(command)
@@ -174,7 +180,8 @@ def test_the_full_xu2026_command_prints_the_readme_table_and_figures(tmp_path):
     rows = [line for line in README.read_text().splitlines() if line.startswith("| F")]
     missing = [row for row in rows if row not in report]
     assert not missing, "\n".join(missing)
-    for quoted in ("within one checkpoint interval (step56000-tokens117B -> step126000-tokens264B, 0.35 decades): "
-                   "78% of the rise (161 of 207 heads, 95% CI 71%-83%)", "(24 of 74 heads", "p = 0.000999"):
+    for quoted in ("olmo_1b_0724 / bos: sharp - sharp: 10-90 width <= 0.43 decades <= 0.5",
+                   "pythia_1b / bos: gradual - gradual: 10-90 width >= 0.81 decades > 0.5",
+                   "refine between step512 and step3000", "p = 0.000999"):
         assert quoted in report, quoted
 

@@ -77,3 +77,29 @@ def test_bisection_takes_the_log_midpoint():
     reg = [Revision(s * 1000, s, f"step{s}") for s in range(1, 41)]
     b = find_bracket({reg[11]: 0, reg[39]: 2}, "induction", reg)
     assert choose_inside(b, reg, 1, set()) == [reg[21]]   # sqrt(12000 * 40000) = 21909 -> step22
+
+
+def test_a_fall_is_not_refined_unless_asked_and_the_table_names_the_refined_brackets():
+    """Issue 34, point 2: a count that rises, falls further, and rises again (1, 3, 0, 2, as the
+    toy's BOS count does) brackets its largest rise, never the larger fall (the old rule, the
+    largest absolute jump, chased the fall); ``declines`` brackets the fall as its own
+    entry; the end-of-run table lists the brackets the rounds refined."""
+    from emergence.console import format_refinement
+
+    reg = registry(400, step0=False)
+    up, down, again = reg[50], reg[150], reg[300]
+
+    def count_at(cls, r):
+        return 1.0 + 2.0 * (up <= r < down) - 1.0 * (r >= down) + 2.0 * (r >= again)  # 1, 3, 0, 2: the fall is largest
+
+    start = [reg[0], reg[100], reg[200], reg[-1]]
+    plans = simulate(reg, start, count_at, ["bos"], per_round=1, rounds=40)
+    targeted = {(p.brackets["bos"].lo, p.brackets["bos"].hi) for p in plans if p.chosen.get("bos")}
+    assert all(lo < hi and count_at("bos", hi) > count_at("bos", lo) for lo, hi in targeted)  # rises only
+    assert plans[-1].done and plans[-1].brackets["bos"].hi in (up, again)
+    both = simulate(reg, start, count_at, ["bos"], per_round=1, rounds=40, declines=True)
+    fall = both[-1].brackets["bos decline"]
+    assert fall.direction == "decline" and fall.resolved and fall.hi == down
+    refined = {"bos": [p.brackets["bos"] for p in plans if p.chosen.get("bos")][:1]}
+    table = format_refinement("m", plans[0], plans[-1], [r for p in plans for r in p.revisions], len(plans), refined)
+    assert "| brackets refined |" in table and refined["bos"][0].span in table

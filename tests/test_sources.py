@@ -25,10 +25,10 @@ def model(**kw):
 def test_registry_finds_one_file_per_source_and_the_config_uses_it():
     from emergence.config import MODEL_SOURCES, model_sources
 
-    assert sources.source_names() == ("folder", "polypythia", "pythia", "snapshot", "toy")
+    assert sources.source_names() == ("crfm_gpt2", "folder", "polypythia", "pythia", "snapshot", "toy")
     assert MODEL_SOURCES == model_sources() == sources.source_names()
     assert sources.source_for(model(revisions="pythia")).name == "pythia"
-    with pytest.raises(EmergenceError, match="unknown revision source 'ftp' for model 'm'; valid: folder, polypythia, pythia"):
+    with pytest.raises(EmergenceError, match="unknown revision source 'ftp' for model 'm'; valid: crfm_gpt2, folder, polypythia, pythia"):
         sources.source_for(model(revisions="ftp"))
 
 

@@ -128,6 +128,16 @@ LISTED_CASES = [
     ([f"tracking.uri=postgresql://user:secret@127.0.0.1:{CLOSED_PORT}/mlflow"], [":***@127.0.0.1", "cannot be reached"]),
     (["tracking.uri=sqlite:////etc/hostname/mlflow.db"], ["'/etc/hostname' is a file, not a folder"]),
     (["model.path=/tmp/Müller/x"], ["token recognition error", "quote the value for Hydra: 'model.path=\"/tmp/Müller/x\"'"]),
+    # issue 34, point 3: mapping keys, empty names, sizes, the heartbeat rule
+    (["screen.thresholds.induktion=40"], ["screen.thresholds.induktion is not a key of screen.thresholds",
+                                          "valid: induction, previous_token"]),
+    (["+screen.thresholds.induktion=40"], ["screen.thresholds.induktion is not a key", "valid: induction"]),
+    (["tracking.experiment="], ["tracking.experiment='' is empty"]),
+    (["tracking.heartbeat_s=700", "tracking.stale_after_s=600"], ["tracking.stale_after_s=600.0 must exceed "
+                                                                  "tracking.heartbeat_s=700.0"]),
+    (["corpus.n_sequences=99999999999999999999"], ["corpus.n_sequences=99999999999999999999", "<= 1000000"]),
+    (["corpus.n_sequences=900000", "corpus.segment_length=5000"], ["corpus.n_sequences=900000 makes a probe of",
+                                                                   "set corpus.n_sequences <="]),
 ]
 
 

@@ -69,6 +69,11 @@ ERROR_TAG = "emergence.error"
 HOST_TAG = "emergence.claim.host"
 PID_TAG = "emergence.claim.pid"
 HEARTBEAT_TAG = "emergence.heartbeat"
+#: A screen run's claim on its identity (emergence/tracking.py): ``pending`` from its creation on a
+#: tracking server until it has seen no rival, then ``won``; a claim without the tag is ``won``.
+CLAIM_STATE_TAG = "emergence.claim.state"
+CLAIM_PENDING = "pending"
+CLAIM_WON = "won"
 #: Readable copies of the identity, for the MLflow UI.
 MODEL_TAG = "emergence.model"
 REVISION_TAG = "emergence.revision"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import shutil
 import typing
@@ -189,10 +190,10 @@ def constrained_fields(schema: Type, prefix: str = "") -> List[tuple]:
 # --- the command line: compose first, Hydra's errors in one line ---------------------------------
 
 #: Hydra flags that take a value (the value is not an override).
-_VALUED_FLAGS = {"--cfg", "-c", "--package", "-p"}
+_VALUED_FLAGS = {"--cfg", "-c", "--package", "-p", "--config-dir", "-cd"}
 #: Flags after which nothing is composed here (Hydra answers them itself).
 _SKIP_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--info", "-i", "--shell-completion", "-sc",
-               "--config-path", "-cp", "--config-name", "-cn", "--config-dir", "-cd", "--experimental-rerun"}
+               "--config-path", "-cp", "--config-name", "-cn", "--experimental-rerun"}
 
 
 def command_overrides(argv: Sequence[str]) -> tuple:
@@ -253,6 +254,18 @@ def _schema_at(schema: Type, path: str) -> Optional[Type]:
     return tp if dataclasses.is_dataclass(tp) else None
 
 
+def _mapping_keys(schema: Type, path: str) -> Optional[List[str]]:
+    """The valid keys of the mapping field at ``path`` (its ``keys`` constraint: a registry's
+    names, e.g. the head classes of ``screen.thresholds``), or None when it has none."""
+    parent, _, leaf = path.rpartition(".")
+    node = _schema_at(schema, parent)
+    if node is None or not leaf:
+        return None
+    field_ = next((f for f in dataclasses.fields(node) if f.name == leaf), None)
+    rule = constraint(field_) if field_ is not None else {}
+    return list(_choices({"choices": rule["keys"]})) if "keys" in rule else None
+
+
 def _override_value(overrides: Sequence[str], key: str) -> Optional[str]:
     for text in overrides:
         k, _, v = text.partition("=")
@@ -295,6 +308,9 @@ def one_line(exc: BaseException, schema: Type, overrides: Sequence[str] = ()) ->
             valid = [f.name for f in dataclasses.fields(node)]
             if leaf not in valid:
                 return f"{key} is not a key of {parent or 'the config'}{where}; valid: {', '.join(valid)}"
+        keys = _mapping_keys(schema, parent)
+        if kind in ("ConfigKeyError", "ConfigAttributeError") and keys is not None and leaf not in keys:
+            return f"{key} is not a key of {parent}{where}; valid: {', '.join(keys)}"
         if kind == "ValidationError":
             value = _override_value(overrides, key)
             if value is None:
@@ -356,6 +372,34 @@ def precheck(argv: Sequence[str], config_dir: str, config_name: str, schema: Typ
             check(cfg, schema, error)
             if extra is not None:
                 extra(cfg)
+
+
+def run_folder_problem(argv: Sequence[str], config_dir: str, config_name: str,
+                       setting: Optional[str] = None) -> Optional[str]:
+    """Why Hydra could not create the run folder of ``argv`` (``hydra.run.dir``, or ``hydra.sweep.dir``
+    under ``-m``): a read-only folder, a missing or file parent (``EMERGENCE_HOME`` pointing at a
+    file), as one line naming the folder and the setting; None when it can. Composes the
+    command line once more, with Hydra's node (after :func:`precheck` passed). ``setting``: the
+    setting the message names when the caller derived the run folder from it (stats' ``output_dir``)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from emergence.contract.storecheck import folder_problem
+
+    overrides, multirun = command_overrides(argv)
+    if overrides is None:
+        return None
+    variant = sweep_variants(overrides)[0] if multirun else overrides
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=config_dir, version_base="1.3"):
+        cfg = compose(config_name=config_name, overrides=variant, return_hydra_config=True)
+    GlobalHydra.instance().clear()
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    folder = Path(str(OmegaConf.select(cfg, key))).expanduser()
+    setting = setting or key if setting or any(o.lstrip("+").startswith(f"{key}=") for o in variant) else (
+        f"{key}, under EMERGENCE_HOME={os.environ['EMERGENCE_HOME']!r}" if os.environ.get("EMERGENCE_HOME")
+        else f"{key}, under the working folder")
+    return folder_problem(folder, f"the run folder ({setting})")
 
 
 def _under_null(compose: Callable, config_name: str, overrides: Sequence[str]) -> str:

@@ -22,8 +22,11 @@ def emergence_home() -> Path:
 
 
 def register_resolvers() -> None:
-    """``${project_root:}`` and ``${emergence_home:}`` for the config trees (once per process)."""
+    """``${project_root:}``, ``${emergence_home:}`` and ``${folder_name:PATH}`` (the last part of a
+    path) for the config trees (once per process)."""
     if not OmegaConf.has_resolver("project_root"):
         OmegaConf.register_new_resolver("project_root", lambda: str(PROJECT_ROOT))
     if not OmegaConf.has_resolver("emergence_home"):
         OmegaConf.register_new_resolver("emergence_home", lambda: str(emergence_home()))
+    if not OmegaConf.has_resolver("folder_name"):  # conf/model/folder.yaml: a model named after its folder
+        OmegaConf.register_new_resolver("folder_name", lambda path: Path(str(path)).expanduser().resolve().name)

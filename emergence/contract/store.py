@@ -196,18 +196,62 @@ def store_name(uri: str) -> str:
     return str(path) if path is not None else shown(uri)
 
 
+#: The stores that failed in this process (URI -> the StoreError line): a sweep's next jobs in this
+#: process do not retry a store that stopped answering (:func:`failed_before`).
+_FAILED: dict = {}
+
+
 @contextmanager
 def store_io(uri: str, what: str = "use"):
-    """Turn an I/O failure of the store (:func:`io_cause`) into one :class:`StoreError` line."""
+    """Turn an I/O failure of the store (:func:`io_cause`) into one :class:`StoreError` line
+    (remembered for :func:`failed_before`)."""
     try:
         yield
-    except StoreError:
+    except StoreError as exc:
+        _FAILED.setdefault(uri, str(exc))
         raise
     except Exception as exc:  # noqa: BLE001  (only I/O failures are translated; others are re-raised)
         cause = io_cause(exc)
         if cause is None:
             raise
+        _FAILED.setdefault(uri, f"cannot {what} the MLflow store {store_name(uri)}: {cause}")
         raise StoreError(f"cannot {what} the MLflow store {store_name(uri)}: {cause}") from exc
+
+
+def failed_before(uri: str) -> Optional[str]:
+    """The :class:`StoreError` line of this store's failure earlier in this process, or None."""
+    return _FAILED.get(uri)
+
+
+def server_timeouts(uri: str, timeout_s: float) -> None:
+    """Bound how long a call to a tracking server may go unanswered: about ``timeout_s`` in all
+    (3 tries of ``timeout_s / 4`` each, 1 s and 2 s apart, instead of MLflow's 7 tries over
+    minutes); then the call fails and :func:`store_io` makes it one line. Nothing for a local
+    store. Set through MLflow's own settings (read at each request), for this process."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = str(max(1, int(timeout_s / 4)))
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "2"
+    os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR"] = "1"
+    os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_JITTER"] = "0.5"
+
+
+def log_artifacts_whole(client, uri: str, run_id: str, folder: str, artifact_path: str) -> None:
+    """Log the files of ``folder`` under ``artifact_path`` of a run, whole or not at all: when the
+    store fails midway (a full disk) what was copied is deleted and a :class:`StoreError` (one line)
+    is raised, so no partial or empty artifact stays."""
+    with store_io(uri, "write to"):
+        try:
+            retry(client.log_artifacts, run_id, folder, artifact_path)
+        except Exception:
+            try:
+                from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+                get_artifact_repository(client.get_run(run_id).info.artifact_uri,
+                                        tracking_uri=uri).delete_artifacts(artifact_path)
+            except Exception:  # noqa: BLE001  (nothing was copied, or the store cannot even delete)
+                pass
+            raise
 
 
 # --- the store ------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from emergence import EmergenceError
-from emergence.contract.plugins import package_entries
+from emergence.contract.plugins import external_entries, package_entries
 
 #: dtype names a model config may ask for besides ``auto``.
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
@@ -66,6 +66,18 @@ class Family:
     toy_config: Optional[Callable[[Any, Dict[str, Any]], Any]] = None
     #: One line for help texts: which models the family stands for.
     description: str = ""
+    #: True when a decoder layer returns a tuple ``(hidden_states, ...)`` rather than the hidden
+    #: states themselves (BLOOM): the prefix runner's skipped layers answer in the same form.
+    layer_returns_tuple: bool = False
+
+    def hook_paths(self, model) -> Tuple[str, str, str]:
+        """(layers, attention, projection) for a loaded causal LM; the generic family finds
+        them in the model itself (emergence/families/generic.py)."""
+        return self.layers, self.attention, self.projection
+
+    def covers(self, model_type: str) -> bool:
+        """True when this family screens checkpoints of the HF ``model_type``."""
+        return model_type in self.model_types
 
     def dtype_name(self, requested: str, device_type: str) -> str:
         """The dtype (a name from :data:`DTYPE_NAMES`) to load a model of this family in.
@@ -85,7 +97,7 @@ class Family:
     def layer_list(self, model) -> Any:
         """The ``nn.ModuleList`` of decoder layers itself (ablation passes swap entries of it
         for one call: emergence/screens/prefix.py)."""
-        return operator.attrgetter(self.layers)(model)
+        return operator.attrgetter(self.hook_paths(model)[0])(model)
 
     def decoder_layers(self, model) -> List[Any]:
         """The decoder layers of a loaded causal LM of this family, in order."""
@@ -93,12 +105,12 @@ class Family:
 
     def attention_modules(self, model) -> List[Any]:
         """Per layer, the module whose forward output holds the attention weights."""
-        get = operator.attrgetter(self.attention)
+        get = operator.attrgetter(self.hook_paths(model)[1])
         return [get(layer) for layer in self.decoder_layers(model)]
 
     def output_projections(self, model) -> List[Any]:
         """Per layer, the module whose input is the concatenation of the per-head outputs."""
-        get = operator.attrgetter(self.projection)
+        get = operator.attrgetter(self.hook_paths(model)[2])
         return [get(layer) for layer in self.decoder_layers(model)]
 
 
@@ -115,6 +127,8 @@ def _discover() -> None:
     for family in package_entries(__name__, __path__, "FAMILY", Family):
         if family.name not in _REGISTRY:
             register(family)
+    for family in external_entries("emergence.families", "FAMILY", Family):  # user code (entry points, $EMERGENCE_PLUGINS)
+        register(family, replace=True)
 
 
 def register(family: Family, replace: bool = False) -> Family:
@@ -168,3 +182,55 @@ def family_for_model_type(model_type: str) -> Optional[Family]:
         if model_type in family.model_types:
             return family
     return None
+
+
+# --- which family screens a checkpoint (``model.family: auto``, or a named one checked) ------------
+
+#: ``model.family: auto``: the family follows from the checkpoint's ``config.json`` (``model_type``).
+AUTO = "auto"
+#: Where the docs say how to add a family (named in every refusal).
+ADDING_A_FAMILY = "docs/families_and_sources.md, section 'Adding a family'"
+
+
+def family_choices() -> Tuple[str, ...]:
+    """``model.family`` values: ``auto`` and every registered family."""
+    return (AUTO,) + family_names()
+
+
+def listing() -> str:
+    """``gpt2 (gpt2), llama (llama, mistral, qwen2), ...``: every family with its model types."""
+    return ", ".join(f"{f.name} ({', '.join(f.model_types) or 'any common-layout decoder'})"
+                     for f in families().values())
+
+
+def generic_family() -> Optional[Family]:
+    """The family that finds its hook points in the model itself, when registered."""
+    return next((f for f in families().values() if getattr(f, "finds_hooks", False)), None)
+
+
+def choose(requested: str, model_type: str, where: str, generic_problem: Callable[[], Optional[str]]) -> Family:
+    """The family that screens a checkpoint of HF ``model_type`` (read from ``where``'s
+    ``config.json`` before any weights are loaded) for ``model.family=requested``:
+
+    - ``auto``: the family covering ``model_type``, else the generic family when it can screen
+      the model (``generic_problem()`` returns None; else why not);
+    - a named family: itself, when it covers ``model_type`` (the generic family: when it can).
+
+    Refused in one line naming the model type, the families and the docs section on adding one."""
+    covering = family_for_model_type(model_type)
+    generic = generic_family()
+    wants_generic = generic is not None and requested in (AUTO, generic.name)
+    if requested == AUTO and covering is not None:
+        return covering
+    if requested != AUTO and not wants_generic:
+        if get(requested).covers(model_type):
+            return get(requested)
+        if covering is not None:
+            raise EmergenceError(f"model.family={requested} contradicts the checkpoint: {where} has model type "
+                                 f"{model_type!r}, which family {covering.name!r} covers; set model.family=auto "
+                                 f"(or {covering.name}). Families: {listing()}. Adding one: {ADDING_A_FAMILY}")
+    why = generic_problem() if wants_generic else f"model.family={requested} does not cover it"
+    if why is None:
+        return generic
+    raise EmergenceError(f"model type {model_type!r} of {where} is covered by no family ({why}). Families: "
+                         f"{listing()}. Adding one: {ADDING_A_FAMILY}")

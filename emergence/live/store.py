@@ -33,7 +33,7 @@ from emergence.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN
                                 TOKENS_TAG)
 from emergence.revisions import Revision
 from emergence.screening import run_params, sweep_id
-from emergence.tracking import Tracker, config_hash
+from emergence.tracking import ClaimLost, Tracker, config_hash
 
 #: Tag of a live run: whether its checkpoint was saved.
 CHECKPOINT_TAG = "emergence.live.checkpoint"
@@ -191,6 +191,8 @@ class RunWriter:
                              note=f"live screen of {cfg.model.name} at {revision.name} ({revision.tokens:,} tokens) "
                                   f"during training, {time.strftime('%Y-%m-%d %H:%M:%S')}; "
                                   f"checkpoint {'saved' if record.saved else 'not saved'}.")
+        except ClaimLost:  # another writer completed this revision first; its run stays, ours is deleted
+            return
         except BaseException:
             self._orphans.append(run_id)
             raise

@@ -84,9 +84,10 @@ _BIASES: dict = {}
 
 
 def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optional[torch.Tensor],
-                   scaling: Optional[float], rows: Rows) -> torch.Tensor:
+                   scaling: Optional[float], rows: Rows, softcap: Optional[float] = None) -> torch.Tensor:
     """Eager attention weights of the query ``rows`` (float32 ``[B, H, |R|, T_k]``; see the module
-    docstring). ``attention_mask``: None (causal), boolean (True = attend) or additive."""
+    docstring). ``attention_mask``: None (causal), boolean (True = attend) or additive;
+    ``softcap``: logits capped as ``softcap * tanh(s / softcap)`` before the mask (Gemma 2)."""
     B, H, T_q, D = query.shape
     T_k = key.shape[-2]
     scaling = D ** -0.5 if scaling is None else scaling
@@ -95,6 +96,11 @@ def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optio
     if key.shape[1] != H:  # grouped-query attention: each K/V head serves H / H_kv query heads
         key = key.repeat_interleave(H // key.shape[1], dim=1)
     R = q.shape[2]
+    if softcap:
+        scores = torch.tanh(torch.matmul(q, key.transpose(2, 3)) * (scaling / softcap)) * softcap
+        mask = _eager_mask(attention_mask, query, key)[..., :T_k]
+        return torch.softmax(scores + (mask if index is None else mask.index_select(-2, index)), dim=-1,
+                             dtype=torch.float32)
     if attention_mask is None and index is None:  # the full map: mask and scaling fused in one product
         bias = _causal_bias(rows, T_q, T_k, q.dtype, q.device).expand(B * H, R, T_k)
         scores = torch.baddbmm(bias, q.reshape(B * H, R, D), key.reshape(B * H, T_k, D).transpose(1, 2),
@@ -140,11 +146,14 @@ def screen_attention_forward(module, query, key, value, attention_mask, dropout:
             return out, None
         return out, (weights if rows is None else weights.index_select(2, _row_index(rows, weights.shape[2],
                                                                                        weights.device)))
-    if rows is None:  # the full map is computed anyway: the output from it, as eager attention does
-        weights = attention_rows(query, key, attention_mask, scaling, None)
+    softcap = kwargs.get("softcap")
+    if rows is None or softcap:  # the full map is computed anyway (SDPA cannot cap logits): the output from it
+        weights = attention_rows(query, key, attention_mask, scaling, None, softcap)
         if value.shape[1] != query.shape[1]:
             value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
-        return torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous(), weights
+        out = torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()
+        return out, (weights if rows is None else None if rows == () else
+                     weights.index_select(2, _row_index(rows, weights.shape[2], weights.device)))
     out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                     **kwargs)
     if rows == ():
@@ -165,11 +174,45 @@ def register() -> None:
     _REGISTERED = True
 
 
+def uses_interface(model: torch.nn.Module) -> bool:
+    """True when ``model``'s attention goes through transformers' attention interface (so the
+    screen can switch it); False for a model whose attention modules compute eager attention
+    themselves and return the probabilities (BLOOM: :func:`eager_taps`)."""
+    return bool(getattr(model, "_supports_attention_backend", False))
+
+
+@contextlib.contextmanager
+def eager_taps(modules: Sequence[torch.nn.Module], rows: Rows):
+    """For a model without the attention interface (BLOOM): each of ``modules`` computes eager
+    attention and returns its probabilities ``[B, H, T, T]`` second; within the block that
+    output becomes the rows ``rows`` in float32 (None when ``rows`` is ``()``), before any other
+    hook reads it."""
+    def tap(_module, _args, output):
+        weights = output[1]
+        if rows == () or weights is None:
+            return (output[0], None) + tuple(output[2:])
+        picked = weights if rows is None else weights.index_select(2, _row_index(rows, weights.shape[2],
+                                                                                   weights.device))
+        return (output[0], picked.float()) + tuple(output[2:])
+
+    handles = [m.register_forward_hook(tap, prepend=True) for m in modules]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
 @contextlib.contextmanager
 def screen_attention(model: torch.nn.Module, modules: Sequence[torch.nn.Module] = (), rows: Rows = ()):
     """Within the block, ``model`` attends with ``emergence_screen`` and each of ``modules``
     returns the attention weights of ``rows`` as its second output; the model's own
-    implementation is restored afterwards."""
+    implementation is restored afterwards. A model without the attention interface keeps its
+    own (eager) attention and its modules' weights are cut to ``rows`` (:func:`eager_taps`)."""
+    if not uses_interface(model):
+        with eager_taps(modules, rows):
+            yield
+        return
     register()
     saved = model.config._attn_implementation
     if saved != SCREEN_ATTENTION:

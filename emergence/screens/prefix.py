@@ -42,12 +42,15 @@ from emergence.screens.head_ablation import Head, ablated
 class Skip(torch.nn.Module):
     """A decoder layer that is not run: returns its input, or ``emit`` (a cached state)."""
 
-    def __init__(self, emit: Optional[torch.Tensor] = None):
+    def __init__(self, emit: Optional[torch.Tensor] = None, as_tuple: bool = False):
         super().__init__()
         self.emit = emit
+        #: Answer ``(hidden_states, None)``, as a family's layers that return tuples do (BLOOM).
+        self.as_tuple = as_tuple
 
     def forward(self, hidden_states, *args, **kwargs):
-        return hidden_states if self.emit is None else self.emit
+        out = hidden_states if self.emit is None else self.emit
+        return (out, None) if self.as_tuple else out
 
 
 @contextlib.contextmanager
@@ -63,12 +66,12 @@ def swapped(layer_list: torch.nn.ModuleList, replacements: Dict[int, torch.nn.Mo
             layer_list[i] = module
 
 
-def _start_from(state: Optional[torch.Tensor], start: int) -> Dict[int, torch.nn.Module]:
+def _start_from(state: Optional[torch.Tensor], start: int, as_tuple: bool = False) -> Dict[int, torch.nn.Module]:
     """Replacements that start the layer loop at ``start`` with ``state`` (its input)."""
     if start == 0:
         return {}
-    out: Dict[int, torch.nn.Module] = {i: Skip() for i in range(start - 1)}
-    out[start - 1] = Skip(state)
+    out: Dict[int, torch.nn.Module] = {i: Skip(as_tuple=as_tuple) for i in range(start - 1)}
+    out[start - 1] = Skip(state, as_tuple)
     return out
 
 
@@ -78,8 +81,10 @@ class PrefixRunner:
     def __init__(self, model: torch.nn.Module, adapter):
         self.model = model
         self.decoder = base_model(model)
-        self.layers = families.get(adapter.family).layer_list(model)
+        family = families.get(adapter.family)
+        self.layers = family.layer_list(model)
         self.n_layers = len(self.layers)
+        self.as_tuple = family.layer_returns_tuple
 
     def advance(self, input_ids: torch.Tensor, state: Optional[torch.Tensor], start: int, stop: int) -> torch.Tensor:
         """The clean residual stream at the input of layer ``stop`` from ``state`` at the input of
@@ -91,8 +96,8 @@ class PrefixRunner:
         def keep(_module, _args, output):
             captured["h"] = output[0] if isinstance(output, tuple) else output
 
-        replacements = _start_from(state, start)
-        replacements.update({i: Skip() for i in range(stop, self.n_layers)})
+        replacements = _start_from(state, start, self.as_tuple)
+        replacements.update({i: Skip(as_tuple=self.as_tuple) for i in range(stop, self.n_layers)})
         handle = self.layers[stop - 1].register_forward_hook(keep)
         try:
             with swapped(self.layers, replacements):
@@ -103,7 +108,7 @@ class PrefixRunner:
 
     def finish(self, input_ids: torch.Tensor, state: Optional[torch.Tensor], start: int) -> torch.Tensor:
         """The last hidden states (after the final norm) from ``state`` at the input of ``start``."""
-        with swapped(self.layers, _start_from(state, start)):
+        with swapped(self.layers, _start_from(state, start, self.as_tuple)):
             return self.decoder(input_ids=input_ids, use_cache=False).last_hidden_state
 
 

@@ -24,12 +24,13 @@ Importing this package does not import torch or transformers.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from emergence import EmergenceError
-from emergence.contract.plugins import package_entries
+from emergence.contract.plugins import external_entries, package_entries
 from emergence.revisions import Revision
 
 
@@ -86,6 +87,11 @@ class ModelSource:
         """Every revision of ``model``, ordered by tokens."""
         raise NotImplementedError
 
+    def write_problem(self, model, toy_dir: Optional[str] = None) -> Optional[str]:
+        """Why this source could not write what it will write before screening (one line naming the
+        folder and the setting that chose it), or None; checked before any work. Nothing by default."""
+        return None
+
     def prepare(self, model, revisions: Sequence[Revision], toy_dir: Optional[str] = None,
                 progress: bool = True) -> None:
         """Work done once in the main thread before ``revisions`` are fetched (the toy
@@ -113,6 +119,15 @@ class ModelSource:
         """(path, ``AutoConfig.from_pretrained`` keywords) of the revision's ``config.json``
         without the network, or None when it cannot be known before loading."""
         return None
+
+    def read_config(self, model, revision: Revision, network: bool = False) -> Optional[dict]:
+        """The revision's ``config.json`` as a dict, read before any weights (a local folder or
+        the HF cache; ``network``: a hub source may fetch that one small file); None when it
+        cannot be read (a toy suite not trained yet, a hub revision offline and not cached)."""
+        found = self.config_location(model, revision)
+        if found is None or not Path(str(found[0]), "config.json").is_file():
+            return None
+        return json.loads(Path(str(found[0]), "config.json").read_text())
 
     def declared_limits(self, model, revisions: Sequence[Revision]):
         """The model's vocabulary, context, layers and heads as declared before any weights
@@ -167,6 +182,8 @@ def _discover() -> None:
     for source in package_entries(__name__, __path__, "SOURCE", ModelSource):
         if source.name not in _REGISTRY:
             register(source)
+    for source in external_entries("emergence.sources", "SOURCE", ModelSource):  # user code (entry points, $EMERGENCE_PLUGINS)
+        register(source, replace=True)
 
 
 def register(source: ModelSource, replace: bool = False) -> ModelSource:

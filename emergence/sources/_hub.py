@@ -9,6 +9,7 @@ evicted from it with ``scan_cache_dir().delete_revisions`` when ``cache.evict=tr
 from __future__ import annotations
 
 import os
+import sys
 from typing import Dict, Optional, Sequence
 
 from emergence import EmergenceError
@@ -32,12 +33,48 @@ def screen_patterns(filenames: Optional[Sequence[str]] = None) -> list[str]:
     return CONFIG_PATTERNS + (SAFETENSORS_PATTERNS if has_safetensors else BIN_PATTERNS)
 
 
-def offline_message(repo: str, revision: str, exc: Exception) -> str:
+class HubUnreachable(EmergenceError):
+    """A hub revision neither cached nor downloadable now (offline, or the hub does not answer):
+    every later revision would fail alike, so the job stops at the first (emergence/screening.py)."""
+
+
+def hub_problem() -> Optional[str]:
+    """Why the hub cannot be used now (``HF_HUB_OFFLINE`` set, or no answer from ``HF_ENDPOINT``
+    within :data:`HUB_TIMEOUT_S`, one try), or None when it answers. Asked once a process."""
+    global _HUB_PROBLEM
+    if _HUB_PROBLEM is None:
+        _HUB_PROBLEM = (_probe_hub(),)
+    return _HUB_PROBLEM[0]
+
+
+_HUB_PROBLEM: Optional[tuple] = None
+
+
+def _probe_hub() -> Optional[str]:
+    import urllib.error
+    import urllib.request
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return "HF_HUB_OFFLINE is set"
+    try:
+        urllib.request.urlopen(urllib.request.Request(constants.ENDPOINT, method="HEAD"), timeout=HUB_TIMEOUT_S)
+    except urllib.error.HTTPError:  # an HTTP answer, even an error status: the hub is there
+        return None
+    except Exception as exc:  # noqa: BLE001  (refused, unresolvable, timed out)
+        reason = getattr(exc, "reason", exc)
+        return f"{constants.ENDPOINT} did not answer ({reason})"
+    return None
+
+
+def offline_message(repo: str, revision: str, exc: Optional[Exception] = None) -> str:
     """One line for a hub revision that is neither cached nor downloadable now."""
     offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False")
-    why = "HF_HUB_OFFLINE is set" if offline else "the hub could not be reached"
-    return (f"{repo} at revision {revision!r} is not in the local HF cache and {why} "
-            f"({type(exc).__name__}). Download it where the hub is reachable with "
+    why = "HF_HUB_OFFLINE is set" if offline else (hub_problem() or "the hub could not be reached")
+    cause = f" ({type(exc).__name__})" if exc is not None else ""
+    return (f"{repo} at revision {revision!r} is not in the local HF cache and {why}"
+            f"{cause}. Download it where the hub is reachable with "
             f"`hf download {repo} --revision {revision}` (then copy the HF cache here), or set "
             f"model.revisions=folder and model.path to a local folder holding <revision>/ model folders")
 
@@ -62,6 +99,44 @@ def evict(repo: str, revision: str) -> int:
     strategy = cache.delete_revisions(*hashes)
     strategy.execute()
     return int(strategy.expected_freed_size)
+
+
+def cached_file(repo: str, revision: str, filename: str) -> Optional[str]:
+    """The path of ``filename`` of ``repo`` at ``revision`` in the local HF cache, or None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo, filename, revision=revision)
+    return found if isinstance(found, str) else None
+
+
+def hub_offline() -> bool:
+    """True when ``HF_HUB_OFFLINE`` is set (huggingface_hub reads it at import)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def hub_file(repo: str, revision: str, filename: str) -> str:
+    """Download one file of ``repo`` at ``revision`` (one try, no retries: ``etag_timeout`` short),
+    or raise the one-line :class:`EmergenceError` saying what failed and what to do."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import RepositoryNotFoundError, RevisionNotFoundError
+
+    if hub_problem():  # one probe, not huggingface_hub's retries per file and revision
+        raise HubUnreachable(offline_message(repo, revision))
+    try:
+        return hf_hub_download(repo, filename, revision=revision, etag_timeout=HUB_TIMEOUT_S)
+    except RevisionNotFoundError:
+        raise EmergenceError(missing_revision_message(repo, revision, ())) from None
+    except RepositoryNotFoundError:
+        raise EmergenceError(f"model repo {repo!r} does not exist on the hub (or needs a token); "
+                             "check model.repo") from None
+    except Exception as exc:  # noqa: BLE001  (offline mode, connection refused, timeouts)
+        raise HubUnreachable(offline_message(repo, revision, exc)) from None
+
+
+#: Seconds a hub request may take before the hub counts as unreachable.
+HUB_TIMEOUT_S = 5
 
 
 class HubSource(ModelSource):
@@ -100,6 +175,12 @@ class HubSource(ModelSource):
                                            enable_progress_bars)
 
         (enable_progress_bars if progress else disable_progress_bars)()
+        if hub_problem():  # the cache only: no retries against a hub that does not answer
+            try:
+                return snapshot_download(repo, revision=rev, allow_patterns=screen_patterns(None),
+                                         local_files_only=True)
+            except Exception as exc:  # noqa: BLE001  (not cached)
+                raise HubUnreachable(offline_message(repo, rev, exc)) from None
         try:
             try:
                 files = HfApi().list_repo_files(repo, revision=rev)
@@ -114,7 +195,7 @@ class HubSource(ModelSource):
             raise EmergenceError(f"model repo {repo!r} does not exist on the hub (or needs a token); "
                                  f"check model.repo of {model.name!r}") from None
         except Exception as exc:  # noqa: BLE001  (LocalEntryNotFound, offline mode, connection errors)
-            raise EmergenceError(offline_message(repo, rev, exc)) from None
+            raise HubUnreachable(offline_message(repo, rev, exc)) from None
 
     def label(self, model, revision: Revision, folder: str) -> str:
         return f"{self.repo(model)}@{revision.name}"
@@ -122,11 +203,28 @@ class HubSource(ModelSource):
     def config_location(self, model, revision: Revision):
         return self.repo(model), {"revision": revision.name, "local_files_only": True}
 
+    def read_config(self, model, revision: Revision, network: bool = False) -> Optional[dict]:
+        """``config.json`` of the revision from the local HF cache, else (``network``) from the hub:
+        one small file, one try (:func:`hub_file`); an unreachable hub is :class:`EmergenceError`
+        (:func:`offline_message`), so a job stops at its first revision in one line."""
+        import json
+
+        path = cached_file(self.repo(model), revision.name, "config.json")
+        if path is None and network:
+            path = hub_file(self.repo(model), revision.name, "config.json")
+        return json.loads(open(path).read()) if path else None
+
     def download_sizes(self, model, revisions: Sequence[Revision]) -> Dict[str, str]:
         """``cached, <size>`` for a revision the local HF cache holds (its size on disk, i.e.
-        what a screen would otherwise download), else ``unknown``. Reads the disk only
-        (``huggingface_hub.scan_cache_dir``), never the hub."""
-        out = {r.name: "unknown" for r in revisions}
+        what a screen would otherwise download), else ``download (hub answered)`` or
+        ``download; hub unreachable: <why>``. Reads the disk (``huggingface_hub.scan_cache_dir``)
+        and asks the hub once whether it answers (:func:`hub_problem`)."""
+        problem = hub_problem()
+        missing = "download (hub answered)" if problem is None else "download; hub unreachable"
+        if problem is not None:
+            print(f"note: the hub is unreachable ({problem}): only revisions in the local HF cache can be screened",
+                  file=sys.stderr)
+        out = {r.name: missing for r in revisions}
         from huggingface_hub import scan_cache_dir
 
         try:

@@ -18,6 +18,7 @@ from emergence import EmergenceError
 from emergence import revisions as rv
 from emergence import toy  # (torch-free: the package imports its trainer only when one of these is used)
 from emergence.contract import RunSeed, recipe_seed
+from emergence.contract.storecheck import folder_problem
 from emergence.sources import Location, ModelLimits, ModelSource, model_get
 
 
@@ -28,6 +29,10 @@ class ToySource(ModelSource):
     def check(self, model) -> None:
         if model_get(model, "recipe") is None:
             raise EmergenceError(f"model {model.name!r} has revisions: toy but no model.recipe")
+        if model_get(model, "path"):
+            raise EmergenceError(f"model {model.name!r} is a toy suite trained here (revisions: toy), and "
+                                 f"model.path={model.path!r} is not read; for checkpoints of your own give "
+                                 "model.path alone (no model=...), or model=<yours> with revisions: folder")
 
     def revisions(self, model) -> List[rv.Revision]:
         self.check(model)
@@ -39,6 +44,13 @@ class ToySource(ModelSource):
         if not toy_dir:
             raise EmergenceError("the toy suite needs cache.toy_dir (where its checkpoints are trained to)")
         return Path(toy_dir)
+
+    def write_problem(self, model, toy_dir: Optional[str] = None) -> Optional[str]:
+        """A suite still to be trained needs a writable ``cache.toy_dir`` (a trained one is only read)."""
+        folder = toy.suite_folder(model.recipe, self._toy_dir(toy_dir), model.name)
+        if toy.is_complete(folder, model.recipe):
+            return None
+        return folder_problem(folder, "the toy cache (cache.toy_dir)")
 
     def prepare(self, model, revisions: Sequence[rv.Revision], toy_dir: Optional[str] = None,
                 progress: bool = True) -> None:

@@ -59,7 +59,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from emergence import EmergenceError
+from emergence import EmergenceError, OutputError
 from emergence.toy.corpus import ToyCorpus, check_training_corpus
 from emergence.toy.models import build_model, check_recipe
 from emergence.toy.recipe import ToyRecipeConfig, data_seed
@@ -170,12 +170,29 @@ def is_complete(folder: Path, recipe=None) -> bool:
     return bool(revisions) and all(_checkpoint_ok(folder / r["name"]) for r in revisions)
 
 
+def _write_failed(path: Path, tmp: Path, exc: Exception) -> OutputError:
+    """Remove the partial ``tmp`` and say in one line what could not be written and why (a full disk
+    makes ``torch.save`` raise a RuntimeError of its own, hence the free space)."""
+    shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+    cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip().splitlines()[0][:200]
+    try:
+        free = f"; {shutil.disk_usage(path.parent).free / 2**20:.1f} MiB free there"
+    except OSError:
+        free = ""
+    return OutputError(f"cannot write the toy checkpoint {str(path)!r} (cache.toy_dir): {cause}{free}; free some "
+                       "space or set cache.toy_dir=DIR, then rerun (training resumes from its last whole checkpoint)")
+
+
 def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """Write ``path`` through a temporary name and a rename: whole or not at all."""
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    write(tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except Exception as exc:  # noqa: BLE001  (a full disk, a read-only folder: one line, nothing partial left)
+        raise _write_failed(path, tmp, exc) from exc
 
 
 @contextlib.contextmanager
@@ -246,10 +263,13 @@ def _save_checkpoint(model, folder: Path, name: str) -> None:
     tmp = folder / f".tmp-{name}-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
-    model.save_pretrained(tmp)
-    if final.exists():  # a leftover of a run that died after the rename, before its state
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    try:
+        model.save_pretrained(tmp)
+        if final.exists():  # a leftover of a run that died after the rename, before its state
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except Exception as exc:  # noqa: BLE001  (a full disk, a read-only folder: one line, nothing partial left)
+        raise _write_failed(final, tmp, exc) from exc
 
 
 def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: List[float],

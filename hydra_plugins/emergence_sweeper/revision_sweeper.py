@@ -164,7 +164,8 @@ class RevisionSweeper(BasicSweeper):
         try:
             with beats:
                 self._launch(batches, outcome)
-                self._refine(parent_of, outcome)
+                if not outcome.store_failed():
+                    self._refine(parent_of, outcome)
         except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
             for key, parent in parents.items():
                 end_parent(key[0], parent, outcome.failed_of[parent] + [f"sweep interrupted: {type(exc).__name__}"],
@@ -191,7 +192,7 @@ class RevisionSweeper(BasicSweeper):
             for key, jobs in groups.items():
                 uri, experiment, artifacts = key
                 _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp} ({len(jobs)} jobs)",
-                                         len(jobs), float(tracking.stale_after_s))
+                                         len(jobs), float(tracking.stale_after_s), float(tracking.timeout_s))
                 parents[key] = parent
                 beats.enter_context(parent_heartbeat(uri, parent, float(tracking.heartbeat_s)))
                 for job in jobs:
@@ -207,15 +208,24 @@ class RevisionSweeper(BasicSweeper):
         config's store and experiment (emergence/parent_run.py), the summary (as a single job's:
         emergence/console.py), then, when jobs failed, one stderr line naming them and exit 1."""
         from emergence.console import print_summary  # (when the sweeper runs: see the module notes)
+        from emergence.contract.store import StoreError
         from emergence.parent_run import log_figures
 
         results = outcome.results()
         tracking = self.config.tracking
         parent = next((p for key, p in reversed(list(parents.items()))
                        if key[:2] == (tracking.uri, tracking.experiment)), None)
-        if results and parent is not None:  # the curves of every job's revisions, one line per model
-            log_figures(tracking.uri, parent, results)
+        if results and parent is not None and not outcome.store_failed():  # every job's curves, a line per model
+            try:
+                log_figures(tracking.uri, parent, results)
+            except StoreError as exc:
+                outcome.failed.append(f"the sweep's figures: StoreError: {exc}")
         print_summary(self.config, results, outcome.failed, outcome.n_jobs)
+        if outcome.store_failed():
+            cause = outcome.store_failed().split("StoreError: ", 1)[1]
+            print(f"error: the sweep stopped after {outcome.n_jobs} job(s): {cause}. Once the store answers again, "
+                  "run the same command to resume (complete runs are not screened again)", file=sys.stderr)
+            sys.exit(1)
         if outcome.failed:
             print(f"error: {len(outcome.failed)} of {outcome.n_jobs} job(s) failed: " + "; ".join(outcome.failed),
                   file=sys.stderr)
@@ -303,6 +313,8 @@ class RevisionSweeper(BasicSweeper):
                     outcome.failed_of[job[-1].split("=", 1)[1]].append(line)
             initial_job_idx += len(batch)
             outcome.returns.append(results)
+            if outcome.store_failed():  # every later job would wait out the same timeouts: stop here
+                break
 
 
 @dataclass
@@ -314,6 +326,10 @@ class SweepOutcome:
     returns: List[Sequence[JobReturn]] = field(default_factory=list)
     #: One line per failed job: ``#<job> (<overrides>): <error>``.
     failed: List[str] = field(default_factory=list)
+
+    def store_failed(self) -> Optional[str]:
+        """The first failed job's line that says the MLflow store failed (it stops the sweep), or None."""
+        return next((line for line in self.failed if "StoreError: " in line), None)
 
     @property
     def n_jobs(self) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from emergence.contract import head_classes
 from stats.errors import StatsError
 from stats.sources import Source, needs_path, path_logged, read_table, resolved
 from stats.tracked import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens, empty_table, label_seeds
@@ -58,6 +59,7 @@ def read_csv(path) -> TrackedResults:
     df = checked_counts(df, f"CSV {str(path)!r}")
     df["model"] = df["model"].astype(str)
     df["class"] = df["class"].astype(str)
+    check_classes(df["class"], f"CSV {str(path)!r}")
     df, seeds = label_seeds(df, f"CSV {str(path)!r}")  # one curve per (model, seed), named per training run
     df["revision"] = filled_revisions(df)
     if "pretraining_corpus" not in df.columns:
@@ -70,6 +72,17 @@ def read_csv(path) -> TrackedResults:
                           layers=layers.reset_index(drop=True), heads=None,
                           source={"kind": "csv", "path": str(path.resolve())}, notes=notes, seeds=seeds,
                           counts_only=True)
+
+
+def check_classes(classes: pd.Series, where: str) -> None:
+    """Refuse (one line) a class name that is not a head class of the registry
+    (emergence/contract/head_classes/): the row, the name, the valid ones."""
+    valid = head_classes.names()
+    bad = ~classes.isin(valid)
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise StatsError(f"{where} column 'class' row {row}: {classes.iloc[row]!r} is not a head class; "
+                         f"valid: {', '.join(valid)}")
 
 
 def checked_counts(df: pd.DataFrame, where: str) -> pd.DataFrame:

@@ -101,8 +101,8 @@ def test_a_registered_source_is_a_valid_kind_and_is_read():
 
 
 def test_an_options_object_is_checked_against_its_schema():
-    with pytest.raises(StatsError, match=r"^analysis\.shape\.min_jump_share=1\.5: must be in \(0, 1\]$"):
-        check_options(ShapeConfig(min_jump_share=1.5), "analysis.shape.")
+    with pytest.raises(StatsError, match=r"^analysis\.shape\.sharp_width_decades=-1\.0: must be a finite number > 0$"):
+        check_options(ShapeConfig(sharp_width_decades=-1.0), "analysis.shape.")
     with pytest.raises(StatsError, match=r"^analysis\.shape\.regime='odd': valid: \['auto', 'identity', 'aggregate'\]$"):
         check_options(ShapeConfig(regime="odd"), "analysis.shape.")
     check_options(ShapeConfig(), "analysis.shape.")

@@ -34,6 +34,9 @@ LISTED_CASES = [
     (["analysis.treshold=3"], ["analysis.treshold", "thresholds"]),
     (["+analysis.thresholds.bogus=3"], ["analysis.thresholds.bogus", "bos"]),
     (["analysis.n_boot=many"], ["analysis.n_boot=many", "integer"]),
+    (["analysis.thresholds.induktion=3"], ["analysis.thresholds.induktion is not a key of analysis.thresholds",
+                                           "valid: induction"]),
+    (["analysis.n_boot=10000000000000"], ["analysis.n_boot=10000000000000", "<= 100000"]),
     (["source=nosuch"], ["source=nosuch", "heads_csv"]),
     (["source=csv"], ["source=csv needs source.path"]),
     (["analysis.milestones.gap_late=BOS-99%"], ["analysis.milestones.gap_late='BOS-99%'", "BOS-50%"]),
@@ -128,6 +131,13 @@ BAD_DATA_CASES = [
     ("csv", "model,class,tokens,k,n\nm,bos,1000,1,inf\n", ["column 'n' row 0: inf is not a count"]),
     ("csv", "model,class,tokens,k,n\nm,bos,1000,1,16\nm,bos,2000,20,16\n", ["column 'k' row 1: k=20 > n=16"]),
     ("csv", "model,class,tokens,k,n\nm,bos,1000,nan,16\n", ["column 'k' row 0: 'nan' is not a number"]),
+    # issue 34, point 3: class names against the head-class registry
+    ("csv", "model,class,tokens,k,n\nm,bos,1000,1,16\nm,induktion,1000,1,16\n",
+     ["column 'class' row 1: 'induktion' is not a head class", "valid: induction, previous_token"]),
+    ("heads_csv", "model,revision,tokens,layer,head,bso,induction\nm,step1,1000,0,0,1.0,2.0\n",
+     ["column 'bso' is not a head class (did you mean 'bos'?)", "valid class columns: induction"]),
+    ("heads_csv", "model,revision,tokens,layer,head,selectivity.induktion\nm,step1,1000,0,0,1.0\n",
+     ["column 'selectivity.induktion' is not a head class"]),
 ]
 
 
@@ -188,6 +198,28 @@ def test_hydra_logs_go_with_output_dir_not_to_outputs(tmp_path, monkeypatch, cap
     entry()
     assert (tmp_path / "out" / "summary.json").is_file() and (tmp_path / "out" / ".hydra").is_dir()
     assert not (tmp_path / "outputs").exists()
+
+
+def test_a_file_analysis_writes_no_store_and_counts_empty_cells(tmp_path, monkeypatch, capsys):
+    """Issue 34, point 3: ``python -m stats source=heads_csv`` (a file) creates no MLflow store unless
+    ``tracking.log=true``, and says how many cells of each class column were empty, per model."""
+    from stats.__main__ import cli as entry
+
+    rows = [{"model": "m", "revision": f"step{i}", "tokens": 10.0 ** (i + 3), "layer": 0, "head": h,
+             "bos": 40.0 * (i >= 2) + 1.0, "induction": 30.0 * (i >= 3) + 1.0} for i in range(6) for h in range(4)]
+    heads = pd.DataFrame(rows)
+    heads.loc[[1, 5, 9], "bos"] = float("nan")  # three cells not measured
+    path = tmp_path / "heads.csv"
+    heads.to_csv(path, index=False, na_rep="")
+    monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["stats", "source=heads_csv", f"source.path={path}", "figures=false",
+                                      "analysis.n_boot=20", "analysis.shape.n_perm=99", "analysis.progress=false"])
+    capsys.readouterr()
+    entry()
+    out = capsys.readouterr()
+    assert "empty cells read as not measured: bos: 3 of 24 (m)" in out.err, out.err
+    assert "mlflow run" not in out.out
+    assert not list(tmp_path.rglob("*.db")) and not list(tmp_path.rglob("mlartifacts"))
 
 
 def test_end_to_end_exit_status_and_one_stderr_line(tmp_path):
