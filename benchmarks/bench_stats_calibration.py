@@ -46,11 +46,12 @@ Nulls simulated besides:
 - sign test (PR lead): the whole PR-lead pipeline on 30 final induction heads whose
   PR elevation is as likely 1-2 revisions after as before the crossing.
 - middle-out permutation test: layer onsets drawn independently of the layer.
-- monotone-change permutation test (the ``none`` rule of the verdict): flat curves
-  with binomial draws (128 heads), beta-binomial phi = 4 (256 heads), and a flat
-  population of followed heads (always-on heads plus 4 flickering heads near the
-  threshold, :class:`stats.simulate.HeadPopulation`); the unimodal variant (used
-  for curves that decline) on the same flat binomial curves.
+- the change test (the ``none`` rule of the verdict, :func:`stats.change.change_test`,
+  a change called: rejected and not one revision's alone): flat curves with binomial
+  draws (128 heads), beta-binomial phi = 4 (256 heads), and a flat population of
+  followed heads with their flags (always-on heads plus 4 flickering heads near the
+  threshold, :class:`stats.simulate.HeadPopulation`); the unimodal variant (used for
+  curves that decline) on the same flat binomial curves.
 """
 
 import argparse
@@ -201,27 +202,33 @@ def main():
         rej += o.test.p_value <= ALPHA
     report("middle-out permutation test, H0 exchangeable onsets, 16 layers: rejection rate", rej / D)
 
-    # 6. monotone-change permutation test (the verdict's none rule), flat curves
-    from stats.shape import level_change_test
+    # 6. the change test (the verdict's none rule, stats/change.py), flat curves
+    from stats.change import change_test
     from stats.simulate import HeadPopulation
 
-    def perm_rate(draw):
-        return np.mean([level_change_test(*draw(), 1999, rng).p_value <= ALPHA for _ in range(D)])
+    revs = [f"r{i}" for i in range(len(tok))]
 
-    report("monotone change (none rule), H0 flat, binomial, n = 128: rejection rate",
-           perm_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n)))
-    report("monotone change (none rule), H0 flat, beta-binomial phi = 4, n = 256: rejection rate",
-           perm_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)))
+    def called(k, n, flags=None, shape="monotone"):
+        """A change the verdict would call: the test rejects and the change is not one revision's alone."""
+        t = change_test(k, n, revs, flags, shape, 1999, rng, ALPHA)
+        return t.p_value <= ALPHA and not t.details.get("single_revision")
+
+    def change_rate(draw, shape="monotone"):
+        return np.mean([called(*draw(), shape=shape) for _ in range(D)])
+
+    report("change test (none rule), H0 flat, binomial, n = 128: a change called",
+           change_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n)))
+    report("change test (none rule), H0 flat, beta-binomial phi = 4, n = 256: a change called",
+           change_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)))
 
     def flat_population():
         pop = HeadPopulation(256, 0, 1e11, 0.1, n_always=int(rng.integers(0, 60)), n_flicker=4, dropout=0.01).simulate(tok, rng)
-        return pop.k, pop.n
+        return pop.k, pop.n, pop.flags
 
-    report("monotone change (none rule), H0 flat population, 4 flickering heads: rejection rate", perm_rate(flat_population))
-
-    report("monotone change, unimodal variant (declining curves), H0 flat, binomial, n = 128: rejection rate",
-           np.mean([level_change_test(simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n, 999, rng,
-                                      "unimodal").p_value <= ALPHA for _ in range(D)]))
+    report("change test (none rule), H0 flat population, 4 flickering heads (head-wise): a change called",
+           change_rate(flat_population))
+    report("change test, unimodal variant (declining curves), H0 flat, binomial, n = 128: a change called",
+           change_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n), "unimodal"))
 
     regimes(D, B, rng, report)
     rows += space(args.studies, args.pairs, B, rng)
