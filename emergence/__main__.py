@@ -25,6 +25,7 @@ from emergence.config import EmergenceConfig
 from emergence.console import format_plan, format_table, print_summary
 from emergence.contract.checks import discard_run_dir, run_folder_problem
 from emergence.contract.checks import precheck as compose_and_check
+from emergence.contract.quiet import quiet_logs, take_verbose_flag, verbose
 from emergence.contract.store import StoreError, failed_before
 from emergence.help import register_resolver
 from emergence.registry import CONF_DIR, GROUPS, check_group_choice, use_config_dirs
@@ -62,6 +63,7 @@ def main(cfg: DictConfig):
     from emergence.parent_run import job_parent
     from emergence.screening import JobFailed
 
+    quiet_logs(verbose())  # (again: Hydra has configured logging since)
     if cfg.dry_run and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
         try:
             print(format_plan(plan_jobs(cfg), cfg.screen.name))
@@ -120,13 +122,17 @@ def folder_model(argv):
 
 
 def cli() -> None:
+    quiet_logs(take_verbose_flag(sys.argv))  # the libraries' INFO lines only with -v (emergence/contract/quiet.py)
     sys.argv[1:] = folder_model(sys.argv[1:])
     try:
         precheck(sys.argv[1:])
     except EmergenceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
-    main()  # (a -m sweep with failed jobs exits 1 from the sweeper, naming them)
+    try:
+        main()  # (a -m sweep with failed jobs exits 1 from the sweeper, naming them)
+    except KeyboardInterrupt:  # Ctrl-C: the job or the sweep printed its one line (what finished, how to resume)
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -415,6 +415,30 @@ def check_probe_memory(corpus) -> None:
                              f"set corpus.n_sequences <= {fit}")
 
 
+#: How much of a text file is read to tell text from a binary file.
+TEXT_SNIFF_BYTES = 1 << 20
+
+
+def text_problem(path: Path) -> Optional[str]:
+    """Why the file ``path`` is no text corpus (empty, or binary: a NUL byte or not UTF-8 in its first
+    megabyte), or None; read before any model is loaded."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(TEXT_SNIFF_BYTES)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not head.strip():
+        return "is empty"
+    if b"\x00" in head:
+        return "is a binary file, not text (it holds NUL bytes)"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of the sample
+            return f"is not UTF-8 text (byte {exc.start})"
+    return None
+
+
 def check_corpus(corpus) -> None:
     """The ``corpus`` group's rules across its fields, before any model is known (a probe against
     the model's vocabulary and context: emergence/probes.py ``check_probe``): a ``text_file``
@@ -425,6 +449,9 @@ def check_corpus(corpus) -> None:
             raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
         if not Path(str(corpus.path)).expanduser().is_file():
             raise EmergenceError(f"corpus.path={corpus.path!r} is not a file; give a local text file")
+        problem = text_problem(Path(str(corpus.path)).expanduser())
+        if problem:
+            raise EmergenceError(f"corpus.path={corpus.path!r} {problem}; give a local UTF-8 text file")
     elif corpus.kind == "xu2026":
         check_xu2026_values(int(corpus.vocab_lo), int(corpus.vocab_hi), int(corpus.seq_len))
 

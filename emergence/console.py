@@ -22,6 +22,7 @@ from emergence.contract.mlflow_ui import open_lines
 from emergence.handoff import stats_report
 from emergence.contract.units import format_tokens
 from emergence.revisions import Revision
+from emergence.ui import remember_job
 
 if TYPE_CHECKING:
     from emergence.refine import RoundPlan
@@ -93,6 +94,7 @@ def format_plan(jobs: Sequence, screen: str = "") -> str:
     for i, job in enumerate(jobs):
         r = job.revision
         lines.append(f"{i:>3}  {job.model:<{width}}{r.name:<26}{r.step:>9,}{r.tokens:>18,}  {job.download}")
+    lines += [f"first: {step}" for step in dict.fromkeys(getattr(job, "preparation", "") for job in jobs) if step]
     lines.append(f"dry run: {len(jobs)} job(s){f', screen {screen}' if screen else ''}; "
                  "no model loaded, no run logged")
     return "\n".join(lines)
@@ -117,12 +119,28 @@ def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: Li
     return "\n".join(lines)
 
 
+def skipped_line(results: List[RevisionResult], unit: str) -> str:
+    """How many of ``results`` were finished before and skipped ('' when none)."""
+    done_before = sum(1 for r in results if r.skipped and r.metrics)
+    if not done_before:
+        return ""
+    return (f"{done_before} of {len(results)} {unit} finished before and skipped (their runs are reused; "
+            "force=true screens them again)")
+
+
+def interrupted_line(done: int, total: int, unit: str) -> str:
+    """The one line a job or a sweep stopped by Ctrl-C prints: what finished and how to resume."""
+    return (f"interrupted: {done} of {total} {unit} finished and kept (the one under way is marked KILLED); "
+            "run the same command again to resume: finished ones are skipped")
+
+
 def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[str]] = None, n_jobs: int = 0) -> None:
     """The end of a run (nothing with ``report=false``). ``failed`` None: one job (``python -m
     emergence``), whose table is printed with its results, then when circuits form and the
     statistics of its models (``stats``) when it screened more than one revision; a list: a
     ``-m`` sweep's failed jobs (``#<job> (<overrides>): <error>``) of its ``n_jobs`` jobs, after
     the summary of every job's results. Then where to open the runs."""
+    remember_job(cfg.tracking.uri, cfg.tracking.experiment)  # what `python -m emergence.ui` opens
     if not cfg.report:
         return
     sweep = failed is not None
@@ -135,6 +153,9 @@ def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[
         print(format_markdown(formation_rows(results)))
         if cfg.stats:
             print(stats_report(cfg, sorted({r.model for r in results})))
+    skipped = skipped_line(results, "job(s)" if sweep else "revision(s)")
+    if skipped:
+        print(f"\n{skipped}")
     if not sweep:
         print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
               f"{open_lines(cfg.tracking.uri, cfg.tracking.experiment)}")

@@ -14,14 +14,12 @@ says. Fractions are drawn from 0. Text is 8 pt or larger.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Iterable, List
 
 import pandas as pd
 
 from emergence.contract import FRACTION, parse_metric
-from emergence.contract.units import format_tokens
 
 FONT_PT = 9
 SMALL_PT = 8
@@ -48,19 +46,15 @@ def classes_of(table: pd.DataFrame) -> List[str]:
 
 
 def _panel(ax, table: pd.DataFrame, head_class: str) -> None:
-    """One class's fraction against tokens, one line per model, on a log token axis."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
+    """One class's fraction against tokens, one line per model, on the log token axis of every figure
+    (emergence/contract/tokenaxis.py)."""
+    from emergence.contract.tokenaxis import token_axis  # (matplotlib: only when figures are drawn)
 
     column = f"{FRACTION}.{head_class}"
     for model, points in table.groupby("model", sort=False):
         points = points.dropna(subset=[column])
         ax.plot(points["tokens"], points[column], marker="o", markersize=3.5, linewidth=1.4, label=model)
-    ax.set_xscale("log")
-    positive = table["tokens"][table["tokens"] > 0]
-    decades = math.log10(positive.max() / positive.min()) if len(positive) else 0.0
-    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: format_tokens(x)))
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: ""))
+    token_axis(ax)
     top = table[column].max() if column in table else 0.0
     ax.set_ylim(0.0, max(0.05, 1.12 * float(top if pd.notna(top) else 0.0)))
     ax.set_title(head_class, fontsize=FONT_PT)

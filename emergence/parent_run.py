@@ -4,7 +4,8 @@ A ``-m`` sweep's parent run is opened by the sweeper (hydra_plugins/emergence_sw
 job run without ``-m`` (the default job, ``python -m emergence``) opens its own
 (:func:`job_parent`), so that every study lands in MLflow the same way:
 
-- opened after the job's input is checked (bad input leaves no run), tagged as a sweep's
+- opened after the job's input is checked (bad input leaves no run), and only when the job has a
+  revision to screen (a rerun that finds every run finished adds no run), tagged as a sweep's
   parent is (``emergence.kind = sweep``, the job's ``emergence.sweep`` id, host, pid and a
   heartbeat kept while the job runs), named ``job <date time>: <model>, <selection> (<N>
   revisions)``; a live job (``live=adaptive``) opens none;
@@ -35,12 +36,14 @@ from typing import Iterable, Iterator, List, Optional
 import mlflow
 from omegaconf import DictConfig
 
-from emergence.config import trains_live
+from emergence.config import refines, trains_live
+from emergence.contract import MODEL_TAG
+from emergence.console import interrupted_line
 from emergence.contract.store import StoreError, log_artifacts_whole
 from emergence.parent_figures import curve_table, draw
 from emergence.preflight import validate
 from emergence.screening import JobFailed, sweep_id
-from emergence.tracking import end_parent, parent_heartbeat, start_parent
+from emergence.tracking import Tracker, config_hash, end_parent, parent_heartbeat, start_parent
 
 #: Where the figures go in the parent run's artifacts.
 FIGURES_DIR = "curves"
@@ -54,17 +57,27 @@ class JobParent:
         self.results: List = []
 
 
-def _checked(cfg: DictConfig) -> int:
+def _checked(cfg: DictConfig) -> List:
     """The job's own input check (emergence.preflight.validate: raises on bad input, before any run
-    is opened); its notes are held back (the job's check prints them again). Returns the number of
-    revisions selected."""
+    is opened); its notes are held back (the job's check prints them again). Returns the revisions
+    selected."""
     held = io.StringIO()
     try:
         with redirect_stderr(held):
-            return len(validate(cfg))
+            return list(validate(cfg))
     except BaseException:
         sys.stderr.write(held.getvalue())
         raise
+
+
+def all_finished(cfg: DictConfig, revisions: List) -> bool:
+    """Whether every selected revision already has a complete, FINISHED run of this identity (then the
+    job screens nothing and opens no parent run: a rerun adds no run); never with ``force`` or a
+    refinement (which plans new revisions)."""
+    if cfg.force or refines(cfg) or not revisions:
+        return False
+    tracker = Tracker(cfg.tracking)
+    return all(tracker.finished_run(config_hash(cfg, r)) is not None for r in revisions)
 
 
 def opens_parent(cfg: DictConfig) -> bool:
@@ -79,10 +92,17 @@ def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
     if not opens_parent(cfg):
         yield JobParent(None)
         return
-    n = _checked(cfg)
+    revisions = _checked(cfg)
+    if all_finished(cfg, revisions):
+        yield JobParent(None)
+        return
+    n = len(revisions)
     t = cfg.tracking
     name = f"job {time.strftime('%Y-%m-%d %H:%M:%S')}: {cfg.model.name}, {cfg.revision.select} ({n} revisions)"
     _, run_id = start_parent(t.uri, t.experiment, t.artifacts, sweep_id(cfg), name, 1, float(t.stale_after_s))
+    # its model's tag: the UI's view grouped by model then holds it in its model's group, not in an
+    # empty "Unassigned" legend entry (it has no metric of the charts; stats reads screen runs only)
+    mlflow.MlflowClient(t.uri).set_tag(run_id, MODEL_TAG, str(cfg.model.name))
     t.parent_run = run_id
     parent = JobParent(run_id)
     try:
@@ -90,6 +110,7 @@ def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
             yield parent
     except KeyboardInterrupt:
         end_parent(t.uri, run_id, ["job interrupted (KeyboardInterrupt)"], 1, status="KILLED")
+        print(interrupted_line(finished_children(t.uri, run_id), n, "revision(s)"), file=sys.stderr)
         raise
     except JobFailed as exc:
         log_figures(t.uri, run_id, exc.results)
@@ -104,6 +125,17 @@ def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
         end_parent(t.uri, run_id, [str(exc)], 1)
         raise
     end_parent(t.uri, run_id, [], 1, strict=True)
+
+
+def finished_children(uri: str, run_id: str) -> int:
+    """How many runs under the parent ``run_id`` are FINISHED (0 when the store cannot say)."""
+    try:
+        runs = mlflow.MlflowClient(uri).search_runs(
+            [mlflow.MlflowClient(uri).get_run(run_id).info.experiment_id],
+            filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'FINISHED'", max_results=10000)
+    except Exception:  # noqa: BLE001  (a line to print: the runs themselves are safe)
+        return 0
+    return len(runs)
 
 
 def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:

@@ -28,6 +28,8 @@ class PlannedJob:
     revision: Revision
     #: What a screen of this revision downloads, as far as the local HF cache knows.
     download: str
+    #: What the job does first (a toy to train, with a time estimate); '' for nothing.
+    preparation: str = ""
 
 
 def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
@@ -45,7 +47,8 @@ def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
     if refines(cfg):
         revisions = refine_first_round(cfg, revisions)
     sizes = download_sizes(cfg.model, revisions)
-    return [PlannedJob(registry.model_label(cfg.model), r, sizes[r.name]) for r in revisions]
+    first = registry.model_source(cfg.model).preparation(cfg.model, cfg.cache.toy_dir)
+    return [PlannedJob(registry.model_label(cfg.model), r, sizes[r.name], first) for r in revisions]
 
 
 def refine_first_round(cfg: DictConfig, start: List[Revision]) -> List[Revision]:

@@ -45,6 +45,9 @@ def validate(cfg: DictConfig) -> List[Revision]:
     recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
     source = registry.model_source(cfg.model)  # the config against its source (emergence/sources/)
     revisions = registry.selected_revisions(cfg.model, cfg.revision)
+    problem = source.selection_problem(cfg.model, revisions)  # e.g. a revisions.json naming a missing folder
+    if problem:
+        raise EmergenceError(problem)
     registry.resolve_family(cfg.model, revisions, network=not cfg.dry_run)  # config.json, before any weights
     choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
     limits = declared_limits(cfg.model, revisions)

@@ -120,10 +120,32 @@ def selected_revisions(model: DictConfig, revision: DictConfig) -> List[rv.Revis
                          f"{model.name!r}; valid: {', '.join(r.name for r in selection)}")
 
 
+#: The config keys that choose a run of a seed suite: named on the command line (``-m
+#: model.recipe.seed=0,1,2``), they put the seed in every label (:func:`model_label`).
+SEED_KEYS = ("model.seed", "model.seed_kind", "model.recipe.seed", "model.recipe.data_seed", "model.recipe.init_seed")
+
+
+def seed_on_command_line() -> bool:
+    """Whether the command line in effect (Hydra's overrides: a job's, or a sweep's while it plans)
+    sets one of :data:`SEED_KEYS`."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return False
+    overrides = HydraConfig.get().overrides
+    return any(o.split("=", 1)[0].lstrip("+~") in SEED_KEYS for o in [*overrides.task, *(overrides.hydra or [])])
+
+
 def model_label(model: DictConfig) -> str:
-    """The model's name, with its seed for a run of a seed suite (``toy_neox [seed 3]``)."""
-    seed = model_source(model).run_seed(model)
-    return str(model.name) if seed is None else f"{model.name} [{seed.label}]"
+    """The model's name, with its seed where a seed tells its runs apart (``toy_neox [seed 3]``): a
+    run of a seed suite named by its seed (PolyPythia), a toy trained with another seed than its
+    recipe's default, or any model when the command line sets a seed (a seed sweep). The default
+    job's toy is ``toy_neox``."""
+    source = model_source(model)
+    seed = source.run_seed(model)
+    if seed is None or not (source.names_seed(model) or seed_on_command_line()):
+        return str(model.name)
+    return f"{model.name} [{seed.label}]"
 
 
 def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network: bool = True) -> str:

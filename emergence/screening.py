@@ -46,6 +46,7 @@ from emergence.contract import (
     TOKENS_TAG,
 )
 from emergence.contract.store import StoreError
+from emergence.contract.progress import bars_disabled, stage_line
 from emergence.loading import load, model_bytes, plan_batch_size
 from emergence.prefetch import FetchFailed, Pipeline, disk_short
 from emergence.probes import build_probe
@@ -205,12 +206,16 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
     known = known or registry.model_revisions(cfg.model)  # once per job, not once per revision
     pipeline = revision_pipeline(cfg, revisions, known, tracker, progress)
     bar = tqdm(pipeline, total=len(revisions), desc=f"{cfg.model.name}", unit="rev",
-               disable=not progress or len(revisions) < 2)
-    for fetched in bar:
+               disable=True if len(revisions) < 2 else bars_disabled(progress))
+    for i, fetched in enumerate(bar, 1):
         bar.set_postfix_str(fetched.item.name)
+        started = time.perf_counter()
         result = _claim_and_screen(cfg, tracker, sweep, pipeline, fetched, known, progress, failures)
         if result is not None:
             results.append(result)
+        outcome = "failed" if result is None else "done before, skipped" if result.skipped else "screened"
+        stage_line(f"{cfg.model.name}@{fetched.item.name}: {outcome} ({i}/{len(revisions)}, "
+                   f"{time.perf_counter() - started:.0f} s)", progress)
     if failures:
         raise JobFailed(f"{cfg.model.name}: {len(failures)} of {len(revisions)} revision(s) failed: "
                         + "; ".join(failures), results)

@@ -5,10 +5,12 @@ Starts a real ``mlflow server`` on 127.0.0.1 over a store the tool wrote, opens 
 headless Chromium (driven through chromedriver's W3C HTTP interface: no Python package
 needed), saves a PNG of each and says what each shows:
 
-1. ``runs``: the runs-table URL the tool prints (``.../runs?workflowType=machine_learning``),
-   in a fresh browser: must show the runs table;
+1. ``runs``: the runs-table URL the tool prints (``.../runs?viewStateShareKey=emergence-runs&
+   workflowType=machine_learning``), in a fresh browser: must show the runs table with the key
+   metrics as columns (``columns``);
 2. ``view``: the saved view's URL the tool prints (``viewStateShareKey=emergence-curves``,
    ``compareRunsMode=CHART``): must show the runs grouped by model and the charts against tokens;
+   whether a chart legend has an empty "Unassigned" entry is reported (``legend``);
 3. ``bare``: the bare experiment URL ``#/experiments/<id>`` (what the experiment list links
    to) in a fresh browser: reported as found (MLflow 3.17.2 opens it on the GenAI overview,
    the UI's default: emergence/contract/mlflow_ui.py);
@@ -45,6 +47,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--window-size=1600,1000"]
 #: How many charts the page has drawn (plotly's plot areas with their traces).
 PLOTS = "return document.querySelectorAll('.js-plotly-plot .scatterlayer .trace').length;"
+#: Columns the runs-table view must show (emergence/contract/mlflow_ui.py, runs_view).
+RUNS_COLUMNS = ("fraction.bos", "fraction.induction", "count.bos", "count.induction")
 STUDY = ["-m", "model=toy_neox,toy_olmo", "recipe@model.recipe=fast_neox", "corpus.n_sequences=64", "stats=false"]
 
 
@@ -183,6 +187,13 @@ def check_pages(port: int, experiment_id: str, out: Path, work: Path) -> dict:
             browser = Browser(driver_url, work / f"profile-{name}")
             try:
                 found[name] = (url, look(browser, url, want, section, out / f"{name}.png"))
+                if name == "runs":  # the screen runs' table: the key metrics as columns, no parent row
+                    text = browser.text()
+                    missing = [c for c in RUNS_COLUMNS if c not in text]
+                    found["columns"] = (url, "key metric columns" if not missing else f"missing {', '.join(missing)}")
+                if name == "view":  # an empty legend entry is a group of runs without the model tag
+                    found["legend"] = (url, "an 'Unassigned' legend entry" if "Unassigned" in browser.text()
+                                       else "no empty legend entry")
                 if name == "bare":  # the same browser: the sidebar's switch once, then the bare URL again
                     clicked = browser.click_text("Model training")
                     time.sleep(3)
@@ -223,7 +234,8 @@ def main() -> int:
     print(f"MLflow {mlflow.__version__} UI, experiment {args.experiment!r} (id {exp.experiment_id}):")
     for name, (url, shows) in found.items():
         print(f"  {name:9} {shows:40} {args.out / (name + '.png')}  ({url})")
-    must = {"runs": "runs table", "view": "runs table, charts of the saved view", "switched": "runs table"}
+    must = {"runs": "runs table", "columns": "key metric columns", "view": "runs table, charts of the saved view",
+            "switched": "runs table"}
     bad = [name for name, want in must.items() if found.get(name, ("", ""))[1] != want]
     print("check passed" if not bad else f"check failed: {', '.join(bad)} did not show what they must")
     return 1 if bad else 0

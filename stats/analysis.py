@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from emergence.contract.progress import bars_disabled
+
 from stats.config import AnalysisConfig, check_analysis, units_problem
 from stats.errors import StatsError
 from stats.curve_analysis import CurveAnalysis, analyse_curve
@@ -247,7 +249,7 @@ def in_units(cfg: AnalysisConfig, units: dict) -> tuple:
 def analyse_curves(curve_list: list, cfg: AnalysisConfig, seeds: list, results: TrackedResults) -> list:
     """The per-curve stage over ``curve_list``, curve ``i`` with its own stream ``seeds[i]``."""
     analyses = []
-    bar = tqdm(curve_list, desc="curves", disable=not cfg.progress, leave=False)
+    bar = tqdm(curve_list, desc="curves", disable=bars_disabled(cfg.progress), leave=False)
     for curve, seed in zip(bar, seeds):
         bar.set_postfix_str(f"{curve.model}/{curve.head_class}")
         analyses.append(analyse_curve(curve, cfg, np.random.default_rng(seed), results))

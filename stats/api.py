@@ -7,6 +7,7 @@ screening job does at its end (``emergence``), in its own process.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 from pathlib import Path
@@ -54,7 +55,8 @@ def run(conf: StatsConfig) -> dict:
     results = read_source(conf.source)
     analysis = analyse(results, conf.analysis)
     out_dir = Path(conf.output_dir).expanduser().resolve()
-    paths = write_outputs(analysis, out_dir, conf.figures, conf.analysis.progress)
+    with figure_formats(conf):
+        paths = write_outputs(analysis, out_dir, conf.figures.enabled, conf.analysis.progress)
     if logs_run(conf):
         summary = analysis.summary()
         params = {"source.kind": conf.source.kind, "n_boot": conf.analysis.n_boot, "seed": conf.analysis.seed,
@@ -62,6 +64,16 @@ def run(conf: StatsConfig) -> dict:
         paths["run_id"] = log_to_mlflow(out_dir, summary, conf.tracking.uri, conf.tracking.artifacts,
                                         conf.tracking.experiment, params)
     return paths
+
+
+def figure_formats(conf: StatsConfig):
+    """The context the figures are drawn in, in the formats ``figures.formats`` asks (PNG; PDF and SVG
+    on request); matplotlib is imported only when figures are drawn."""
+    if not conf.figures.enabled:
+        return contextlib.nullcontext()
+    from stats.plotstyle import paper_style
+
+    return paper_style(conf.figures.formats)
 
 
 def summary_line(paths: dict) -> str:

@@ -264,13 +264,26 @@ class TrackingConfig:
     experiment: str = "emergence_stats"
 
 
+#: The file formats a figure can be written in (:func:`stats.plotstyle.save`).
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
+
+@dataclass
+class FiguresConfig:
+    """Whether figures are drawn, and in which formats: PNG (what the report shows) by default; a
+    paper's vector files on request (``figures.formats=[png,pdf,svg]``)."""
+
+    enabled: bool = True
+    formats: List[str] = field(default_factory=lambda: ["png"], metadata={"items": {"choices": FIGURE_FORMATS}})
+
+
 @dataclass
 class StatsConfig:
     source: SourceConfig = field(default_factory=SourceConfig)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     output_dir: str = MISSING
-    figures: bool = True
+    figures: FiguresConfig = field(default_factory=FiguresConfig)
 
 
 #: The schema's defaults as one object: the keyword defaults of the library functions.

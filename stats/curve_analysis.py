@@ -108,9 +108,14 @@ class CurveAnalysis(Results):
         entries = self.entries()
         return {key: entries.get(key) for key in RECORD}
 
+    @property
+    def verdict_text(self) -> str:
+        """The verdict in words, as the report and the figures print it (its wording: stats/shape.py)."""
+        return self.verdict.shape
+
     def summary(self) -> str:
         when = "" if self.times is None else f"; {self.times.summary()}"
-        return f"{self.model} / {self.head_class}: {self.verdict.shape} - {self.verdict.reason}{when}"
+        return f"{self.model} / {self.head_class}: {self.verdict_text} - {self.verdict.reason}{when}"
 
 
 def continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float],

@@ -1,11 +1,13 @@
-"""Figures (matplotlib, Agg backend; every figure PNG, PDF and SVG: :mod:`stats.plotstyle`).
+"""Figures (matplotlib, Agg backend; every figure a PNG, and PDF or SVG on request: :mod:`stats.plotstyle`).
 
-- ``curve_<model>_<class>.png``: the observed fraction (Wilson 95 % bars), the four
-  fits of the rise, the logistic's 95 % bootstrap band (pointwise percentiles of
-  replicate curves), the primary change point (shaded between its bracketing
-  revisions), t50 with its interval; a censored curve has an arrow from its
-  bounding revision outwards and says ``t50 <= t_1`` or ``t50 > t_m``, a decline is
-  shaded grey (it is not fitted);
+- ``curve_<model>_<class>.png``: the observed heads (a count where the same heads are
+  followed, ``identity``; else the fraction with Wilson 95 % bars), the four fits of the
+  rise (the lowest AICc marked in the legend), the logistic's 95 % bootstrap band (pointwise
+  percentiles of replicate curves), the primary change point (shaded between its bracketing
+  revisions), t50 with its interval; titled with the verdict as the report prints it and its
+  reason; a censored curve has an arrow from its bounding revision outwards and says
+  ``t50 <= t_1`` or ``t50 > t_m``, a decline is shaded grey (it is not fitted); a class with
+  no head flagged at any revision gets no figure;
 - ``layers_<model>.png``: heatmap of BOS heads per layer (rows) and revision (columns);
 - ``timeline.png``: per model, t(induction) and t50(BOS) with intervals (a censored time is a
   ``<`` or ``>`` marker at its bound, an open interval end an arrowhead), and the ratio
@@ -26,21 +28,24 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 from tqdm.auto import tqdm  # noqa: E402
 
 from emergence.contract import selectivity_column  # noqa: E402
+from emergence.contract.progress import bars_disabled  # noqa: E402
 from stats.findings import class_layer_counts  # noqa: E402
 from stats.headviews import circuit_figure, heads_heatmap  # noqa: E402
-from stats.plotstyle import format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402
+from stats.plotstyle import count_axis, format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402
 
 COLORS = {"logistic": "C0", "step": "C3", "ramp": "C2", "constant": "C7"}
 
@@ -73,15 +78,24 @@ def _open_ci(val: float, ci, lo_edge: float, hi_edge: float) -> tuple:
     return (lo_edge if lo is None else lo), (hi_edge if hi is None else hi), lo is None, hi is None
 
 
-def _mark_censoring(ax, ca) -> None:
+def _counted(ca) -> float:
+    """The number of heads when the curve follows the same heads (``identity``, a fixed head count):
+    its points are drawn as counts of heads; 0 otherwise (fractions with binomial bars)."""
+    c = ca.curve
+    if ca.regime != "identity" or not len(c) or not np.all(c.n == c.n[0]) or c.n[0] <= 0:
+        return 0.0
+    return float(c.n[0])
+
+
+def _mark_censoring(ax, ca, scale: float) -> None:
     """An arrow from the bounding revision outwards, and its label, for a censored curve."""
     c, side = ca.curve, ca.censored
     t = float(c.tokens[0] if side == "left" else c.tokens[-1])
-    y = float(np.max(c.fraction)) / 2
+    y = scale * float(np.max(c.fraction)) / 2
     end = t / 3 if side == "left" else t * 3
     ax.annotate("", xy=(end, y), xytext=(t, y), arrowprops=dict(arrowstyle="->", color="C4", lw=1.6))
     ax.axvline(t, color="C4", ls=":", lw=1)
-    text = f"{side}-censored:\nt50 {'<=' if side == 'left' else '>'} {t:.3g} tokens"
+    text = f"{side}-censored:\nt50 {'<=' if side == 'left' else '>'} {format_tokens(t)} tokens"
     ax.text(end, y, text, ha="left" if side == "left" else "right", va="bottom", fontsize=8, color="C4")
     lo, hi = ax.get_xlim()
     ax.set_xlim(min(lo, end / 1.5), max(hi, end * 1.5))
@@ -93,49 +107,90 @@ def _mark_decline(ax, ca) -> None:
                label=f"decline: {d.peak_heads:.3g} -> {d.later_heads:.3g} heads (not fitted)")
 
 
+def _observed(ax, c, heads: float) -> None:
+    """The observed points: counts of heads (``heads`` > 0: the same heads followed, no error bars),
+    else fractions with Wilson 95 % bars."""
+    if heads:
+        ax.plot(c.tokens, c.k, "o", color="k", ms=4.5, label="heads flagged", zorder=5)
+        return
+    f = c.fraction
+    lo, hi = wilson_interval(c.k, c.n)
+    ax.errorbar(c.tokens, f, yerr=[np.clip(f - lo, 0, None), np.clip(hi - f, 0, None)],
+                fmt="o", color="k", ms=4, capsize=2, label="observed (Wilson 95%)", zorder=5)
+
+
+def _fits(ax, ca, grid, scale: float) -> None:
+    """The logistic's bootstrap band and the four fits, the best by AICc marked in the legend."""
+    if ca.boot is not None and ca.fits is not None:
+        model = ca.fits["logistic"].model
+        sub = ca.boot.theta[: min(len(ca.boot.theta), 400)]
+        blo, bhi = np.quantile(model.mean(sub, np.log10(grid)), [0.025, 0.975], axis=0)
+        ax.fill_between(grid, scale * blo, scale * bhi, color="C0", alpha=0.18, lw=0, label="logistic 95% band")
+    fits = ca.fits or {}
+    best = min(fits, key=lambda name: fits[name].aicc) if fits else None
+    for name, fit in fits.items():
+        ax.plot(grid, scale * np.asarray(fit.predict(grid)), color=COLORS.get(name, None),
+                lw=1.6 if name == "logistic" else 1.0, ls="-" if name == "logistic" else "--",
+                label=f"{name} (AICc {fit.aicc:.1f}{', lowest' if name == best and len(fits) > 1 else ''})")
+
+
+def _t50_marker(ax, ca, grid, scale: float) -> None:
+    t = ca.times
+    if t is None or ca.fits is None or ca.censored or not t.t50:
+        return
+    yl = scale * ca.fits["logistic"].predict([t.t50])[0]
+    lo_t, hi_t, open_lo, open_hi = _open_ci(t.t50, t.t50_ci, grid[0], grid[-1])
+    if np.isfinite(lo_t) and np.isfinite(hi_t):
+        ax.errorbar([t.t50], [yl], xerr=[[t.t50 - lo_t], [hi_t - t.t50]], fmt="D", color="C4", ms=6, capsize=3,
+                    label="t50 (95% CI" + (", open end" if open_lo or open_hi else "") + ")", zorder=6)
+
+
+def curve_title(ca) -> str:
+    """The title of a curve's figure: the verdict as the report prints it (``ca.verdict_text``), then
+    its reason, wrapped (the legend's lowest AICc is the best fit, not the verdict's criterion)."""
+    extra = f", {ca.censored}-censored" if ca.censored else ""
+    extra += ", rise then decline" if ca.phases is not None and ca.phases.decline is not None else ""
+    reason = textwrap.shorten(ca.verdict.reason, 300, placeholder=" ...")
+    return f"{ca.model} / {ca.head_class}: {ca.verdict_text}{extra}\n" + "\n".join(textwrap.wrap(reason, 90))
+
+
 def curve_figure(ca, path: Path) -> Path:
+    """The curve of one model and class (module docstring); heads counted where the same heads are
+    followed (:func:`_counted`), fractions with binomial bars otherwise."""
     c = ca.curve
+    heads = _counted(ca)
+    scale = heads or 1.0
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     if len(c):
-        f = c.fraction
-        lo, hi = wilson_interval(c.k, c.n)
-        ax.errorbar(c.tokens, f, yerr=[np.clip(f - lo, 0, None), np.clip(hi - f, 0, None)],
-                    fmt="o", color="k", ms=4, capsize=2, label="observed", zorder=5)
+        _observed(ax, c, heads)
         rise = c.tokens[: ca.phases.rise_end] if ca.phases is not None else c.tokens
         grid = np.logspace(np.log10(rise.min()) - 0.1, np.log10(rise.max()) + 0.1, 300)
         if ca.phases is not None and ca.phases.decline is not None:
             _mark_decline(ax, ca)
-        if ca.boot is not None and ca.fits is not None:
-            model = ca.fits["logistic"].model
-            sub = ca.boot.theta[: min(len(ca.boot.theta), 400)]
-            curves = model.mean(sub, np.log10(grid))
-            blo, bhi = np.quantile(curves, [0.025, 0.975], axis=0)
-            ax.fill_between(grid, blo, bhi, color="C0", alpha=0.18, lw=0, label="logistic 95% band")
-        for name, fit in (ca.fits or {}).items():
-            ax.plot(grid, fit.predict(grid), color=COLORS.get(name, None), lw=1.6 if name == "logistic" else 1.0,
-                    ls="-" if name == "logistic" else "--", label=f"{name} (AICc {fit.aicc:.1f})")
+        _fits(ax, ca, grid, scale)
         cp = ca.changepoints.primary if ca.changepoints is not None else None
         if cp is not None:
             ax.axvspan(cp.tokens_before, cp.tokens_after, color="C1", alpha=0.12, lw=0, label="change point")
-        t = ca.times
-        if t is not None and ca.fits is not None and not ca.censored and t.t50:
-            yl = ca.fits["logistic"].predict([t.t50])[0]
-            lo_t, hi_t, open_lo, open_hi = _open_ci(t.t50, t.t50_ci, grid[0], grid[-1])
-            if np.isfinite(lo_t) and np.isfinite(hi_t):
-                ax.errorbar([t.t50], [yl], xerr=[[t.t50 - lo_t], [hi_t - t.t50]], fmt="D", color="C4", ms=6, capsize=3,
-                            label="t50 (95% CI" + (", open end" if open_lo or open_hi else "") + ")", zorder=6)
+        _t50_marker(ax, ca, grid, scale)
         token_axis(ax)
         if ca.censored:
-            _mark_censoring(ax, ca)
+            _mark_censoring(ax, ca, scale)
     ax.set_xlabel("training tokens")
-    ax.set_ylabel(f"fraction of heads: {c.head_class}")
-    fraction_axis(ax, max(0.1, float(np.max(c.fraction))) if len(c) else 1.0)
-    extra = ", weak evidence" if ca.verdict.evidence.get("strength") == "weak" else ""
-    extra += f", {ca.censored}-censored" if ca.censored else ""
-    extra += ", rise then decline" if ca.phases is not None and ca.phases.decline is not None else ""
-    ax.set_title(f"{c.model} / {c.head_class}: {ca.verdict.shape}{extra}", fontsize=10)
+    top = float(np.max(c.fraction)) if len(c) else 1.0
+    if heads:
+        ax.set_ylabel(f"{c.head_class} heads (of {heads:.0f})")
+        count_axis(ax, float(np.max(c.k)) if len(c) else 1.0)
+    else:
+        ax.set_ylabel(f"fraction of heads: {c.head_class}")
+        fraction_axis(ax, max(0.1, top))
+    ax.set_title(curve_title(ca), fontsize=9, loc="left")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save(fig, path)
+
+
+def has_heads(ca) -> bool:
+    """Whether a curve has any head flagged at any revision: a class with none gets no figure."""
+    return bool(len(ca.curve)) and float(np.max(ca.curve.k)) > 0
 
 
 def layers_figure(counts, model: str, head_class: str, path: Path, floor_layers=(0, 1)) -> Path:
@@ -161,15 +216,15 @@ def layers_figure(counts, model: str, head_class: str, path: Path, floor_layers=
     ax.set_xlabel("revision (training tokens)")
     ax.set_ylabel("layer")
     ax.set_title(f"{model}: {head_class} heads per layer", fontsize=10)
-    fig.colorbar(im, ax=ax, label="heads")
+    fig.colorbar(im, ax=ax, label="heads", ticks=MaxNLocator(integer=True))  # counts: whole heads
     return save(fig, path)
 
 
 def timeline_figure(analysis, path: Path) -> Path:
     tc = analysis.config.times
     models = analysis.results.models
-    fig, ax = plt.subplots(figsize=(7.0, 1.0 + 0.7 * len(models)))
-    plotted = False
+    fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.7 * len(models)))
+    plotted, gaps = False, 0
     for i, model in enumerate(models):
         for head_class, color, dy in ((tc.early_class, "C0", 0.12), (tc.late_class, "C3", -0.12)):
             try:
@@ -189,18 +244,15 @@ def timeline_figure(analysis, path: Path) -> Path:
                 if open_end:  # an open interval end (a censored or unbounded side): an arrowhead
                     ax.plot([edge], [i + dy], marker=sign, color=color, ms=5)
             plotted = True
-        try:
-            g = analysis.gap(model)
-            if np.isfinite(g.ratio):
-                sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
-                ax.text(1.01, i, f"{sign}x{g.ratio:.1f}", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
-        except KeyError:
-            pass
+        gaps += _gap_label(ax, analysis, model, i)
+    if gaps:  # the column of ratios, headed by what they are
+        ax.text(1.01, 1.0, f"gap\n{tc.late_class} / {tc.early_class}", transform=ax.transAxes, va="bottom", fontsize=8)
     if plotted:
         token_axis(ax)
         handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles))
-        ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.08, 1.0), frameon=False)
+        ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.16 if gaps else 1.02, 1.0),
+                  frameon=False)
     else:
         ax.text(0.5, 0.5, "no transition times (every curve has verdict none)", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9)
@@ -210,6 +262,19 @@ def timeline_figure(analysis, path: Path) -> Path:
     ax.set_xlabel("training tokens")
     ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals")
     return save(fig, path)
+
+
+def _gap_label(ax, analysis, model: str, row: int) -> int:
+    """The model's gap ratio right of its row (``0.6x``; ``>= 1.7x`` for a bound); 1 when written."""
+    try:
+        g = analysis.gap(model)
+    except KeyError:
+        return 0
+    if not np.isfinite(g.ratio):
+        return 0
+    sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
+    ax.text(1.01, row, f"{sign}{g.ratio:.2g}x", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+    return 1
 
 
 def pr_figure(lead, path: Path) -> Path:
@@ -235,18 +300,33 @@ def pr_figure(lead, path: Path) -> Path:
     return save(fig, path)
 
 
+#: Line styles of the convergence curves, one per threshold of a model (coinciding lines stay visible).
+CONVERGENCE_STYLES = (("o", "-", 5.0), ("s", "--", 8.0), ("^", ":", 7.0), ("D", "-.", 6.0))
+
+
 def convergence_figure(convs, path: Path) -> Path:
+    """Recall of each model's final set against tokens, one line per threshold (a marker and a dash
+    each, open markers under filled ones: coinciding lines both show, and the legend says so)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     plotted = False
-    for i, c in enumerate(convs):
+    models = list(dict.fromkeys(c.model for c in convs))
+    drawn: dict = {}
+    for c in convs:
         t = c.table[(c.table["tokens"] > 0) & c.table["recall"].notna()]
         if t.empty:
             continue
+        color = f"C{models.index(c.model) % 10}"
+        marker, dash, size = CONVERGENCE_STYLES[sum(1 for m, _ in drawn if m == c.model) % len(CONVERGENCE_STYLES)]
+        key = (c.model, tuple(np.round(t["recall"].to_numpy(float), 6)))
+        same = next((at for (m, curve), at in drawn.items() if m == c.model and curve == key[1]), None)
         at = "" if c.threshold is None else f", >= {c.threshold:g}x"
-        ax.plot(t["tokens"], t["recall"], marker="o", color=f"C{i}", label=f"{c.model} (n={c.n_final}{at})")
+        label = f"{c.model} (n={c.n_final}{at})" + (f": the same line as{same}" if same is not None else "")
+        ax.plot(t["tokens"], t["recall"], marker=marker, ls=dash, ms=size, mfc="none" if drawn else color,
+                color=color, label=label)
+        drawn[key] = at
         plotted = True
         if c.tokens_at_level:
-            ax.axvline(c.tokens_at_level, color=f"C{i}", ls=":", lw=0.8)
+            ax.axvline(c.tokens_at_level, color=color, ls=":", lw=0.8)
     if convs:
         ax.axhline(convs[0].level, color="k", ls="--", lw=0.8, label=f"recall {convs[0].level:.2f}")
     if plotted:
@@ -256,16 +336,20 @@ def convergence_figure(convs, path: Path) -> Path:
     ax.set_ylim(0.0, 1.03)
     ax.set_xlabel("training tokens")
     ax.set_ylabel("recall of the final induction set")
+    ax.set_title("When the final induction heads are in place: share of them flagged at each revision")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save(fig, path)
 
 
 def continuous_figure(cont, model: str, path: Path) -> Path:
+    """The continuous metrics of a model against tokens, one panel each, every panel on the same
+    log-token axis (the model's range)."""
     d = cont[(cont["model"] == model) & (cont["tokens"] > 0)]
     metrics = sorted(d["metric"].unique())
     ncol = 3
     nrow = int(np.ceil(len(metrics) / ncol))
     fig, axes = plt.subplots(nrow, ncol, figsize=(9, 2.3 * nrow), squeeze=False)
+    span = (float(d["tokens"].min()) / 1.2, float(d["tokens"].max()) * 1.2)
     for ax, metric in zip(axes.flat, metrics):
         g = d[d["metric"] == metric].sort_values("tokens")
         y, title = g["value"].to_numpy(float), metric
@@ -273,6 +357,7 @@ def continuous_figure(cont, model: str, path: Path) -> Path:
             y, title = np.log10(y), f"log10 {metric}"
         ax.plot(g["tokens"].to_numpy(float), y, marker="o", ms=3)
         token_axis(ax)
+        ax.set_xlim(span)  # every panel on the model's token range, whatever its metric's points
         ax.set_title(title)
         ax.set_xlabel("training tokens")
     for ax in list(axes.flat)[len(metrics):]:
@@ -432,10 +517,11 @@ def models_figure(analysis, head_class: str, path: Path) -> Path:
     return save(fig, path)
 
 
-def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
-    """Write every figure under ``out_dir/figures`` (PNG, and PDF and SVG beside it:
-    :mod:`stats.plotstyle`); return {kind: [PNG paths relative to out_dir]}."""
-    with paper_style():
+def write_figures(analysis, out_dir: Path, progress: bool = False, formats=None) -> dict:
+    """Write every figure under ``out_dir/figures`` (PNG, and beside it the other ``formats``, e.g.
+    PDF and SVG; None: those of an enclosing :func:`stats.plotstyle.paper_style`, by default PNG
+    only); return {kind: [PNG paths relative to out_dir]}."""
+    with paper_style(formats):
         return _write_figures(analysis, out_dir, progress)
 
 
@@ -459,7 +545,7 @@ def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
             plt.close("all")
             made["skipped"].append(f"{name}: {type(exc).__name__}: {exc}")
 
-    for ca in tqdm(analysis.curves, desc="figures", disable=not progress, leave=False):
+    for ca in tqdm([ca for ca in analysis.curves if has_heads(ca)], desc="figures", disable=bars_disabled(progress), leave=False):
         draw("curves", f"curve_{_safe(ca.model)}_{_safe(ca.head_class)}.png", lambda path: curve_figure(ca, path))
     fc = analysis.config.findings
     for model in analysis.results.models:

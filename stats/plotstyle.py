@@ -3,16 +3,16 @@
 - text at least :data:`MIN_FONT` (8) points, in every figure (:func:`paper_style`);
 - log-token axes labelled as people write token counts (``23B``, ``1.35T``, not
   ``2.3e+10``: :func:`token_axis`, :func:`format_tokens`);
-- fractions on ``[0, 1]`` or ``[0, max]``, never below zero (:func:`fraction_axis`);
-- saved tight (no clipped label) as PNG and, beside it, PDF and SVG
-  (:data:`FORMATS`, :func:`save`): the report links the PNG, a paper takes the
-  vector files.
+- fractions on ``[0, 1]`` or ``[0, max]``, never below zero (:func:`fraction_axis`); counts of
+  heads from 0, in whole numbers (:func:`count_axis`);
+- saved tight (no clipped label) as PNG, the file the report links; a paper's PDF and
+  SVG beside it on request (the setting ``figures.formats``: :func:`paper_style`,
+  :func:`save`).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,16 +20,16 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
-
+from emergence.contract.tokenaxis import ReadableLogLocator, share_axis, token_axis  # noqa: E402,F401  (re-exported)
 from stats.units import format_tokens  # noqa: E402,F401  (re-exported for the figures)
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # its font subsetting logs INFO lines for every PDF
 
 #: The smallest text in a figure, in points.
 MIN_FONT = 8
-#: The formats every figure is written in; the first is the one the report shows.
-FORMATS = ("png", "pdf", "svg")
+#: The formats a figure is written in by default: the one the report shows.
+FORMATS = ("png",)
+_formats = list(FORMATS)  # the formats of the figures drawn now (paper_style)
 
 _STYLE = {
     "font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "xtick.labelsize": MIN_FONT, "ytick.labelsize": MIN_FONT,
@@ -38,44 +38,19 @@ _STYLE = {
 
 
 @contextmanager
-def paper_style():
-    """Matplotlib settings of every figure of the suite (module docstring)."""
-    with plt.rc_context(_STYLE):
-        yield
-
-
-class ReadableLogLocator(LogLocator):
-    """Major ticks of a log axis: at powers of ten, and also at 2x and 5x when the visible range
-    spans fewer than :attr:`NARROW_DECADES` decades (a toy's 0.4M-4M axis then reads 500K, 1M,
-    2M instead of a single 1M)."""
-
-    NARROW_DECADES = 2.0
-
-    def __init__(self):
-        super().__init__(base=10)
-
-    def tick_values(self, vmin, vmax):
-        lo, hi = sorted((vmin, vmax))
-        narrow = lo > 0 and math.log10(hi / lo) < self.NARROW_DECADES
-        self.set_params(subs=[1.0, 2.0, 5.0] if narrow else [1.0])
-        return super().tick_values(vmin, vmax)
-
-
-def token_axis(ax, axis: str = "x") -> None:
-    """A log-scaled token axis labelled like ``10B`` (:class:`ReadableLogLocator`)."""
-    a = ax.xaxis if axis == "x" else ax.yaxis
-    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-    a.set_major_locator(ReadableLogLocator())
-    a.set_major_formatter(FuncFormatter(lambda v, _: format_tokens(v)))
-    a.set_minor_formatter(NullFormatter())
-
-
-def share_axis(ax) -> None:
-    """A log-scaled x axis of shares (of training), labelled as percentages: ``1%``, ``100%``."""
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(ReadableLogLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{100 * v:.3g}%"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+def paper_style(formats=None):
+    """Matplotlib settings of every figure of the suite (module docstring); the figures saved inside
+    are written in ``formats`` (PNG first whatever the order: the report shows it; None: the
+    formats of an enclosing ``paper_style``, else :data:`FORMATS`)."""
+    global _formats
+    before = _formats
+    if formats is not None:
+        _formats = ["png"] + [f for f in dict.fromkeys(formats) if f != "png"]
+    try:
+        with plt.rc_context(_STYLE):
+            yield
+    finally:
+        _formats = before
 
 
 def fraction_axis(ax, top: float) -> None:
@@ -83,10 +58,19 @@ def fraction_axis(ax, top: float) -> None:
     ax.set_ylim(0.0, min(1.02, max(0.05, 1.1 * float(top))))
 
 
-def save(fig, path, formats=FORMATS) -> Path:
-    """Write ``fig`` tight (no clipped label) as ``path`` in each of ``formats`` (same stem); close it
-    and return the path of the first format."""
+def count_axis(ax, top: float) -> None:
+    """A count axis (heads) from 0 to a little above ``top``, with whole-number ticks."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_ylim(0.0, max(1.0, 1.1 * float(top)))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
+
+
+def save(fig, path, formats=None) -> Path:
+    """Write ``fig`` tight (no clipped label) as ``path`` in each of ``formats`` (same stem; default:
+    those of the enclosing :func:`paper_style`); close it and return the path of the first format."""
     path = Path(path)
+    formats = _formats if formats is None else formats
     out = [path.with_suffix(f".{ext}") for ext in formats]
     for p in out:
         fig.savefig(p, bbox_inches="tight", pad_inches=0.05)

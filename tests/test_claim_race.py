@@ -79,6 +79,22 @@ def test_a_run_finishing_second_for_a_done_identity_deletes_itself(server):  # n
     assert [r.info.run_id for r in all_runs(url, "second")] == [winner]
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "server"])
+def test_a_run_completed_between_the_claims_two_reads_ends_the_claim(kind, server, tmp_path):  # noqa: F811
+    """The window the busy three-sweep test found: a rival's run became complete after this claim's
+    done-check and before its re-read of the identity. It was kept as if under ``force`` (hidden
+    from the claim and from the completion check), and the revision was screened twice."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db" if kind == "sqlite" else server[0]
+    rival = tracker(uri, "window")
+    done, _ = rival.claim("window", "m@r:all", {})
+    complete(rival, done)
+    late = tracker(uri, "window")
+    late.finished_run = lambda digest: None  # its done-check ran a moment before the rival finished
+    run_id, why = late.claim("window", "m@r:all", {})
+    assert run_id is None and why == f"done by another job (run {done[:8]})"
+    assert [r.info.run_id for r in all_runs(uri, "window")] == [done]
+
+
 @pytest.mark.slow
 def test_three_sweeps_through_a_slow_network_on_busy_cores_screen_each_revision_once(server, checkpoints):  # noqa: F811
     """The report's command, three copies at once, through the latency proxy (0-0.5 s a chunk),

@@ -108,3 +108,19 @@ def test_batch_size_from_a_memory_budget_and_dtype_per_family():
         assert choose_dtype("gpt_neox", "auto", dev) == torch.float32
     assert {choose_dtype(f, "auto", cpu) for f in ("gpt_neox", "olmo", "olmoe")} == {torch.float32}
     assert choose_dtype("gpt_neox", "bfloat16", torch.device("cuda")) == torch.bfloat16
+
+
+def test_dry_run_says_which_toys_will_be_trained_and_about_how_long(tmp_path):
+    """A toy suite not trained yet: one line per toy, its steps and an estimate on 2 quiet cores
+    (emergence/toy/recipe.py, estimated_training_seconds); a trained one is not listed."""
+    from emergence.toy.recipe import ToyRecipeConfig, estimated_training_seconds
+
+    proc = run(tmp_path, "-m", "model=toy_neox,toy_olmo", f"cache.toy_dir={tmp_path}/toy", "dry_run=true")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("first: train ")]
+    assert [line.split(":")[1].strip() for line in lines] == ["train toy_neox", "train toy_olmo"], proc.stdout
+    assert re.search(r"toy_neox: 3000 steps, about \d+ min on 2 quiet CPU cores", lines[0]), lines[0]
+    # the estimate grows with the work: twice the steps, twice the time; wider, longer per step
+    base = ToyRecipeConfig(steps=1000)
+    assert estimated_training_seconds(ToyRecipeConfig(steps=2000)) == 2 * estimated_training_seconds(base)
+    assert estimated_training_seconds(ToyRecipeConfig(steps=1000, d_model=128)) > estimated_training_seconds(base)

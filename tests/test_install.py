@@ -87,7 +87,7 @@ def test_help_and_dry_run_from_any_folder(installed):
 def test_stats_on_the_bundled_data_writes_to_the_working_folder_or_emergence_home(installed, tmp_path):
     python, work, env, _ = installed
     quick = ["source=xu2026", "analysis.n_boot=20", "analysis.sensitivity.n_boot=10", "analysis.shape.n_perm=99",
-             "analysis.findings.n_perm=99", "analysis.progress=false", "figures=false"]
+             "analysis.findings.n_perm=99", "analysis.progress=false", "figures.enabled=false"]
     out = run(python, "-m", "stats", *quick, cwd=work, env=env)
     report = Path(out.strip().splitlines()[-1].split("report: ")[1].split(";")[0])
     assert report.is_file() and report.resolve().is_relative_to((work / "outputs" / "stats").resolve())

@@ -4,9 +4,9 @@ After ``python -m emergence`` (tiny local checkpoints, no training): the experim
 the tags the MLflow UI reads (emergence/contract/mlflow_ui.py: kind, primary metric, the saved view
 of the curves against tokens, in the form the UI parses); the job's parent run holds every
 screen run (``mlflow.parentRunId``), the curves ``fraction.<class>.<model>`` at step =
-tokens with the screen runs' values, and its figures; a rerun's parent has the curves of the
-revisions done before. A ``-m`` sweep's parent gets the figures too. What the UI then shows
-is checked in headless Chromium by scripts/check_mlflow_ui.py (docs/checks.md).
+tokens with the screen runs' values, and its figures; a rerun that finds every run finished adds
+no run, and a partial rerun's parent has the curves of the revisions done before. A ``-m``
+sweep's parent gets the figures too. What the UI then shows is checked in headless Chromium by scripts/check_mlflow_ui.py (docs/checks.md).
 """
 
 import json
@@ -33,7 +33,7 @@ def emergence(*args, store: Path, cwd: Path):
     cmd = [sys.executable, "-m", "emergence", *args, f"tracking.uri=sqlite:///{store}/mlflow.db", "stats=false"]
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    return proc.stdout + proc.stderr
 
 
 def local_model(folder):
@@ -85,7 +85,10 @@ def test_the_job_lands_in_mlflow_with_its_view_parent_run_curves_and_figures(che
     assert "metrics.`fraction.bos`" in state["selectedColumns"]
     # The printed way in: the runs table (the sidebar's switch on Model training) and the view on its charts.
     base = f"http://127.0.0.1:5000/#/experiments/{exp.experiment_id}/runs?"
-    assert base + "workflowType=machine_learning" in out
+    assert base + "viewStateShareKey=emergence-runs&workflowType=machine_learning" in out
+    runs_view = json.loads(json.loads(exp.tags["mlflow.sharedViewState.emergence-runs"])["state"])
+    assert runs_view["searchFilter"] == "tags.`emergence.kind` = 'screen'"  # the parent runs hidden
+    assert runs_view["selectedColumns"][:3] == ["tags.`emergence.model`", "tags.`emergence.revision`", "metrics.`tokens`"]
     assert base + f"viewStateShareKey={VIEW_KEY}&compareRunsMode=CHART&workflowType=machine_learning" in out
 
     # The parent run holds the screens, their curves at step = tokens, and the figures.
@@ -104,13 +107,34 @@ def test_the_job_lands_in_mlflow_with_its_view_parent_run_curves_and_figures(che
     csv = assert_figures(client, parent.info.run_id, tmp_path / "dl1") / "curves.csv"
     assert sorted(int(line.split(",")[2]) for line in csv.read_text().splitlines()[1:]) == sorted(tokens)
 
-    # The same job again: nothing screened, a new parent with the curves of the revisions done before.
+    # A log without a terminal: a line per stage, no progress-bar redraws, no library INFO lines.
+    assert "\r" not in out and not any(unit in out for unit in ("batch/s", "rev/s", "step/s", "it/s"))
+    assert " INFO " not in out and "tiny_neox@step100: screened (2/3" in out
+
+    # The same job again: every run is finished, nothing is screened and no run is added.
     again = emergence(*local_model(checkpoints), store=store, cwd=work)
-    assert again.count("done before") == 3
+    assert again.count("(done before)") == 3  # the table
+    assert "3 of 3 revision(s) finished before and skipped" in again
     assert len(runs_of(client, exp, "screen")) == 3
+    assert [r.info.run_id for r in runs_of(client, exp, "sweep")] == [parent.info.run_id]
+    assert len(client.search_runs([exp.experiment_id])) == 4
+
+
+def test_a_partly_screened_job_gets_a_parent_with_the_curves_of_every_revision(checkpoints, tmp_path):
+    """One revision screened before: the rerun of all three opens a parent run whose curves hold the
+    revision done before too."""
+    import mlflow
+
+    store, work = tmp_path / "store", tmp_path / "work"
+    work.mkdir()
+    emergence(*local_model(checkpoints), "revision=named", "revision.name=step100", store=store, cwd=work)
+    out = emergence(*local_model(checkpoints), store=store, cwd=work)
+    assert "1 of 3 revision(s) finished before and skipped" in out
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    exp = client.get_experiment_by_name("emergence")
     newest = max(runs_of(client, exp, "sweep"), key=lambda r: r.info.start_time)
-    assert newest.info.run_id != parent.info.run_id and newest.info.status == "FINISHED"
-    assert sorted(history(client, newest.info.run_id, "fraction.bos.tiny_neox")) == sorted(tokens)
+    assert newest.info.status == "FINISHED" and len(runs_of(client, exp, "sweep")) == 2
+    assert sorted(history(client, newest.info.run_id, "fraction.bos.tiny_neox")) == [10_000, 100_000, 1_000_000]
     assert_figures(client, newest.info.run_id, tmp_path / "dl2")
 
 

@@ -74,6 +74,24 @@ def test_a_selection_that_finds_no_revision_says_why(tmp_path):
         validate(compose(folder_model(["model=toy_neox", f"model.path={folder}"])))
 
 
+def test_a_revisions_json_naming_a_missing_folder_is_refused_before_any_work(tmp_path):
+    """revisions.json lists a revision whose folder is gone: one line naming it, before anything loads
+    (it used to surface only when that revision was screened)."""
+    import shutil
+
+    from emergence.__main__ import folder_model
+    from emergence.preflight import validate
+    from emergence.registry import compose
+
+    folder = save_decoder(tmp_path / "run", "gpt2", steps=(0, 10, 20))
+    shutil.rmtree(folder / "step10")
+    cfg = compose(folder_model([f"model.path={folder}", "revision=all", f"tracking.uri=sqlite:///{tmp_path}/m.db"]))
+    with pytest.raises(EmergenceError, match=r"revisions.json lists 1 revision\(s\) without a checkpoint folder .*: "
+                                             r"step10; add the folders"):
+        validate(cfg)
+    assert not (tmp_path / "m.db").exists()  # refused before the store was touched
+
+
 # --- offline: one line, in seconds, no FAILED runs ----------------------------------------------
 
 def closed_port() -> int:

@@ -106,6 +106,7 @@ def test_toy_runs_record_their_recipe_seed():
     cfg = compose(["model=toy_neox", "model.recipe.seed=3"]).model
     assert model_source(cfg).run_seed(cfg) == C.RunSeed("3", "both", "toy_neox")
     assert model_label(cfg) == "toy_neox [seed 3]"
+    assert model_label(compose(["model=toy_neox"]).model) == "toy_neox"  # the default seed, none swept: no suffix
     assert model_source(compose(["model=pythia_1b"]).model).run_seed(None) is None
 
 

@@ -47,7 +47,7 @@ RUN = {
 CHEAPER = {
     "python -m stats source=xu2026": ["analysis.n_boot=20", "analysis.sensitivity.n_boot=10",
                                       "analysis.shape.n_perm=99", "analysis.findings.n_perm=99",
-                                      "analysis.progress=false", "figures=false", "tracking.log=false"],
+                                      "analysis.progress=false", "figures.enabled=false", "tracking.log=false"],
 }
 
 
@@ -173,7 +173,7 @@ def test_the_full_xu2026_command_prints_the_readme_table_and_figures(tmp_path):
     """`python -m stats source=xu2026` as written (1000 replicates; about a minute): every row of
     the README's reproduction table, bootstrap figures included, and the verdicts it quotes."""
     env = dict(os.environ, EMERGENCE_HOME=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "stats", "source=xu2026", "figures=false", "tracking.log=false"],
+    proc = subprocess.run([sys.executable, "-m", "stats", "source=xu2026", "figures.enabled=false", "tracking.log=false"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = Path(proc.stdout.strip().splitlines()[-1].split("report: ")[1].split(";")[0]).read_text()

@@ -41,7 +41,7 @@ def test_ablating_the_induction_heads_beats_every_control_outside_the_circuit(to
     """``screen=ablation`` as composed (controls from outside the group and the heads flagged
     previous-token, the default departure from METHODS section 7): the induction group
     beats every control. With METHODS' plain pool the circuit's upstream previous-token
-    heads (layers 0-1 of this 16-head model) can be drawn, and a control holding both
+    heads (the early layers of this model) can be drawn, and a control holding both
     breaks induction as badly as the induction heads themselves (seen at 500 sequences:
     5.04 vs 4.96 nats, 1 control of 20), so there the group only beats the controls'
     mean many times over."""
@@ -53,7 +53,8 @@ def test_ablating_the_induction_heads_beats_every_control_outside_the_circuit(to
     previous = [tuple(x) for x in heads.loc[heads["flag.previous_token"] == 1, ["layer", "head"]].to_numpy()]
     assert group and previous
     assert m["ablation.group_size"] == len(group)
-    assert m["ablation.control_pool"] == 16 - len(set(group) | set(previous))
+    recipe = ablation_cfg.model.recipe
+    assert m["ablation.control_pool"] == recipe.n_layers * recipe.n_heads - len(set(group) | set(previous))
     assert m["ablation.controls"] == 20
     assert m["ablation.effect"] > 1.0
     assert m["ablation.effect"] > m["ablation.control_max"]

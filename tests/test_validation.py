@@ -186,6 +186,19 @@ def test_bad_value_is_one_line_and_exit_2(cli, overrides, shows):
         assert text in lines[0], (text, lines[0])
 
 
+@pytest.mark.parametrize("content, shows", [(b"", "is empty"), (b"  \n\n", "is empty"),
+                                            (b"PK\x03\x04\x00\x00binary" * 50, "binary file, not text"),
+                                            (b"caf\xe9 latin-1 text " * 50, "is not UTF-8 text")],
+                         ids=["empty", "blank", "binary", "latin1"])
+def test_a_text_corpus_that_is_not_text_is_refused_before_any_model_loads(cli, tmp_path, content, shows):
+    """Issue 34, point 3: an empty or binary corpus.path used to be found only after the model loaded."""
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(content)
+    code, lines = cli("corpus=text_file", f"corpus.path={path}")
+    assert code == 2 and len(lines) == 1, lines
+    assert str(path) in lines[0] and shows in lines[0], lines[0]
+
+
 #: Malformed ``revisions.json`` files (issue 23, points 2-3): (contents, texts the one line shows).
 REVISION_FILE_CASES = [
     ('{"revisions": [{"name": "../outside", "step": 1, "tokens": 1000}]}', ["entry 0", "'../outside' is not a plain name"]),

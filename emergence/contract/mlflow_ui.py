@@ -27,6 +27,9 @@ checked in headless Chromium (``scripts/check_mlflow_ui.py``, docs/checks.md):
   group's line is the model's curve; line charts of the BOS and induction fractions and
   counts, mean first-token attention and induction loss on a log token axis, one line per
   model. :func:`view_url` opens it on the charts, one click from the printed line.
+- **The runs table** the tool prints (:func:`experiment_url`) opens a second saved view
+  (:func:`runs_view`): the screen runs alone (a job's or a sweep's parent run would otherwise
+  collapse them into one row), with model, revision, tokens and the key metrics as columns.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Dict, Mapping, Optional
 from urllib.parse import urlencode
 
 from emergence.contract import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, INDUCTION_LOSS_METRIC, KIND_TAG,
-                                MEAN_FIRST_TOKEN_METRIC, MODEL_TAG, TOKENS_METRIC, count_metric, fraction_metric)
+                                MEAN_FIRST_TOKEN_METRIC, MODEL_TAG, REVISION_TAG, TOKENS_METRIC, count_metric, fraction_metric)
 
 PRIMARY_METRIC_TAG = "mlflow.experiment.primaryMetric.name"
 PRIMARY_METRIC = fraction_metric("bos")
@@ -50,8 +53,15 @@ VIEW_STAMP = 1764806400000  # 2025-12-04
 #: The metrics the view charts against tokens, one chart each.
 VIEW_CHARTS = (fraction_metric("bos"), fraction_metric("induction"), count_metric("bos"), count_metric("induction"),
                MEAN_FIRST_TOKEN_METRIC, INDUCTION_LOSS_METRIC)
-#: The runs table's columns in the view.
-VIEW_COLUMNS = (f"tags.`{MODEL_TAG}`", f"metrics.`{TOKENS_METRIC}`") + tuple(f"metrics.`{m}`" for m in VIEW_CHARTS)
+#: The runs table's columns in the views: model, revision, tokens and the key metrics.
+VIEW_COLUMNS = ((f"tags.`{MODEL_TAG}`", f"tags.`{REVISION_TAG}`", f"metrics.`{TOKENS_METRIC}`")
+                + tuple(f"metrics.`{m}`" for m in VIEW_CHARTS))
+#: The tool's second saved view, the one the printed runs-table URL opens: the screen runs (the
+#: parent runs filtered out, so none collapses them), one row each, model, revision, tokens and
+#: the key metrics as columns, in order of model and tokens.
+RUNS_VIEW_KEY = "emergence-runs"
+RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW_KEY}"
+RUNS_VIEW_NAME = "screen runs: model, revision, tokens, key metrics"
 #: Where ``mlflow ui`` serves when it is given no --host/--port.
 DEFAULT_UI = "http://127.0.0.1:5000"
 #: The URL parameters that open the runs table (the sidebar switch on "Model training").
@@ -87,12 +97,34 @@ def curves_view() -> dict:
     }
 
 
-def view_tag_value() -> str:
-    """The saved view's tag value: the envelope the UI parses (its ``state`` a JSON string), compact
+def runs_view() -> dict:
+    """The state of the runs-table view (:data:`RUNS_VIEW_KEY`): the screen runs, ungrouped, with the
+    columns of :data:`VIEW_COLUMNS`, sorted by tokens."""
+    return {
+        "searchFilter": f"tags.`{KIND_TAG}` = 'screen'",
+        "orderByKey": f"metrics.`{TOKENS_METRIC}`", "orderByAsc": True,
+        "selectedColumns": list(VIEW_COLUMNS),
+        "runsHiddenMode": "SHOW_ALL", "groupBy": None, "groupsExpanded": {},
+        "isAccordionReordered": False, "viewMaximized": False, "runListHidden": False,
+    }
+
+
+def _envelope(name: str, state: dict) -> str:
+    """A saved view's tag value: the envelope the UI parses (its ``state`` a JSON string), compact
     (about 4 kB: older MLflow servers take experiment tag values up to 5000 characters)."""
     compact = {"sort_keys": True, "separators": (",", ":")}
-    return json.dumps({"name": VIEW_NAME, "createdAt": VIEW_STAMP, "updatedAt": VIEW_STAMP,
-                       "state": json.dumps(curves_view(), **compact)}, **compact)
+    return json.dumps({"name": name, "createdAt": VIEW_STAMP, "updatedAt": VIEW_STAMP,
+                       "state": json.dumps(state, **compact)}, **compact)
+
+
+def view_tag_value() -> str:
+    """The curves view's tag value (:func:`curves_view`)."""
+    return _envelope(VIEW_NAME, curves_view())
+
+
+def runs_view_tag_value() -> str:
+    """The runs-table view's tag value (:func:`runs_view`)."""
+    return _envelope(RUNS_VIEW_NAME, runs_view())
 
 
 def _ours(value: Optional[str]) -> bool:
@@ -112,9 +144,9 @@ def tags_to_set(current: Mapping[str, str]) -> Dict[str, str]:
         out[EXPERIMENT_KIND_TAG] = EXPERIMENT_KIND
     if not current.get(PRIMARY_METRIC_TAG):
         out[PRIMARY_METRIC_TAG] = PRIMARY_METRIC
-    view = view_tag_value()
-    if current.get(VIEW_TAG) != view and (VIEW_TAG not in current or _ours(current.get(VIEW_TAG))):
-        out[VIEW_TAG] = view
+    for tag, view in ((VIEW_TAG, view_tag_value()), (RUNS_VIEW_TAG, runs_view_tag_value())):
+        if current.get(tag) != view and (tag not in current or _ours(current.get(tag))):
+            out[tag] = view
     return out
 
 
@@ -126,15 +158,17 @@ def ui_base(tracking_uri: str) -> str:
     return DEFAULT_UI
 
 
-def experiment_url(tracking_uri: str, experiment_id: str) -> str:
-    """The experiment's runs table (``workflowType=machine_learning``: see the module notes)."""
-    return f"{ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(RUNS_PARAMS)}"
+def experiment_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
+    """The experiment's runs table in the runs-table view (:data:`RUNS_VIEW_KEY`;
+    ``workflowType=machine_learning``: see the module notes), at the UI ``base`` (default :func:`ui_base`)."""
+    params = {"viewStateShareKey": RUNS_VIEW_KEY, **RUNS_PARAMS}
+    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
 
 
-def view_url(tracking_uri: str, experiment_id: str) -> str:
+def view_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
     """The tool's saved view, opened on its charts."""
     params = {"viewStateShareKey": VIEW_KEY, "compareRunsMode": "CHART", **RUNS_PARAMS}
-    return f"{ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
+    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
 
 
 def open_lines(tracking_uri: str, experiment: str) -> str:
@@ -146,7 +180,9 @@ def open_lines(tracking_uri: str, experiment: str) -> str:
         exp = mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment)
     except Exception:  # noqa: BLE001  (the store failed: the command is still worth printing)
         exp = None
-    lines = [] if tracking_uri.startswith(("http://", "https://")) else [f"  mlflow ui --backend-store-uri {tracking_uri}"]
+    lines = ["  python -m emergence.ui   (starts the UI on this store, prints these links and the latest report)"]
+    if not tracking_uri.startswith(("http://", "https://")):
+        lines.append(f"  or: mlflow ui --backend-store-uri {tracking_uri}")
     if exp is not None:
         lines += [f"  runs table: {experiment_url(tracking_uri, exp.experiment_id)}",
                   f"  curves against tokens, one line per model: {view_url(tracking_uri, exp.experiment_id)}"]

@@ -116,6 +116,25 @@ def file_problem(path: Path, what: str) -> Optional[str]:
     return None
 
 
+#: The first 16 bytes of every SQLite 3 database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def sqlite_problem(path: Optional[Path]) -> Optional[str]:
+    """Why the existing file ``path`` is not a SQLite database (a store must be one), or None."""
+    if path is None or not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        return f"cannot read the store file {str(path)!r} ({_why(exc)})"
+    if head != SQLITE_HEADER:
+        return (f"the store file {str(path)!r} is not a SQLite database (damaged, or another file); point "
+                "tracking.uri / source.tracking_uri at an MLflow store, or move the file away")
+    return None
+
+
 def _failure(exc: BaseException, timeout_s: float) -> str:
     reason = getattr(exc, "reason", exc)
     if isinstance(reason, socket.timeout) or "timed out" in str(reason):
@@ -150,9 +169,10 @@ def store_problem(uri: str, artifacts: Optional[str] = None, timeout_s: float = 
     if problem:
         return problem
     if uri_scheme(uri) in ("", "file", "sqlite"):
-        if not writable:
-            return None
         db, folder = sqlite_file(uri), local_store_dir(uri)
+        problem = sqlite_problem(db)
+        if not writable or problem:
+            return None if problem is None else f"{key}={shown(uri)!r}: {problem}"
         problem = (file_problem(db, "the store file") if db is not None else None) \
             or folder_problem(folder, "the store folder")
         if problem is None and not artifacts:

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from emergence.contract.progress import bars_disabled
+
 from emergence.adapters import ArchitectureAdapter
 from emergence.loading import matmul_precision
 from emergence.probes import Probe
@@ -139,7 +141,7 @@ def run_pass(model: torch.nn.Module, adapter: ArchitectureAdapter, probe: Probe,
 
                 handles.append(module.register_forward_pre_hook(on_heads))
         decoder = base_model(model)
-        batches = tqdm(list(probe.batches()), desc=description, unit="batch", disable=not progress,
+        batches = tqdm(list(probe.batches()), desc=description, unit="batch", disable=bars_disabled(progress),
                        leave=False)
         taps = adapter.attention_modules if want_attention else ()
         with torch.inference_mode(), screen_attention(model, taps, rows):

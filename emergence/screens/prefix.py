@@ -33,6 +33,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 from tqdm.auto import tqdm
 
+from emergence.contract.progress import bars_disabled
+
 from emergence import families
 from emergence.screens.attention import screen_attention
 from emergence.screens.base import Reducer, ScreenPart, base_model
@@ -129,7 +131,7 @@ def run_ablations(model, adapter, probe, sets: Sequence[Sequence[Head]], make_re
     for r in reducers:
         r.begin(adapter, probe)
     batches = tqdm(list(probe.batches()), desc=f"{description} ({len(sets)} head sets)", unit="batch",
-                   disable=not progress, leave=False)
+                   disable=bars_disabled(progress), leave=False)
     with torch.inference_mode(), screen_attention(model):
         for input_ids in batches:
             for r in reducers:

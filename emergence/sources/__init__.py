@@ -92,6 +92,11 @@ class ModelSource:
         folder and the setting that chose it), or None; checked before any work. Nothing by default."""
         return None
 
+    def selection_problem(self, model, revisions: Sequence[Revision]) -> Optional[str]:
+        """Why the selected ``revisions`` cannot be screened as listed (e.g. a local folder that is
+        missing), as one line, or None; checked before any work. Nothing by default."""
+        return None
+
     def prepare(self, model, revisions: Sequence[Revision], toy_dir: Optional[str] = None,
                 progress: bool = True) -> None:
         """Work done once in the main thread before ``revisions`` are fetched (the toy
@@ -161,6 +166,17 @@ class ModelSource:
         """Which training run of a seed suite ``model`` is (an :class:`emergence.contract.RunSeed`,
         logged with every run and pooled by ``stats``); None for a model of one run (default)."""
         return None
+
+    def preparation(self, model, toy_dir: Optional[str] = None) -> str:
+        """What a job must do before its first screen, for a dry run to say (a toy to train, with
+        a time estimate); '' for nothing (default)."""
+        return ""
+
+    def names_seed(self, model) -> bool:
+        """Whether the run's seed belongs in its label without a seed on the command line
+        (:func:`emergence.registry.model_label`): yes for a seed suite whose runs are named by
+        their seed (default); a toy says no for its recipe's default seed."""
+        return True
 
 
 def model_get(model, key: str, default=None):

@@ -34,6 +34,16 @@ class FolderSource(ModelSource):
         tokens = model_get(model, "tokens", {})
         return rv.folder_revisions(Path(model.path), model_get(tokens, "tokens_per_step"))
 
+    def selection_problem(self, model, revisions: Sequence[rv.Revision]) -> Optional[str]:
+        """The selected revisions whose folder (with its ``config.json``) is missing, in one line."""
+        missing = [r.name for r in revisions if not (Path(model.path) / r.name / "config.json").exists()]
+        if not missing:
+            return None
+        listed = "revisions.json lists" if (Path(model.path) / "revisions.json").exists() else "the selection names"
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        return (f"{listed} {len(missing)} revision(s) without a checkpoint folder (no config.json) under "
+                f"model.path={str(model.path)!r}: {shown}; add the folders or remove them from the list")
+
     def locate(self, model, revision: rv.Revision, toy_dir: Optional[str] = None,
                progress: bool = True) -> Location:
         folder = Path(model.path) / revision.name

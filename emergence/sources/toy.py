@@ -20,6 +20,7 @@ from emergence import toy  # (torch-free: the package imports its trainer only w
 from emergence.contract import RunSeed, recipe_seed
 from emergence.contract.storecheck import folder_problem
 from emergence.sources import Location, ModelLimits, ModelSource, model_get
+from emergence.toy.recipe import estimated_training_seconds
 
 
 class ToySource(ModelSource):
@@ -81,12 +82,27 @@ class ToySource(ModelSource):
     def download_sizes(self, model, revisions: Sequence[rv.Revision]) -> Dict[str, str]:
         return {r.name: "toy (trained here)" for r in revisions}
 
+    def preparation(self, model, toy_dir: Optional[str] = None) -> str:
+        """``train toy_neox: 2000 steps, about 2 min on 2 quiet CPU cores ...`` when its suite is not trained
+        (resumed when a training was interrupted); '' when it is."""
+        folder = toy.suite_folder(model.recipe, self._toy_dir(toy_dir), model.name)
+        if toy.is_complete(folder, model.recipe):
+            return ""
+        minutes = estimated_training_seconds(model.recipe) / 60
+        resumes = ", resuming an interrupted training" if (folder / toy.STATE_FILE).exists() else ""
+        return (f"train {model.name}: {int(model.recipe.steps)} steps{resumes}, about "
+                f"{max(1, round(minutes))} min on 2 quiet CPU cores (longer when the cores are shared)")
+
     def run_seed(self, model) -> RunSeed:
         """Every toy suite is one training run of its group (the model name), seeded by the recipe's
         ``seed``, ``data_seed`` and ``init_seed`` (:func:`emergence.contract.recipe_seed`)."""
         recipe = model.recipe
         return recipe_seed(str(model.name), model_get(recipe, "seed", 0), model_get(recipe, "data_seed"),
                            model_get(recipe, "init_seed"))
+
+    def names_seed(self, model) -> bool:
+        """Only a toy trained with another seed than the default (seed 0, no data or init seed)."""
+        return self.run_seed(model) != recipe_seed(str(model.name), 0)
 
 
 SOURCE = ToySource()

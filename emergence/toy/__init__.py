@@ -25,10 +25,10 @@ from __future__ import annotations
 from emergence.toy.recipe import ToyCorpusConfig, ToyRecipeConfig
 
 __all__ = ["ToyCorpusConfig", "ToyRecipeConfig", "checkpoint_schedule", "ensure_trained",
-           "suite_folder", "recipe_hash", "is_complete", "train_suite", "as_recipe"]
+           "suite_folder", "recipe_hash", "is_complete", "train_suite", "as_recipe", "STATE_FILE"]
 
 _LAZY = {"checkpoint_schedule", "ensure_trained", "suite_folder", "recipe_hash", "is_complete",
-         "train_suite", "as_recipe"}
+         "train_suite", "as_recipe", "STATE_FILE"}
 
 
 def __getattr__(name):  # torch is imported only when training is asked for

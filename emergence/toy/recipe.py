@@ -85,3 +85,29 @@ def init_seed(recipe) -> int:
     """The seed of the initial weights: ``recipe.init_seed``, else ``recipe.seed``."""
     value = getattr(recipe, "init_seed", None)
     return int(recipe.seed if value is None else value)
+
+
+#: The cost model of a toy's training on 2 quiet CPU cores (a dry run's estimate): a fixed cost per
+#: optimizer update (Python, the optimizer over every tensor, the data) and a rate of training
+#: FLOPs; fitted to trainings measured on the 2-core machine (README, "The embedded toy suite").
+STEP_OVERHEAD_S = 0.012
+TRAINING_FLOPS_PER_S = 8e10
+#: Feed-forward matrices per expert: GPT-NeoX's MLP has 2, OLMo's and OLMoE's SwiGLU 3.
+FF_MATRICES = {"gpt_neox": 2}
+
+
+def training_flops_per_step(recipe) -> float:
+    """FLOPs of one update: 6 per weight per token (forward and backward) over the active weights,
+    and the attention scores and mix (3 x forward: 4 x seq x d per token and layer)."""
+    d, ff, layers = int(recipe.d_model), int(recipe.d_ff), int(recipe.n_layers)
+    experts = int(recipe.top_k) if recipe.family == "olmoe" else 1
+    weights = layers * (4 * d * d + FF_MATRICES.get(recipe.family, 3) * d * ff * experts)
+    weights += 2 * int(recipe.corpus.vocab_size) * d
+    tokens = int(recipe.batch_size) * int(recipe.seq_len)
+    return tokens * (6.0 * weights + 3.0 * layers * 4 * int(recipe.seq_len) * d)
+
+
+def estimated_training_seconds(recipe, from_step: int = 0) -> float:
+    """About how long training ``recipe`` from ``from_step`` takes on 2 quiet CPU cores."""
+    steps = max(0, int(recipe.steps) - int(from_step))
+    return steps * (STEP_OVERHEAD_S + training_flops_per_step(recipe) / TRAINING_FLOPS_PER_S)

@@ -60,6 +60,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from emergence import EmergenceError, OutputError
+from emergence.contract.progress import bars_disabled, stage_line
 from emergence.toy.corpus import ToyCorpus, check_training_corpus
 from emergence.toy.models import build_model, check_recipe
 from emergence.toy.recipe import ToyRecipeConfig, data_seed
@@ -359,8 +360,10 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
         optimizer = _optimizer(model, rec)
         start, losses = _resume(folder, digest, model, optimizer, save_at, monitor)
         extra = {"output_router_logits": True} if rec.family == "olmoe" else {}
+        stage_line(f"training {name}: {rec.steps} steps" + (f", resumed at step {start}" if start else "")
+                   + f" ({len(schedule)} checkpoints)", progress)
         bar = tqdm(total=rec.steps, initial=start, desc=f"training {name}", unit="step",
-                   disable=not progress, dynamic_ncols=True)
+                   disable=bars_disabled(progress), dynamic_ncols=True)
         try:
             if start == 0 and monitor is not None and monitor.step(model, 0, 0):
                 _save_state(folder, 0, model, optimizer, digest, losses, live=monitor.state_dict())
@@ -380,11 +383,15 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                 if done % 25 == 0 or done == rec.steps:
                     bar.set_postfix_str(f"loss={np.mean(losses[-25:]):.3f}"
                                         + (f" {monitor.status()}" if monitor is not None else ""))
+                if done % max(1, rec.steps // 4) == 0 and done < rec.steps:
+                    stage_line(f"training {name}: step {done}/{rec.steps}, loss {np.mean(losses[-25:]):.3f}", progress)
                 if on_step is not None:
                     on_step(done)
         finally:
             bar.close()
     seconds = time.perf_counter() - t0
+    stage_line(f"training {name}: done in {seconds:.0f} s, loss {np.mean(losses[-25:]) if losses else float('nan'):.3f}",
+               progress)
     if monitor is not None:
         monitor.finish()
         schedule = list(monitor.checkpoints.revisions)

@@ -15,8 +15,9 @@ additions:
   bad input ends the sweep in one line, exit status 2, with nothing launched;
 - before the jobs start, the store is created or migrated and the experiment
   created (``emergence.tracking.prepare_store``, under the store's lock), and a
-  parent run is opened for the sweep; every job gets ``tracking.parent_run=<id>``
-  and tags its run ``mlflow.parentRunId``;
+  parent run is opened for the sweep (none when every job's run is finished already: a
+  rerun adds no run); every job gets ``tracking.parent_run=<id>`` and tags its run
+  ``mlflow.parentRunId``;
 - the sweeper keeps the parent run's heartbeat while the jobs run, so a sweep killed
   outright (``kill -9``) is seen dead by the next sweep or job, which ends its parent
   KILLED (emergence.tracking.end_dead_runs);
@@ -170,6 +171,12 @@ class RevisionSweeper(BasicSweeper):
             for key, parent in parents.items():
                 end_parent(key[0], parent, outcome.failed_of[parent] + [f"sweep interrupted: {type(exc).__name__}"],
                            len(groups[key]), status="KILLED")
+            if isinstance(exc, KeyboardInterrupt):  # one line, read from the store (a batch cut short returns nothing)
+                from emergence.console import interrupted_line
+                from emergence.parent_run import finished_children
+
+                done = sum(finished_children(key[0], parent) for key, parent in parents.items())
+                print(interrupted_line(done, sum(map(len, batches)), "job(s)"), file=sys.stderr)
             raise
         for key, parent in parents.items():
             end_parent(key[0], parent, outcome.failed_of[parent], len(groups[key]))
@@ -190,6 +197,9 @@ class RevisionSweeper(BasicSweeper):
         beats = ExitStack()
         try:
             for key, jobs in groups.items():
+                if self._all_finished(jobs):  # a rerun with nothing left to screen adds no run
+                    parent_of.update({tuple(job): "null" for job in jobs})
+                    continue
                 uri, experiment, artifacts = key
                 _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp} ({len(jobs)} jobs)",
                                          len(jobs), float(tracking.stale_after_s), float(tracking.timeout_s))
@@ -202,6 +212,19 @@ class RevisionSweeper(BasicSweeper):
             print(f"error: {exc}", file=sys.stderr)
             sys.exit(1)
         return parents, parent_of, beats
+
+    def _all_finished(self, jobs: List[List[str]]) -> bool:
+        """Whether every job of a group has its revision's run finished already (emergence/parent_run.py
+        ``all_finished``: never for a refinement or with ``force``); then the group opens no parent run."""
+        from emergence.parent_run import all_finished  # (when the sweeper runs: see the module notes)
+        from emergence.registry import selected_revisions
+
+        loader = self.hydra_context.config_loader
+        for job in jobs:
+            cfg = loader.load_sweep_config(self.config, list(job))
+            if not all_finished(cfg, selected_revisions(cfg.model, cfg.revision)):
+                return False
+        return True
 
     def _report(self, outcome: "SweepOutcome", parents: Dict[tuple, str]) -> None:
         """The end of the sweep: the figures of every job's curves in the sweep's parent run of this
@@ -310,7 +333,7 @@ class RevisionSweeper(BasicSweeper):
                 if ret.status != JobStatus.COMPLETED:
                     line = f"#{initial_job_idx + idx} ({describe(job[:-1])}): {job_error(ret)}"
                     outcome.failed.append(line)
-                    outcome.failed_of[job[-1].split("=", 1)[1]].append(line)
+                    outcome.failed_of.setdefault(job[-1].split("=", 1)[1], []).append(line)
             initial_job_idx += len(batch)
             outcome.returns.append(results)
             if outcome.store_failed():  # every later job would wait out the same timeouts: stop here

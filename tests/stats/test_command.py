@@ -90,7 +90,7 @@ def test_command_on_the_bundled_study_data(tmp_path):
     out = tmp_path / "xu"
     proc = run_stats("source=xu2026", f"hydra.run.dir={out}", "tracking.log=false", "analysis.n_boot=150",
                      "analysis.sensitivity.n_boot=40", "analysis.sensitivity.grid=[30,100]", "analysis.progress=false",
-                     "figures=false")
+                     "figures.enabled=false")
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["source"]["kind"] == "heads_csv" and summary["source"]["path"].endswith("stats/data/xu2026_heads.csv.gz")
@@ -113,7 +113,7 @@ def test_command_rereads_a_per_head_file_at_other_thresholds(tmp_path):
     head_table("selectivity.").to_csv(path, index=False)
     out = tmp_path / "h"
     proc = run_stats("source=heads_csv", f"source.path={path}", f"hydra.run.dir={out}", "tracking.log=false",
-                     "analysis.n_boot=30", "analysis.sensitivity.enabled=false", "analysis.progress=false", "figures=false",
+                     "analysis.n_boot=30", "analysis.sensitivity.enabled=false", "analysis.progress=false", "figures.enabled=false",
                      "analysis.thresholds.bos=70")
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -1,7 +1,8 @@
-"""Figures a paper can use (issue 24): every figure in PNG, PDF and SVG, token axes written as
+"""Figures a paper can use (issue 24): every figure a PNG (PDF and SVG on request), token axes written as
 token counts, fractions never below zero, text of at least 8 points, legends clear of the data,
 the per-head views, the models on one axis, and the reproduction table in LaTeX."""
 
+import json
 import re
 
 import numpy as np
@@ -61,16 +62,33 @@ def drawn(tmp_path_factory):
     return out, written, figs
 
 
-def test_every_figure_is_written_as_png_pdf_and_svg(drawn):
+def test_every_figure_is_a_png_by_default(drawn):
     out, written, figs = drawn
     pngs = [p for kind, paths in written["figures"].items() if kind != "skipped" for p in paths]
     assert not written["figures"]["skipped"], written["figures"]["skipped"]
     assert {"models", "heads", "circuit", "curves", "timeline", "layers"} <= {k for k, v in written["figures"].items() if v}
+    assert FORMATS == ("png",)
     for png in pngs:
-        for ext in FORMATS:
-            f = (out / png).with_suffix(f".{ext}")
-            assert f.is_file() and f.stat().st_size > 1000, f
-    assert (out / pngs[0]).with_suffix(".svg").read_text().lstrip().startswith("<?xml")
+        assert (out / png).suffix == ".png" and (out / png).stat().st_size > 1000, png
+        assert not (out / png).with_suffix(".pdf").exists() and not (out / png).with_suffix(".svg").exists()
+
+
+def test_pdf_and_svg_on_request(tmp_path):
+    """``figures.formats=[png,pdf,svg]`` (stats.api.figure_formats): the vector files beside each PNG."""
+    import matplotlib.pyplot as plt
+
+    from stats.api import figure_formats
+    from stats.config import FiguresConfig, StatsConfig
+    from stats.plotstyle import save
+
+    conf = StatsConfig(figures=FiguresConfig(formats=["svg", "pdf"]), output_dir=str(tmp_path))
+    with figure_formats(conf):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2], [0, 1])
+        png = save(fig, tmp_path / "f.png")
+    assert png.suffix == ".png" and png.is_file()
+    assert (tmp_path / "f.pdf").read_bytes().startswith(b"%PDF")
+    assert (tmp_path / "f.svg").read_text().lstrip().startswith("<?xml")
 
 
 def _texts(fig):
@@ -100,7 +118,8 @@ def test_fraction_axes_start_at_zero_and_legends_sit_outside(drawn):
     assert curves
     for name in curves + [n for n in figs if n.startswith("models_")]:
         ax = figs[name].axes[0]
-        assert ax.get_ylim()[0] == 0.0 and ax.get_ylim()[1] <= 1.02, (name, ax.get_ylim())
+        top = 32 * 1.1 if ax.get_ylabel().endswith("heads (of 32)") else 1.02  # counts of the 32 heads followed
+        assert ax.get_ylim()[0] == 0.0 and ax.get_ylim()[1] <= top, (name, ax.get_ylim())
     for name in curves:
         fig = figs[name]
         fig.canvas.draw()
@@ -149,3 +168,56 @@ def test_token_axes_label_enough_ticks(lo, hi, labels):
     plt.close(fig)
     assert all(label in shown for label in labels)
     assert (hi / lo < 100) == any(s.startswith(("2", "5")) for s in shown)
+
+
+def test_curves_of_followed_heads_are_counts_titled_with_the_verdict(drawn):
+    """Per-head data follow the same heads: the points are counts of heads (no binomial bars), the
+    title is the verdict the report prints (``CurveAnalysis.verdict_text``) and its reason, and the
+    legend marks the lowest AICc among the fits."""
+    out, written, figs = drawn
+    summary = json.loads((out / "summary.json").read_text())
+    for name, head_class, n_heads in (("curve_alpha_induction.png", "induction", 3), ("curve_alpha_bos.png", "bos", 24)):
+        ax = figs[name].axes[0]
+        assert ax.get_ylabel() == f"{head_class} heads (of 32)"
+        assert not any(c.get_label().startswith("observed") for c in ax.containers)  # no binomial bars
+        heads = next(line for line in ax.get_lines() if line.get_label() == "heads flagged")
+        assert max(heads.get_ydata()) == n_heads
+        record = next(c for c in summary["curves"] if c["model"] == "alpha" and c["class"] == head_class)
+        title = ax.get_title(loc="left")
+        assert title.startswith(f"alpha / {head_class}: {record['shape']}")
+        assert record["reason"][:40] in title.replace("\n", " ")
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert sum("lowest" in label for label in labels) == (1 if record["fits"] else 0), labels
+
+
+def test_a_class_with_no_heads_gets_no_curve_figure():
+    from types import SimpleNamespace
+
+    from stats.figures import has_heads
+
+    class Counts(SimpleNamespace):
+        def __len__(self):
+            return len(self.k)
+
+    assert not has_heads(SimpleNamespace(curve=Counts(k=np.zeros(4))))
+    assert not has_heads(SimpleNamespace(curve=Counts(k=np.zeros(0))))
+    assert has_heads(SimpleNamespace(curve=Counts(k=np.array([0, 0, 1, 2]))))
+
+
+@pytest.mark.parametrize("lo, hi", [(3.2e6, 4.1e6), (2.9e6, 4.2e6), (1.1e6, 9e6)])
+def test_narrow_token_axes_never_fall_back_to_crowded_linear_ticks(lo, hi):
+    """The toy's continuous panels on 3M-4M read '3M 3.5M 4M' or so, never '3.25M3.5M3.75M4M'."""
+    import matplotlib.pyplot as plt
+
+    from stats.plotstyle import token_axis
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([lo, hi], [0, 1])
+    token_axis(ax)
+    fig.canvas.draw()
+    inside = [(v, t.get_text()) for t, v in zip(ax.get_xticklabels(), ax.get_xticks()) if lo <= v <= hi]
+    boxes = [t.get_window_extent() for t, v in zip(ax.get_xticklabels(), ax.get_xticks()) if lo <= v <= hi]
+    plt.close(fig)
+    assert 2 <= len(inside) <= 7, inside
+    assert all(re.fullmatch(r"[\d.]+[KMBT]", text) for _, text in inside), inside
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), inside  # no two labels touch

@@ -51,7 +51,7 @@ def cli(monkeypatch, capsys, tmp_path):
 
     def run(*args):
         defaults = {"hydra.run.dir": f"{tmp_path}/run", "output_dir": f"{tmp_path}/out", "tracking.log": "false",
-                    "analysis.progress": "false", "figures": "false",
+                    "analysis.progress": "false", "figures.enabled": "false",
                     "source.tracking_uri": f"sqlite:///{tmp_path}/none.db"}
         given = {a.split("=", 1)[0] for a in args}
         argv = [*args, *(f"{k}={v}" for k, v in defaults.items() if k not in given)]
@@ -184,6 +184,17 @@ def test_a_bad_store_is_one_line_before_anything_is_read(cli, overrides, shows):
         assert shown in lines[0], (shown, lines[0])
 
 
+def test_a_malformed_sqlite_store_is_one_line(cli, tmp_path):
+    """A store file that is not a SQLite database (damaged, or another file): one line, exit 2,
+    not SQLAlchemy's traceback; the file is left as it was."""
+    bad = tmp_path / "mlflow.db"
+    bad.write_bytes(b"not a database, " * 300)
+    code, lines = cli(f"source.tracking_uri=sqlite:///{bad}")
+    assert code == 2 and len(lines) == 1, lines
+    assert "is not a SQLite database" in lines[0] and str(bad) in lines[0]
+    assert bad.read_bytes() == b"not a database, " * 300
+
+
 def test_hydra_logs_go_with_output_dir_not_to_outputs(tmp_path, monkeypatch, capsys):
     """``stats output_dir=X`` keeps Hydra's record of the run in X, so nothing lands in ./outputs."""
     from stats.__main__ import cli as entry
@@ -193,7 +204,7 @@ def test_hydra_logs_go_with_output_dir_not_to_outputs(tmp_path, monkeypatch, cap
                   "k": [0, 1, 8, 15, 16], "n": [16] * 5}).to_csv(curves, index=False)
     monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
     monkeypatch.setattr(sys, "argv", ["stats", "source=csv", f"source.path={curves}", f"output_dir={tmp_path}/out",
-                                      "tracking.log=false", "figures=false", "analysis.n_boot=20",
+                                      "tracking.log=false", "figures.enabled=false", "analysis.n_boot=20",
                                       "analysis.shape.n_perm=99", "analysis.progress=false"])
     entry()
     assert (tmp_path / "out" / "summary.json").is_file() and (tmp_path / "out" / ".hydra").is_dir()
@@ -212,7 +223,7 @@ def test_a_file_analysis_writes_no_store_and_counts_empty_cells(tmp_path, monkey
     path = tmp_path / "heads.csv"
     heads.to_csv(path, index=False, na_rep="")
     monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
-    monkeypatch.setattr(sys, "argv", ["stats", "source=heads_csv", f"source.path={path}", "figures=false",
+    monkeypatch.setattr(sys, "argv", ["stats", "source=heads_csv", f"source.path={path}", "figures.enabled=false",
                                       "analysis.n_boot=20", "analysis.shape.n_perm=99", "analysis.progress=false"])
     capsys.readouterr()
     entry()

@@ -28,7 +28,15 @@ def test_stats_on_the_toy_suite_runs(tmp_path, toy_cache):
     summary = json.loads((out / "summary.json").read_text())
     assert len(summary["curves"]) == 6 and all(c["n_points"] >= 5 for c in summary["curves"])
     figs = summary["figures"]
-    assert len(figs["curves"]) == 6 and figs["layers"] and figs["timeline"] and figs["continuous"]
+    # a curve figure for each class with a head flagged at some revision, none for the others
+    with_heads = {c["class"] for c in summary["curves"] if max(c["k"]) > 0}
+    assert {p.split("curve_toy_neox_")[1][:-4] for p in figs["curves"]} == with_heads
+    assert figs["layers"] and figs["timeline"] and figs["continuous"]
+    # issue 31: the default toy forms its classes in enough heads for the statistics: a class
+    # formed in at least 8 heads gets a verdict without "weak evidence"
+    formed = [c for c in summary["curves"] if max(c["k"]) >= 8]
+    assert any(c["class"] == "induction" for c in formed), [(c["class"], max(c["k"])) for c in summary["curves"]]
+    assert not [c["class"] for c in formed if c.get("strength") == "weak"], [(c["class"], c["shape"]) for c in formed]
     # The trained toy_neox forms induction heads, so the circuit figures are drawn too.
     assert any(c["n_final"] for c in summary["findings"]["convergence"])
     assert figs["convergence"] and figs["pr"]

@@ -1,0 +1,191 @@
+"""``python -m emergence.ui``: look at the last study in one command.
+
+- **The store**: the one the last job or sweep used (:func:`remember_job` writes it to
+  ``<home>/outputs/last_job.json`` at the end of each; without it, the default store
+  ``<home>/outputs/mlflow.db``), or ``--store URI``.
+- **The UI**: for a local store, ``mlflow ui`` is started on ``127.0.0.1`` (port 5000, or the next
+  free one; ``--port``) and waited for (``/health``, at most ``--wait`` seconds); for a tracking
+  server, its own UI. Then the runs table and the saved view of the curves are printed, opened on
+  "Model training" (emergence/contract/mlflow_ui.py), and the UI runs until Ctrl-C.
+- **The report**: the newest ``report.md`` under ``<home>/outputs/stats/``, its path and its
+  opening lines printed (``--open``: also opened in the browser with the runs table).
+
+``--check``: start the UI, print, stop it and exit 0 (what the test does; exit 1 when it does not
+answer in time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import List, Optional
+
+from emergence.contract.mlflow_ui import experiment_url, view_url
+from emergence.contract.paths import emergence_home
+
+#: Where the last job's store is written down, under ``<home>/outputs``.
+LAST_JOB_FILE = "last_job.json"
+DEFAULT_PORT = 5000
+#: Lines of the report printed (its title and the opening summary).
+REPORT_LINES = 30
+
+
+def outputs() -> Path:
+    return emergence_home() / "outputs"
+
+
+def remember_job(tracking_uri: str, experiment: str) -> None:
+    """Write down the store and experiment of the job or sweep that just ended (best effort)."""
+    try:
+        outputs().mkdir(parents=True, exist_ok=True)
+        (outputs() / LAST_JOB_FILE).write_text(json.dumps(
+            {"tracking_uri": tracking_uri, "experiment": experiment, "ended": time.strftime("%Y-%m-%d %H:%M:%S")}))
+    except OSError:
+        pass
+
+
+def last_store() -> tuple:
+    """``(tracking_uri, experiment)`` of the last job, else the default store's."""
+    try:
+        data = json.loads((outputs() / LAST_JOB_FILE).read_text())
+        return str(data["tracking_uri"]), str(data.get("experiment") or "emergence")
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"sqlite:///{outputs() / 'mlflow.db'}", "emergence"
+
+
+def latest_report() -> Optional[Path]:
+    """The newest ``report.md`` of the statistics (``<home>/outputs/stats/<date>/<time>/``)."""
+    reports = list((outputs() / "stats").glob("**/report.md"))
+    return max(reports, key=lambda p: p.stat().st_mtime) if reports else None
+
+
+def report_head(path: Path, n: int = REPORT_LINES) -> str:
+    lines = path.read_text().splitlines()
+    return "\n".join(lines[:n]) + (f"\n... ({len(lines) - n} more lines in the file)" if len(lines) > n else "")
+
+
+def free_port(start: int) -> int:
+    """``start`` when nothing listens there on 127.0.0.1, else a free port the system gives."""
+    for port in (start, 0):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise OSError("no free port on 127.0.0.1")
+
+
+def start_ui(tracking_uri: str, port: int, wait_s: float) -> tuple:
+    """Start ``mlflow ui`` on the local store ``tracking_uri`` at 127.0.0.1:``port`` and wait for it;
+    ``(process, base URL)``. Raises ``RuntimeError`` with the UI's last output when it does not answer."""
+    mlflow_cli = Path(sys.executable).with_name("mlflow")
+    cmd = [str(mlflow_cli) if mlflow_cli.exists() else "mlflow", "ui", "--backend-store-uri", tracking_uri,
+           "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    log = outputs() / "mlflow_ui.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true")}
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, base
+        except OSError:
+            time.sleep(0.5)
+    stop_ui(proc)
+    tail = log.read_text()[-1500:] if log.exists() else ""
+    raise RuntimeError(f"mlflow ui did not answer on {base} within {wait_s:.0f} s; its output ({log}):\n{tail}")
+
+
+def stop_ui(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def experiment_id(tracking_uri: str, experiment: str) -> Optional[str]:
+    import mlflow
+
+    try:
+        exp = mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment)
+    except Exception:  # noqa: BLE001  (no such store yet: the UI still opens)
+        return None
+    return None if exp is None else exp.experiment_id
+
+
+def links(tracking_uri: str, experiment: str, base: str) -> List[str]:
+    exp = experiment_id(tracking_uri, experiment)
+    if exp is None:
+        return [f"  the UI: {base} (no experiment {experiment!r} in this store yet: run `python -m emergence`)"]
+    return [f"  runs table: {experiment_url(tracking_uri, exp, base)}",
+            f"  curves against tokens, one line per model: {view_url(tracking_uri, exp, base)}"]
+
+
+def parse(argv: List[str]) -> argparse.Namespace:
+    uri, experiment = last_store()
+    p = argparse.ArgumentParser(prog="python -m emergence.ui", description=__doc__.split("\n\n")[0])
+    p.add_argument("--store", default=uri, help=f"tracking URI (default: the last job's, {uri})")
+    p.add_argument("--experiment", default=experiment)
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="for a local store's UI (next free one if busy)")
+    p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the UI to answer")
+    p.add_argument("--open", action="store_true", help="open the runs table and the report in the browser")
+    p.add_argument("--check", action="store_true", help="start the UI, print, stop it (exit 1 if it does not answer)")
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    report = latest_report()
+    if report is None:
+        print(f"no statistics report under {outputs() / 'stats'} yet (python -m emergence writes one)")
+    else:
+        print(f"latest report: {report}\n\n{report_head(report)}\n")
+    proc = None
+    base = args.store.rstrip("/")
+    if not args.store.startswith(("http://", "https://")):
+        try:
+            proc, base = start_ui(args.store, free_port(args.port), args.wait)
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    print(f"MLflow UI on {args.store}:\n" + "\n".join(links(args.store, args.experiment, base)))
+    if args.open:
+        import webbrowser
+
+        exp = experiment_id(args.store, args.experiment)
+        webbrowser.open(experiment_url(args.store, exp, base) if exp else base)
+        if report is not None:
+            webbrowser.open(report.as_uri())
+    if proc is None or args.check:
+        if proc is not None:
+            stop_ui(proc)
+        return 0
+    print("(Ctrl-C stops the UI)")
+    try:
+        proc.wait()
+    except KeyboardInterrupt:
+        print("\nstopping the UI")
+    finally:
+        stop_ui(proc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""``python -m emergence.ui`` (issue 31, point 5): one command starts the MLflow UI on the store the
+last job used, prints its links and the latest report. A real ``mlflow ui`` process on 127.0.0.1,
+waited for with a bound."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import mlflow
+
+from emergence.contract.mlflow_ui import experiment_url
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+def test_ui_starts_on_the_last_jobs_store_and_prints_the_latest_report(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    store = f"sqlite:///{tmp_path / 'elsewhere' / 'study.db'}"  # not the default store: read from last_job.json
+    (tmp_path / "elsewhere").mkdir()
+    exp_id = mlflow.MlflowClient(store).create_experiment("my_study", artifact_location=str(tmp_path / "art"))
+    monkeypatch.setenv("EMERGENCE_HOME", str(home))
+    from emergence.ui import last_store, latest_report, remember_job
+
+    remember_job(store, "my_study")
+    assert last_store() == (store, "my_study")
+    old, new = home / "outputs/stats/2026-01-01/10-00-00/report.md", home / "outputs/stats/2026-01-02/09-00-00/report.md"
+    for path, title in ((old, "old"), (new, "new")):
+        path.parent.mkdir(parents=True)
+        path.write_text(f"# Emergence statistics report ({title})\n\n## By model\n")
+    os.utime(old, (time.time() - 100, time.time() - 100))
+    assert latest_report() == new
+    port = free_port()
+    env = {**os.environ, "EMERGENCE_HOME": str(home)}
+    proc = subprocess.run([sys.executable, "-m", "emergence.ui", "--check", "--port", str(port), "--wait", "180"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert f"latest report: {new}" in out and "report (new)" in out and "(old)" not in out
+    assert f"runs table: {experiment_url(store, exp_id, f'http://127.0.0.1:{port}')}" in out
+    assert "viewStateShareKey=emergence-runs&workflowType=machine_learning" in out
+    assert f"MLflow UI on {store}" in out
+    with socket.socket() as s:  # --check stopped the UI it started
+        s.bind(("127.0.0.1", port))
+
+def test_a_ui_that_does_not_answer_in_time_is_one_error(tmp_path):
+    env = {**os.environ, "EMERGENCE_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "emergence.ui", "--check", "--port", str(free_port()), "--wait", "0.01",
+                           "--store", f"sqlite:///{tmp_path}/x.db"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1
+    assert "error: mlflow ui did not answer on http://127.0.0.1:" in proc.stderr
+    assert "no statistics report under" in proc.stdout
