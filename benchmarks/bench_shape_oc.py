@@ -35,6 +35,20 @@ D. Both regimes on the named families of :data:`stats.simulate.FAMILIES`, at 10
    found; per regime, the shape accuracy over all its families (criterion: >= 0.90).
    Widths in D are chosen away from the borderline (sharp: 10-90 width 0.1-0.5
    spacings; gradual: 3-5 spacings); sections A and B show the borderline.
+E. The sampled space (:mod:`stats.study_space`): ``--studies`` whole studies drawn at
+   random (grid kind log / linear / Pythia-like with a step 0, 5-150 revisions, the
+   transition anywhere from before the first revision to after the last, 3-400
+   switching heads of 64-1024, flicker, dropout, declines, identity and aggregate,
+   10-90 widths 0.02-3 decades), every one analysed as the analysis runs it. Over the
+   whole space and by factor (grid, revisions, position, switching heads, regime, true
+   width against C = ``analysis.shape.sharp_width_decades``): shape accuracy (the
+   verdict is the truth's: ``none`` for a censored truth; ``unresolved`` or either shape
+   for a borderline truth or a rise inside one interval wider than C; ``unresolved`` on a
+   resolvable truth is wrong), the same over resolvable truths inside the range, the
+   censoring side, detection of change (not ``none``, t50 inside the range), false
+   changes (not ``none``) on flat curves, and the t50 coverage of the calibration benchmark
+   on the same studies (informational here). Criteria: shape accuracy >= 0.90; false
+   changes <= 0.05 (the nominal level, within two binomial standard errors).
 """
 
 import argparse
@@ -52,8 +66,15 @@ def main():
     ap.add_argument("--n-boot", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--families-only", action="store_true", help="only section D (the two regimes on the families)")
+    ap.add_argument("--space-only", action="store_true", help="only section E (the sampled space)")
+    ap.add_argument("--studies", type=int, default=400, help="studies drawn from the space (section E)")
     args = ap.parse_args()
     D = args.datasets
+    if args.space_only:
+        t_start = time.perf_counter()
+        failed = space_section(args.studies, args.n_boot, np.random.default_rng(args.seed))
+        print(f"done in {time.perf_counter() - t_start:.0f} s" + (f": {failed} criteria fail" if failed else ": criteria pass"))
+        return 1 if failed else 0
 
     from tqdm import tqdm
 
@@ -172,9 +193,48 @@ def main():
     for label, draw in small:
         new, old = rates(draw, label[:20])
         print(f"  {label:<56} {new:18.3f} {old:16.3f}", flush=True)
-    failed = families_section(D, args.n_boot, rng)
+    failed = families_section(D, args.n_boot, rng) + space_section(args.studies, args.n_boot, rng)
     print(f"done in {time.perf_counter() - t_start:.0f} s" + (f": {failed} criteria fail" if failed else ": criteria pass"))
     return 1 if failed else 0
+
+
+def space_section(n: int, n_boot: int, rng) -> int:
+    """Section E (module docstring); returns the number of failed criteria."""
+    from stats.config import AnalysisConfig
+    from stats.space_scores import criterion_of, errors, factor_table, study_records
+
+    cfg = AnalysisConfig(n_boot=n_boot, progress=False)
+    print(f"\nE. the sampled space: {n} studies drawn at random (stats/study_space.py), C = {criterion_of(cfg)} decades")
+    records = study_records(n, cfg, rng, progress=True)
+    columns = {
+        "shape accuracy": ("shape", lambda r: not r["flat"]),
+        "resolvable inside": ("shape", lambda r: r["inside"] and r["resolvable"]),
+        "censoring right": ("censored", None),
+        "change detected": ("changed", lambda r: r["inside"]),
+        "false change (flat)": ("changed", lambda r: r["flat"]),
+        "t50 coverage": ("covers", None),
+    }
+    for line in factor_table(records, columns):
+        print(line, flush=True)
+    for error, count in errors(records):
+        print(f"  analysis raised on {count} studies (counted as wrong): {error}")
+    return report_criteria(records)
+
+
+def report_criteria(records) -> int:
+    """The criteria of section E over the whole space; the number that fail."""
+    from stats.space_scores import rate
+
+    failed = 0
+    acc, n_acc = rate(records, "shape", lambda r: not r["flat"])
+    false, n_flat = rate(records, "changed", lambda r: r["flat"])
+    limit = 0.05 + 2 * np.sqrt(0.05 * 0.95 / max(n_flat, 1))
+    for label, value, count, ok, target in (("shape accuracy over the space", acc, n_acc, acc >= 0.90, ">= 0.90"),
+                                            ("false changes on flat curves", false, n_flat, false <= limit,
+                                             f"<= 0.05 (+2 SE: {limit:.3f})")):
+        failed += not ok
+        print(f"  {label:<45} {value:6.3f} ({count})  [{target}] {'PASS' if ok else 'FAIL'}", flush=True)
+    return failed
 
 
 def families_section(D: int, n_boot: int, rng) -> int:

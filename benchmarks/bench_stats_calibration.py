@@ -23,6 +23,18 @@ each at 10 and 20 log-spaced revisions from 1e9 to 3e12 tokens:
   one-sided test of a gap whose early class formed before the first revision;
 - the decline test (stats/phases.py) on curves that only rise: false declines.
 
+The sampled space (:mod:`stats.study_space`; ``--space-only`` runs this part alone):
+``--studies`` whole studies drawn at random (grid kind log / linear / Pythia-like with a
+step 0, 5-150 revisions, the transition anywhere from before the first revision to after
+the last, 3-400 switching heads of 64-1024, flicker, dropout, declines, identity and
+aggregate, 10-90 widths 0.02-3 decades): t50 coverage (the 95 % interval holds the true
+t50; for a censored truth the bound holds), over the whole space and by factor (grid,
+revisions, position, switching heads, regime, true width against C); and ``--pairs``
+pairs of classes of one study whose true t50s are 5x apart (separation power) or equal
+(false separations), both inside the range (:func:`stats.study_space.sample_pair`),
+overall and by factor. Criteria: coverage >= 0.90 and power >= 0.90 over the space; false
+separations <= 0.05 (the nominal level, within two binomial standard errors).
+
 Nulls simulated besides:
 - step_vs_logistic: a single step between two adjacent revisions (random levels and
   gap), binomial counts of 128 heads; and the same with beta-binomial
@@ -34,11 +46,12 @@ Nulls simulated besides:
 - sign test (PR lead): the whole PR-lead pipeline on 30 final induction heads whose
   PR elevation is as likely 1-2 revisions after as before the crossing.
 - middle-out permutation test: layer onsets drawn independently of the layer.
-- monotone-change permutation test (the ``none`` rule of the verdict): flat curves
-  with binomial draws (128 heads), beta-binomial phi = 4 (256 heads), and a flat
-  population of followed heads (always-on heads plus 4 flickering heads near the
-  threshold, :class:`stats.simulate.HeadPopulation`); the unimodal variant (used
-  for curves that decline) on the same flat binomial curves.
+- the change test (the ``none`` rule of the verdict, :func:`stats.change.change_test`,
+  a change called: rejected and not one revision's alone): flat curves with binomial
+  draws (128 heads), beta-binomial phi = 4 (256 heads), and a flat population of
+  followed heads with their flags (always-on heads plus 4 flickering heads near the
+  threshold, :class:`stats.simulate.HeadPopulation`); the unimodal variant (used for
+  curves that decline) on the same flat binomial curves.
 """
 
 import argparse
@@ -56,8 +69,16 @@ def main():
     ap.add_argument("--n-boot", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--regimes-only", action="store_true", help="only the two regimes' rows (coverage, separation, declines)")
+    ap.add_argument("--space-only", action="store_true", help="only the sampled space (coverage, separation by factor)")
+    ap.add_argument("--studies", type=int, default=400, help="studies drawn from the space (0: none)")
+    ap.add_argument("--pairs", type=int, default=200, help="pairs of classes drawn from the space, at 5x and at 1x each (0: none)")
     args = ap.parse_args()
     D, B = args.datasets, args.n_boot
+    if args.space_only:
+        t_start = time.perf_counter()
+        print(f"calibration over the sampled space: {args.studies} studies, {args.pairs} pairs a ratio, "
+              f"{B} bootstrap replicates, alpha = {ALPHA}")
+        return summarise(space(args.studies, args.pairs, B, np.random.default_rng(args.seed)), t_start)
 
     from tqdm import tqdm
 
@@ -181,29 +202,36 @@ def main():
         rej += o.test.p_value <= ALPHA
     report("middle-out permutation test, H0 exchangeable onsets, 16 layers: rejection rate", rej / D)
 
-    # 6. monotone-change permutation test (the verdict's none rule), flat curves
-    from stats.shape import level_change_test
+    # 6. the change test (the verdict's none rule, stats/change.py), flat curves
+    from stats.change import change_test
     from stats.simulate import HeadPopulation
 
-    def perm_rate(draw):
-        return np.mean([level_change_test(*draw(), 1999, rng).p_value <= ALPHA for _ in range(D)])
+    revs = [f"r{i}" for i in range(len(tok))]
 
-    report("monotone change (none rule), H0 flat, binomial, n = 128: rejection rate",
-           perm_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n)))
-    report("monotone change (none rule), H0 flat, beta-binomial phi = 4, n = 256: rejection rate",
-           perm_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)))
+    def called(k, n, flags=None, shape="monotone"):
+        """A change the verdict would call: the test rejects and the change is not one revision's alone."""
+        t = change_test(k, n, revs, flags, shape, 1999, rng, ALPHA)
+        return t.p_value <= ALPHA and not t.details.get("single_revision")
+
+    def change_rate(draw, shape="monotone"):
+        return np.mean([called(*draw(), shape=shape) for _ in range(D)])
+
+    report("change test (none rule), H0 flat, binomial, n = 128: a change called",
+           change_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n)))
+    report("change test (none rule), H0 flat, beta-binomial phi = 4, n = 256: a change called",
+           change_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0.02, 0.3)), n256, rng, 4.0), n256)))
 
     def flat_population():
         pop = HeadPopulation(256, 0, 1e11, 0.1, n_always=int(rng.integers(0, 60)), n_flicker=4, dropout=0.01).simulate(tok, rng)
-        return pop.k, pop.n
+        return pop.k, pop.n, pop.flags
 
-    report("monotone change (none rule), H0 flat population, 4 flickering heads: rejection rate", perm_rate(flat_population))
-
-    report("monotone change, unimodal variant (declining curves), H0 flat, binomial, n = 128: rejection rate",
-           np.mean([level_change_test(simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n, 999, rng,
-                                      "unimodal").p_value <= ALPHA for _ in range(D)]))
+    report("change test (none rule), H0 flat population, 4 flickering heads (head-wise): a change called",
+           change_rate(flat_population))
+    report("change test, unimodal variant (declining curves), H0 flat, binomial, n = 128: a change called",
+           change_rate(lambda: (simulate_counts_once(np.full(10, rng.uniform(0, 0.3)), n, rng), n), "unimodal"))
 
     regimes(D, B, rng, report)
+    rows += space(args.studies, args.pairs, B, rng)
 
     # 7. change points under no change (informational)
     false = sum(bool(detect_changepoints(tok, simulate_counts_once(np.full(10, rng.uniform(0.05, 0.5)), n, rng), n).points)
@@ -218,6 +246,52 @@ def summarise(rows, t_start) -> int:
     print(f"done in {time.perf_counter() - t_start:.0f} s: "
           f"{sum(r[2] is not None for r in rows) - len(failed)} criteria pass, {len(failed)} fail")
     return 1 if failed else 0
+
+
+def space(n_studies: int, n_pairs: int, B: int, rng) -> list:
+    """t50 coverage and separation over the sampled space, by factor (module docstring); returns the
+    criteria rows (name, value, lo, hi, n)."""
+    from stats.config import AnalysisConfig
+    from stats.space_scores import errors, factor_table, pair_records, rate
+
+    cfg = AnalysisConfig(n_boot=B, progress=False)
+    rows = []
+
+    def criterion(name, value, n, lo, hi):
+        rows.append((name, value, lo, hi, n))
+        ok = "PASS" if lo <= value <= hi else "FAIL"
+        print(f"  {name:<68} {value:6.3f}  [{lo:.2f}, {hi:.2f}] ({n}) {ok}", flush=True)
+
+    if n_studies:
+        coverage(n_studies, cfg, rng, criterion)
+    if not n_pairs:
+        return rows
+    limit = ALPHA + 2 * np.sqrt(ALPHA * (1 - ALPHA) / max(n_pairs, 1))
+    for ratio, lo, hi, label in ((5.0, 0.90, 1.0, "separation power at a 5x gap"),
+                                 (1.0, 0.0, limit, "false separations at ratio 1 (nominal 0.05 + 2 SE)")):
+        print(f"\n  pairs of classes at {ratio:g}x: {n_pairs} drawn from the space (stats/study_space.py sample_pair)")
+        pairs = pair_records(n_pairs, ratio, cfg, rng, progress=True)
+        for line in factor_table(pairs, {"separated": ("rejected", None)}):
+            print(line, flush=True)
+        for error, count in errors(pairs):
+            print(f"  analysis raised on {count} pairs (counted as not separated): {error}")
+        criterion(f"{label} over the sampled space", *rate(pairs, "rejected"), lo, hi)
+    return rows
+
+
+def coverage(n_studies: int, cfg, rng, criterion) -> None:
+    """t50 coverage over ``n_studies`` studies of the space, overall and by factor."""
+    from stats.space_scores import criterion_of, errors, factor_table, rate, study_records
+
+    print(f"\n  the sampled space: {n_studies} studies drawn at random (stats/study_space.py), C = {criterion_of(cfg)}")
+    records = study_records(n_studies, cfg, rng, progress=True)
+    for line in factor_table(records, {"t50 coverage": ("covers", None),
+                                       "coverage inside": ("covers", lambda r: r["inside"]),
+                                       "bound holds (cens.)": ("covers", lambda r: not r["inside"])}):
+        print(line, flush=True)
+    for error, count in errors(records):
+        print(f"  analysis raised on {count} studies (counted as not covering): {error}")
+    criterion("t50 95% interval coverage over the sampled space", *rate(records, "covers"), 0.90, 1.0)
 
 
 def regimes(D: int, B: int, rng, report) -> None:

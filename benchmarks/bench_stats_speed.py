@@ -1,73 +1,138 @@
-"""Speed of the statistics suite: 3 models x 10 revisions x 6 classes, 1000 bootstrap
-replicates each (every curve changes, so every curve is bootstrapped), on 2 cores.
+"""Speed of the statistics suite on a realistic per-head table, without figures.
 
-    .venv/bin/python benchmarks/bench_stats_speed.py [--n-boot 1000] [--cores 2]
+    .venv/bin/python benchmarks/bench_stats_speed.py [--models 30] [--revisions 10] [--cores 2] [--profile N]
 
-Prints the analysis time (fits, change points, bootstraps, tests, gaps, findings) and
-the time to write the outputs (figures, tables, report), and whether the analysis
-is under 60 s.
+Builds a per-head table (source ``heads_csv``) of ``--models`` models x ``--revisions``
+log-spaced revisions x about 330 heads each (layers x heads per layer of 24 x 14, 16 x 20 or
+12 x 28: 30 x 10 x ~330 = about 100,000 rows) with a selectivity column for each of the 6
+classes and a ``pr`` column. Per model and class a :class:`stats.simulate.HeadPopulation`
+decides which heads are on: 0 to 30 % of the heads switch on at log-normal times (t50
+anywhere from before the first revision to after the last, 10-90 width 0.05 to 3 decades),
+a few flicker near the threshold and a few drop out; a head that is on has selectivity
+threshold x exp(N(1, 0.5)), one that is off exp(N(0, 0.7)) (about 1x, a uniform head).
+Then it times, with the default analysis config (``n_boot`` 1000, every stage: curves, gaps,
+milestones, threshold sensitivity, findings, PR lead):
+
+- reading the table (``read_heads_csv``),
+- the analysis (``stats.analyse``), the criterion: under 60 s,
+- writing the outputs without figures (``write_outputs(..., figures=False)``: summary.json,
+  tables, report.md; ``python -m stats figures=false``).
+
+The load average is printed before and after: the cores may be shared, and a timing taken
+under load says so; the analysis's CPU time (``time.process_time``, all its threads) is what
+it would take on idle cores. ``--profile N`` prints the N costliest functions (cProfile, cumulative).
 """
 
 import argparse
 import os
 import sys
 
+CLASSES = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
+SHAPES = ((24, 14), (16, 20), (12, 28))
+
+
+def per_head_table(n_models: int, n_revisions: int, rng):
+    """The simulated per-head table of the module docstring (a pandas DataFrame)."""
+    import numpy as np
+    import pandas as pd
+
+    from emergence.contract import head_classes
+    from stats.simulate import HeadPopulation, logspaced_tokens
+
+    thresholds = head_classes.default_thresholds()
+    frames = []
+    for m in range(n_models):
+        layers, per_layer = SHAPES[m % len(SHAPES)]
+        n_heads = layers * per_layer
+        tok = logspaced_tokens(10 ** rng.uniform(8.5, 9.5), 10 ** rng.uniform(11.5, 12.7), n_revisions)
+        x = np.log10(tok)
+        cols = {}
+        for c in CLASSES:
+            n_switch = int(rng.integers(0, int(0.3 * n_heads) + 1))
+            t50 = 10 ** rng.uniform(x[0] - 0.5, x[-1] + 0.5)
+            spread = 10 ** rng.uniform(np.log10(0.05), np.log10(3.0)) / 2.563
+            pop = HeadPopulation(n_heads, n_switch, t50, spread, n_flicker=int(rng.integers(0, 5)), flicker_p=0.3,
+                                 dropout=float(rng.choice([0.0, 0.01, 0.05])))
+            flags = pop.simulate(tok, rng).flags[:, rng.permutation(n_heads)]
+            on = thresholds[c] * np.exp(rng.normal(1.0, 0.5, flags.shape))
+            off = np.exp(rng.normal(0.0, 0.7, flags.shape))
+            cols[f"selectivity.{c}"] = np.where(flags, on, off).ravel()
+        head = np.tile(np.arange(n_heads), n_revisions)
+        frames.append(pd.DataFrame({
+            "model": f"model{m:02d}", "revision": np.repeat([f"step{int(t / 2e6)}" for t in tok], n_heads),
+            "tokens": np.repeat(tok, n_heads), "layer": head // per_layer, "head": head % per_layer, **cols,
+            "pr": rng.normal(20.0, 3.0, n_heads * n_revisions),
+        }))
+    return pd.concat(frames, ignore_index=True)
+
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n-boot", type=int, default=1000)
+    ap.add_argument("--models", type=int, default=30)
+    ap.add_argument("--revisions", type=int, default=10)
+    ap.add_argument("--n-boot", type=int, default=None, help="bootstrap replicates (default: the config's)")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cProfile)")
     args = ap.parse_args()
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.cores)
     if hasattr(os, "sched_setaffinity"):
-        cpus = sorted(os.sched_getaffinity(0))[: args.cores]
-        os.sched_setaffinity(0, cpus)
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[: args.cores])
 
     import tempfile
     import time
 
     import numpy as np
-    import pandas as pd
 
-    from stats import analyse, read_csv
+    from stats import analyse
     from stats.config import AnalysisConfig
     from stats.report import write_outputs
-    from stats.simulate import curves_frame, logistic_probability, logspaced_tokens, simulate_counts_once, step_probability
+    from stats.sources.heads_csv import read_heads_csv
 
     rng = np.random.default_rng(args.seed)
-    classes = ("induction", "previous_token", "duplicate_token", "bos", "self", "local")
-    frames = []
-    for m in range(3):
-        tok = logspaced_tokens(10 ** rng.uniform(8.5, 9.5), 10 ** rng.uniform(12, 12.7), 10)
-        n = 128 if m == 0 else 256
-        for i, c in enumerate(classes):
-            if i % 3 == 0:
-                p = step_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.3, 0.7), int(rng.integers(2, 7)))
-            else:
-                p = logistic_probability(tok, rng.uniform(0, 0.05), rng.uniform(0.2, 0.7), 10 ** rng.uniform(10, 11.5),
-                                         rng.uniform(0.3, 2.5))
-            frames.append(curves_frame(f"model{m}", c, tok, simulate_counts_once(p, n, rng), n))
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({args.cores} cores used, "
+          f"{os.cpu_count()} on the machine)", flush=True)
+    table = per_head_table(args.models, args.revisions, rng)
+    cfg = AnalysisConfig(progress=False, seed=args.seed)
+    if args.n_boot:
+        cfg.n_boot = args.n_boot
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "curves.csv")
-        pd.concat(frames).to_csv(path, index=False)
-        results = read_csv(path)
-        cfg = AnalysisConfig(n_boot=args.n_boot, progress=False, seed=args.seed)
+        path = os.path.join(tmp, "heads.csv")
+        table.to_csv(path, index=False)
         t0 = time.perf_counter()
+        results = read_heads_csv(path)
+        t_read = time.perf_counter() - t0
+        profiler = None
+        if args.profile:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        t0, c0 = time.perf_counter(), time.process_time()
         analysis = analyse(results, cfg)
-        t_analysis = time.perf_counter() - t0
-        boot = sum(c.boot is not None for c in analysis.curves)
+        t_analysis, c_analysis = time.perf_counter() - t0, time.process_time() - c0
+        if profiler is not None:
+            import pstats
+
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
         t0 = time.perf_counter()
-        write_outputs(analysis, os.path.join(tmp, "out"))
+        write_outputs(analysis, os.path.join(tmp, "out"), figures=False)
         t_out = time.perf_counter() - t0
-    shapes = pd.Series([c.verdict.shape for c in analysis.curves]).value_counts().to_dict()
-    print(f"curves: {len(analysis.curves)} (3 models x 6 classes x 10 revisions), bootstrapped: {boot}, "
-          f"replicates per bootstrap: {args.n_boot}, cores: {args.cores}")
-    print(f"shapes: {shapes}")
-    print(f"analysis time: {t_analysis:.1f} s ({t_analysis / len(analysis.curves):.2f} s a curve)  "
-          f"[{'PASS' if t_analysis < 60 else 'FAIL'}: < 60 s]")
-    print(f"outputs (figures, tables, report) time: {t_out:.1f} s")
+    curves = analysis.curves
+    shapes = {}
+    for c in curves:
+        shapes[c.verdict.shape] = shapes.get(c.verdict.shape, 0) + 1
+    print(f"per-head rows: {len(table)} ({args.models} models x {args.revisions} revisions x "
+          f"{len(table) // (args.models * args.revisions)} heads on average), classes: {len(CLASSES)}, "
+          f"curves: {len(curves)}, bootstrapped: {sum(c.boot is not None for c in curves)}, n_boot: {cfg.n_boot}")
+    print(f"verdicts: {dict(sorted(shapes.items()))}")
+    print(f"read the table: {t_read:.1f} s")
+    print(f"analysis (no figures): {t_analysis:.1f} s ({t_analysis / len(curves):.3f} s a curve)  "
+          f"[{'PASS' if t_analysis < 60 else 'FAIL'}: < 60 s]; CPU time {c_analysis:.1f} s (the wall time on idle cores)")
+    print(f"outputs without figures (summary.json, tables, report.md): {t_out:.1f} s")
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return 0 if t_analysis < 60 else 1
 
 

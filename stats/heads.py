@@ -268,8 +268,8 @@ def class_counts(heads: pd.DataFrame, head_class: str, threshold: float, by_laye
     keys = ["model", "revision", "tokens"]
     if col not in heads.columns:
         return pd.DataFrame(columns=keys + (["layer"] if by_layer else []) + ["k", "n"])
-    has = heads.groupby(["model", "revision"])[col].transform(lambda v: v.notna().any())
-    h = heads[has.astype(bool)]
+    has = heads[col].notna().groupby([heads["model"], heads["revision"]]).transform("any")
+    h = heads[has.to_numpy(bool)]
     flag = (np.nan_to_num(h[col].to_numpy(float), nan=0.0) >= threshold).astype(int)
     h = h.assign(_flag=flag)
     group = keys + (["layer"] if by_layer else [])

@@ -312,12 +312,18 @@ class SimulatedCurve:
     identity: bool
     #: (revisions x heads) flags of a head population (None for aggregate draws)
     flags: Optional[np.ndarray] = None
+    #: log10 switch-on times of a head population's switching heads (None for aggregate draws)
+    switch_log10: Optional[np.ndarray] = None
 
     def curve(self, model: str = "sim", head_class: str = "bos"):
-        """A :class:`stats.tracked.Curve` of this simulation (revisions ``r0``, ``r1``, ...)."""
+        """A :class:`stats.tracked.Curve` of this simulation (revisions ``r0``, ``r1``, ...); a
+        revision at 0 tokens (step 0) is left out and noted in ``dropped``, as the sources do."""
         revisions = np.array([f"r{i}" for i in range(len(self.tokens))])
-        return Curve(model, head_class, revisions, self.tokens, np.asarray(self.k, float), np.asarray(self.n, float),
-                     identity=self.identity, flags=self.flags)
+        keep = np.asarray(self.tokens, float) > 0
+        dropped = [f"{r} (tokens=0.0, n={n})" for r, n in zip(revisions[~keep], np.asarray(self.n)[~keep])]
+        return Curve(model, head_class, revisions[keep], self.tokens[keep], np.asarray(self.k, float)[keep],
+                     np.asarray(self.n, float)[keep], dropped=dropped, identity=self.identity,
+                     flags=None if self.flags is None else self.flags[keep])
 
     def frame(self, model: str = "sim", head_class: str = "bos") -> pd.DataFrame:
         return curves_frame(model, head_class, self.tokens, self.k, self.n)
@@ -338,11 +344,13 @@ def population_truth(pop: "SimulatedPopulation", n_decline: int = 0) -> Truth:
 
 
 def simulate_population(pop: "HeadPopulation", tokens, rng: np.random.Generator, n_decline: int = 0,
-                        decline_t50: Optional[float] = None, decline_spread: float = 0.1) -> SimulatedCurve:
+                        decline_t50: Optional[float] = None, decline_spread: float = 0.1,
+                        switch_log10=None) -> SimulatedCurve:
     """A :class:`HeadPopulation` as a :class:`SimulatedCurve`; ``n_decline`` of its switching
     heads switch off again at ``log10 ~ Normal(log10 decline_t50, decline_spread)`` (never
-    before their own switch-on): a rise then a partial decline."""
-    sim = pop.simulate(tokens, rng)
+    before their own switch-on): a rise then a partial decline. ``switch_log10`` fixes the
+    switch-on times (:meth:`HeadPopulation.simulate`)."""
+    sim = pop.simulate(tokens, rng, switch_log10)
     flags = sim.flags.copy()
     if n_decline:
         x = np.log10(sim.tokens)
@@ -350,7 +358,7 @@ def simulate_population(pop: "HeadPopulation", tokens, rng: np.random.Generator,
         flags[:, :n_decline] &= x[:, None] < off[None, :]
     k = flags.sum(1)
     return SimulatedCurve(sim.tokens, k, np.full(len(k), flags.shape[1]),
-                          population_truth(sim, n_decline), identity=True, flags=flags)
+                          population_truth(sim, n_decline), identity=True, flags=flags, switch_log10=sim.switch_log10)
 
 
 def _t50_between(x, lo: int, hi: int, rng) -> float:

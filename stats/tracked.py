@@ -188,14 +188,28 @@ class TrackedResults(Results):
         """(revisions x heads) flags of ``model``'s heads for ``head_class``, rows in the order of
         ``revisions``, columns the (layer, head) pairs; a head missing at a revision is unflagged.
         With ``threshold``: flagged at ``selectivity >= threshold`` instead of the table's flags."""
-        h = self.heads[self.heads["model"] == model]
-        h = h.assign(revision=h["revision"].astype(str))
+        h = self.model_heads(model)
         if threshold is None:
-            h = h.assign(_flag=h[flag_column(head_class)])
+            flag = np.nan_to_num(h[flag_column(head_class)].to_numpy(float), nan=0.0) > 0
         else:
-            h = h.assign(_flag=(h[selectivity_column(head_class)].fillna(0.0) >= threshold).astype(int))
-        grid = h.pivot_table(index="revision", columns=["layer", "head"], values="_flag", aggfunc="max")
-        return grid.reindex([str(r) for r in revisions]).fillna(0).to_numpy(float) > 0
+            flag = np.nan_to_num(h[selectivity_column(head_class)].to_numpy(float), nan=0.0) >= threshold
+        layer, head = h["layer"].to_numpy(), h["head"].to_numpy()
+        columns, _ = pd.factorize(pd.MultiIndex.from_arrays([layer, head]), sort=True)  # (layer, head) pairs, sorted
+        rows = pd.Index([str(r) for r in revisions]).get_indexer(h["revision"].astype(str).to_numpy())
+        grid = np.zeros((len(revisions), int(columns.max()) + 1 if len(columns) else 0), bool)
+        keep = (rows >= 0) & flag
+        grid[rows[keep], columns[keep]] = True  # a head flagged in any of its rows at a revision
+        return grid
+
+    def model_heads(self, model: str) -> pd.DataFrame:
+        """The per-head rows of ``model`` (split once per table: the analysis asks for each model's
+        heads once per class and threshold)."""
+        cache = self.__dict__.get("_heads_by_model")
+        if cache is None or cache[0] is not self.heads:
+            groups = {m: g for m, g in self.heads.groupby("model", sort=False)} if self.heads is not None else {}
+            cache = (self.heads, groups)
+            self.__dict__["_heads_by_model"] = cache
+        return cache[1].get(model, self.heads.iloc[:0])
 
     def identity_known(self, model: str, head_class: str) -> bool:
         """Whether ``model``'s ``head_class`` counts follow the same heads: a per-head table with

@@ -137,6 +137,7 @@ def levenberg_marquardt(
     n: np.ndarray,
     max_iter: int = 200,
     tol: float = 1e-10,
+    mean: Optional[Callable[[np.ndarray], np.ndarray]] = None,
 ):
     """Maximise the binomial log-likelihood of P problems at once.
 
@@ -149,7 +150,9 @@ def levenberg_marquardt(
     outwards frozen for that iteration (active set). A problem stops when a kept
     step gains less than ``tol`` or ``lambda`` exceeds 1e10.
 
-    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q).
+    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q);
+    ``mean(theta)``, when given, ``p`` alone (the same values): a proposed step is then
+    judged on ``p`` and the Jacobian computed only where it is kept.
     ``k`` is (P, m); ``n`` is (m,) or (P, m). Returns ``theta`` (P, q) and the
     log-likelihood without the binomial-coefficient constant (P,).
     """
@@ -168,8 +171,9 @@ def levenberg_marquardt(
             break
         th, pp, JJ, kk, nn = theta[idx], np.clip(p[idx], EPS, 1 - EPS), J[idx], k[idx], n[idx]
         v = pp * (1 - pp)
-        g = np.einsum("pmi,pm->pi", JJ, (kk - nn * pp) / v)
-        H = np.einsum("pmi,pm,pmj->pij", JJ, nn / v, JJ)
+        JT = JJ.transpose(0, 2, 1)  # (P, q, m): batched matrix products, faster than einsum here
+        g = np.matmul(JT, ((kk - nn * pp) / v)[..., None])[..., 0]
+        H = np.matmul(JT * (nn / v)[:, None, :], JJ)
         fixed = ((th <= lower + 1e-12) & (g < 0)) | ((th >= upper - 1e-12) & (g > 0))
         free = ~fixed
         g = np.where(fixed, 0.0, g)
@@ -177,18 +181,17 @@ def levenberg_marquardt(
         diag = np.diagonal(H, axis1=1, axis2=2)
         damp = lam[idx, None] * (diag + 1e-8) + fixed
         A = H + damp[:, :, None] * eye
-        try:
-            step = np.linalg.solve(A, g[..., None])[..., 0]
-        except np.linalg.LinAlgError:
-            step = np.stack([np.linalg.lstsq(a, b, rcond=None)[0] for a, b in zip(A, g)])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = _solve_spd(A, g)
         step = np.where(np.isfinite(step), step, 0.0)
         new = np.clip(th + step, lower, upper)
-        pn, Jn = mean_jac(new)
+        pn, Jn = (mean(new), None) if mean is not None else mean_jac(new)
         lln = binomial_loglik(kk, nn, pn, const=0.0)
         gain = lln - ll[idx]
         keep = np.isfinite(lln) & (gain >= -1e-13)
         ki = idx[keep]
-        theta[ki], p[ki], J[ki], ll[ki] = new[keep], pn[keep], Jn[keep], lln[keep]
+        theta[ki], p[ki], ll[ki] = new[keep], pn[keep], lln[keep]
+        J[ki] = Jn[keep] if Jn is not None else mean_jac(new[keep])[1]
         lam[ki] = np.maximum(lam[ki] / 3.0, 1e-12)
         ri = idx[~keep]
         lam[ri] *= 10.0
@@ -196,6 +199,23 @@ def levenberg_marquardt(
         active[idx[done_kept]] = False
         active[ri[lam[ri] > 1e10]] = False
     return theta, ll
+
+
+def _solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve ``A x = b`` for a batch of small symmetric positive-definite systems (P, q, q), (P, q)
+    by Gaussian elimination without pivoting, one column at a time over the whole batch (the
+    damped information matrices of :func:`levenberg_marquardt`: a few vectorised steps instead of
+    one LAPACK call a system). A singular system gives non-finite entries."""
+    A, b = A.copy(), b.copy()
+    q = A.shape[-1]
+    for j in range(q):
+        f = A[:, j + 1:, j] / A[:, j, j][:, None]
+        A[:, j + 1:, j:] -= f[:, :, None] * A[:, j, None, j:]
+        b[:, j + 1:] -= f * b[:, j, None]
+    x = np.empty_like(b)
+    for j in range(q - 1, -1, -1):
+        x[:, j] = (b[:, j] - (A[:, j, j + 1:] * x[:, j + 1:]).sum(-1)) / A[:, j, j]
+    return x
 
 
 # ---------------------------------------------------------------------------------

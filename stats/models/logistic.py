@@ -55,6 +55,13 @@ def logistic_bounds(x):
     return lower, upper
 
 
+def logistic_mean(theta, x):
+    """p (P, m) for internal parameters (P, 4), without the Jacobian (:func:`logistic_mean_jac`)."""
+    a = expit(theta[:, 0])[:, None]
+    b = expit(theta[:, 1])[:, None]
+    return a + (b - a) * expit(np.exp(theta[:, 3])[:, None] * (x[None, :] - theta[:, 2][:, None]))
+
+
 def logistic_mean_jac(theta, x):
     """p (P, m) and dp/dtheta (P, m, 4) for internal parameters (P, 4)."""
     a = expit(theta[:, 0])[:, None]
@@ -97,7 +104,7 @@ class LogisticModel(CurveModel):
         self.max_iter = max_iter
 
     def mean(self, theta, x, ref=None):
-        return logistic_mean_jac(np.atleast_2d(theta), np.asarray(x, float))[0]
+        return logistic_mean(np.atleast_2d(theta), np.asarray(x, float))
 
     def natural(self, theta, x):
         theta = np.atleast_2d(theta)
@@ -160,7 +167,7 @@ class LogisticModel(CurveModel):
             return BatchFit(th, binomial_loglik(k, n, self.mean(th, x)))
         cand = self.starts(x, k, n)  # (B, S, 4)
         S = cand.shape[1]
-        p0 = logistic_mean_jac(cand.reshape(-1, 4), x)[0].reshape(B, S, m)
+        p0 = logistic_mean(cand.reshape(-1, 4), x).reshape(B, S, m)
         ll0 = binomial_loglik(k[:, None, :], n[:, None, :], p0, const=0.0)
         R = min(R, S)
         top = np.argsort(-ll0, axis=1)[:, :R]
@@ -174,13 +181,18 @@ class LogisticModel(CurveModel):
             init = np.broadcast_to(np.clip(np.asarray(init, float), lo, hi), (B, 4))
             chosen = np.concatenate([chosen, init[:, None, :]], axis=1)
         Rt = chosen.shape[1]
-        th0 = chosen.reshape(-1, 4)
-        kk = np.repeat(k, Rt, axis=0)
-        nn = np.repeat(n, Rt, axis=0)
-        theta, ll = levenberg_marquardt(
-            lambda t: logistic_mean_jac(t, x), th0, lo, hi, kk, nn, max_iter=self.max_iter
+        # a start chosen twice (the best start is also the best of its kind) is refined once, where first chosen
+        T = top.shape[1]
+        earlier = np.tril(np.ones((T, T), bool), -1)  # [j, i]: i before j
+        unique = np.ones((B, Rt), bool)
+        unique[:, :T] = ~((top[:, :, None] == top[:, None, :]) & earlier).any(-1)
+        rows = np.repeat(np.arange(B), Rt).reshape(B, Rt)[unique]
+        th, ll_u = levenberg_marquardt(
+            lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows], max_iter=self.max_iter,
+            mean=lambda t: logistic_mean(t, x),
         )
-        theta = theta.reshape(B, Rt, 4)
-        ll = ll.reshape(B, Rt)
+        theta = np.zeros((B, Rt, 4))
+        ll = np.full((B, Rt), -np.inf)
+        theta[unique], ll[unique] = th, ll_u
         best = np.argmax(ll, axis=1)
         return BatchFit(theta[np.arange(B), best], ll[np.arange(B), best] + const)

@@ -1,0 +1,182 @@
+"""Scores of the analysis over the space of simulated studies (:mod:`stats.study_space`), overall
+and by factor: what the calibration and operating-characteristic benchmarks print.
+
+:func:`score_study` scores one curve analysis against its study's truth; :func:`study_records`
+and :func:`pair_records` run the analysis (:func:`stats.curve_analysis.analyse_curve`, and for
+pairs :func:`stats.gaps.fitted_gap`) on studies drawn at random and return one record a study:
+its factor bins (:func:`factor_bins`) and its scores. :func:`factor_table` prints any criterion
+over all records and by the bins of every factor (grid kind, revisions, position, switching
+heads, regime, true width).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from stats.study_space import DEFAULT_CRITERION, SampledStudy, StudySpace, sample_pair, sample_study
+
+#: The factors of the by-factor tables, in print order.
+FACTORS = ("grid", "revisions", "position", "switching heads", "regime", "true width")
+
+
+def score_study(analysis, study: SampledStudy) -> dict:
+    """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against a sampled
+    study's truth: ``shape`` (the verdict is one :meth:`StudyTruth.accepted`), ``changed`` (any
+    verdict but ``none``), ``censored`` (the censoring side equals the truth's; None for flat
+    truths), ``covers`` (the reported t50 interval holds the true t50, an open end reaching to 0
+    or infinity, so that a censored bound covers when the truth lies on its side; None for flat
+    truths)."""
+    truth = study.truth
+    shape = analysis.verdict.shape
+    out = {"verdict": shape, "shape": shape in truth.accepted(), "changed": shape != "none",
+           "censored": None, "covers": None}
+    if truth.flat:
+        return out
+    t = analysis.times
+    covers = False
+    if t is not None:
+        lo, hi = t.t50_ci
+        covers = bool((0.0 if lo is None else lo) <= truth.t50 <= (np.inf if hi is None else hi))
+    return out | {"censored": analysis.censored == truth.censored, "covers": covers}
+
+
+#: Bins of the by-factor tables: revisions (positive-token revisions) and switching heads.
+REVISION_BINS = ((5, 6), (7, 10), (11, 20), (21, 40), (41, 150))
+SWITCH_BINS = ((3, 9), (10, 39), (40, 149), (150, 400))
+
+
+def _bin(v: int, bins) -> str:
+    for lo, hi in bins:
+        if lo <= v <= hi:
+            return f"{lo}-{hi}"
+    return f">{bins[-1][1]}" if v > bins[-1][1] else f"<{bins[0][0]}"
+
+
+def factor_bins(study: SampledStudy) -> dict:
+    """The study's bin of every factor of the by-factor tables: grid kind, revisions, position,
+    switching heads, regime and the true width against C (``sharp``: below C / 1.5;
+    ``borderline``; ``gradual``: above 1.5 C; ``flat``)."""
+    f, t = study.factors, study.truth
+    width = "flat" if t.flat else ("borderline" if t.borderline else t.shape)
+    return {"grid": f["grid"], "revisions": _bin(f["revisions"], REVISION_BINS), "position": t.position,
+            "switching heads": "flat" if t.flat else _bin(f["n_switch"], SWITCH_BINS), "regime": f["regime"],
+            "true width": width}
+
+
+def criterion_of(cfg) -> float:
+    """The criterion C (decades) of an :class:`~stats.config.AnalysisConfig`: ``shape.sharp_width_decades``."""
+    return float(getattr(cfg.shape, "sharp_width_decades", DEFAULT_CRITERION))
+
+
+def study_records(n: int, cfg, rng: np.random.Generator, space: StudySpace = StudySpace(),
+                  progress: bool = False) -> list:
+    """Analyse ``n`` studies drawn from ``space``: one record each, its factor bins and
+    :func:`score_study` (and ``flat``, ``inside``: a rise whose t50 lies in the range,
+    ``resolvable``)."""
+    from tqdm.auto import tqdm
+
+    from stats.curve_analysis import analyse_curve
+
+    C = criterion_of(cfg)
+    out = []
+    for _ in tqdm(range(n), desc="sampled studies", disable=not progress, leave=False):
+        study = sample_study(rng, space, C)
+        t = study.truth
+        record = {**factor_bins(study), "flat": t.flat, "inside": not t.flat and t.censored is None,
+                  "resolvable": t.resolvable}
+        try:
+            out.append(record | score_study(analyse_curve(study.curve(), cfg, rng), study))
+        except Exception as e:  # counted as wrong, and said: a benchmark reports what fails
+            out.append(record | _failed(study, e))
+    return out
+
+
+def _failed(study: SampledStudy, error: Exception) -> dict:
+    """The scores of a study whose analysis raised: wrong on every criterion, the error kept."""
+    flat = study.truth.flat
+    return {"verdict": "error", "shape": False, "changed": not flat, "censored": None if flat else False,
+            "covers": None if flat else False, "rejected": False, "error": f"{type(error).__name__}: {error}"}
+
+
+def errors(records: list) -> list:
+    """The distinct errors of records whose analysis raised, with their counts: ``[(error, count)]``."""
+    counts: dict = {}
+    for r in records:
+        if r.get("error"):
+            counts[r["error"]] = counts.get(r["error"], 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
+
+
+def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
+    """A pair's bins: the early class's grid, revisions, position and regime, the fewer switching heads
+    of the two, and the wider true width of the two."""
+    bins, other = factor_bins(early), factor_bins(late)
+    order = ("sharp", "borderline", "gradual")
+    fewer = early if early.factors["n_switch"] <= late.factors["n_switch"] else late
+    return bins | {"switching heads": factor_bins(fewer)["switching heads"],
+                   "true width": max(bins["true width"], other["true width"], key=order.index)}
+
+
+def pair_records(n: int, ratio: float, cfg, rng: np.random.Generator, space: StudySpace = StudySpace(),
+                 progress: bool = False) -> list:
+    """Analyse ``n`` pairs of classes drawn at ``ratio`` (:func:`stats.study_space.sample_pair`): one
+    record each, the pair's bins and ``rejected`` (the fitted gap's one-sided test of ratio <= 1 at
+    ``cfg.alpha``)."""
+    from tqdm.auto import tqdm
+
+    from stats.curve_analysis import analyse_curve
+    from stats.gaps import fitted_gap
+
+    C = criterion_of(cfg)
+    out = []
+    for _ in tqdm(range(n), desc=f"pairs at {ratio:g}x", disable=not progress, leave=False):
+        early, late = sample_pair(rng, ratio, space, C)
+        try:
+            gap = fitted_gap("sim", analyse_curve(late.curve("sim", cfg.times.late_class), cfg, rng),
+                             analyse_curve(early.curve("sim", cfg.times.early_class), cfg, rng), cfg)
+            result = {"rejected": bool(np.isfinite(gap.p_value) and gap.p_value <= cfg.alpha)}
+        except Exception as e:  # a failed pair separates nothing
+            result = {"rejected": False, "error": f"{type(e).__name__}: {e}"}
+        out.append(pair_bins(early, late) | result)
+    return out
+
+
+def rate(records: list, metric: str, where: Optional[Callable] = None) -> tuple:
+    """(mean of ``metric`` over the records where ``where`` holds and the metric is not None, count)."""
+    vals = [r[metric] for r in records if (where is None or where(r)) and r.get(metric) is not None]
+    return (float(np.mean(vals)) if vals else float("nan")), len(vals)
+
+
+def factor_table(records: list, columns: dict, factors=FACTORS) -> list:
+    """Lines of a table: every column over all records, then by the bins of each factor.
+
+    ``columns``: ``{title: (metric, where)}`` (:func:`rate`); a cell prints the rate and, in
+    brackets, how many records it rests on."""
+    titles = list(columns)
+    head = f"  {'factor':<16} {'bin':<12}" + "".join(f" {t:>20}" for t in titles)
+    lines = [head]
+
+    def row(factor, label, subset):
+        cells = []
+        for title in titles:
+            value, count = rate(subset, *columns[title])
+            cells.append(f" {'-':>20}" if not count else f" {f'{value:.3f} ({count})':>20}")
+        lines.append(f"  {factor:<16} {label:<12}" + "".join(cells))
+
+    row("all", "", records)
+    for factor in factors:
+        labels = sorted({r[factor] for r in records if factor in r}, key=_bin_order)
+        for label in labels:
+            row(factor, label, [r for r in records if r.get(factor) == label])
+    return lines
+
+
+def _bin_order(label: str):
+    order = ("log", "linear", "pythia", "before", "first", "inside", "last", "after", "identity", "aggregate",
+             "sharp", "borderline", "gradual", "flat")
+    if label in order:
+        return (0, order.index(label), 0)
+    digits = "".join(ch if ch.isdigit() else " " for ch in label).split()
+    return (1, 0, int(digits[0]) if digits else 0)

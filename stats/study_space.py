@@ -1,0 +1,356 @@
+"""Simulated studies drawn at random from the space real studies span (the benchmarks' ground).
+
+A real study is one grid of checkpoints and a population of heads that forms somewhere on
+it. :func:`sample_study` draws one from :class:`StudySpace` (every factor at random, none
+at chosen points):
+
+- **grid** (:func:`sample_grid`): ``log`` (evenly spaced in log10 tokens, first revision
+  1e6-1e10 tokens, spanning 1-5 decades), ``linear`` (every N steps: ``a (o + i)`` tokens,
+  the interval ``a`` 1e7-1e11, from the start ``o = 1`` or a window later in training) or
+  ``pythia`` (a selection of Pythia's schedule: step 0, 1, 2, 4, ..., 512, then every 1000
+  to 143000, 2,097,152 tokens a step; a random subset or a log-like one); ``revisions``
+  5 to 150 revisions with positive tokens (more mass on small grids than log-uniform), and
+  with probability ``p_step0`` (always for ``pythia`` when its selection draws it) a step 0
+  at 0 tokens besides (the analysis leaves it out of log-token fits);
+- **position** of the true t50 against the grid's positive revisions x_1 < ... < x_m
+  (log10 tokens): ``before`` x_1 (up to 1 decade), in the ``first`` interval (x_1, x_2],
+  ``inside`` (x_2, x_m-1], in the ``last`` interval (x_m-1, x_m], or ``after`` x_m (up to
+  1 decade); uniform in log10 tokens within the drawn position;
+- **width**: the 10-90 width of the rise, log-uniform over ``width_decades`` (0.02-3
+  decades: very sharp to very gradual);
+- **heads**: ``n_heads`` 64-1024 of which ``n_switch`` 3-400 (at most 60 %) switch on,
+  both log-uniform; a background of always-on heads, heads flickering near the threshold,
+  dropout of switched-on heads; with probability ``p_decline`` part of them switch off
+  again later in the range (a rise then a decline); with probability ``p_flat`` nothing
+  switches (a flat curve: the false-change rate);
+- **regime**: ``identity`` (a :class:`~stats.simulate.HeadPopulation`: the same heads
+  followed, per-head flags) or ``aggregate`` (an :class:`~stats.simulate.AggregateCurve`:
+  fresh binomial or beta-binomial draws at every revision, dispersion 1 or 1.5-4).
+
+Each :class:`SampledStudy` records its factors and its truth (:class:`StudyTruth`): t50
+(the median switch-on time of the heads that switch, or the logistic's midpoint), the
+censoring side, the true 10-90 width (the switch-on times' 10th to 90th percentile, or the
+logistic's), the position, and the shape by the criterion ``C`` (decades;
+``analysis.shape.sharp_width_decades``): ``sharp`` when the width is <= C, ``gradual``
+when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) or one the
+grid cannot resolve (:func:`grid_resolves`: a sharp rise whose bracketing revisions are
+more than C apart, a gradual one with fewer than two revisions inside it) is
+*unresolvable*: ``unresolved`` or either shape is accepted, ``none`` is not
+(:func:`stats.space_scores.score_study`); ``unresolved`` on a resolvable truth counts as not right.
+
+:func:`sample_pair` draws two classes of one study (same grid, regime and heads) whose
+t50s are a given ratio apart, both inside the range: the separation benchmark.
+:mod:`stats.space_scores` scores analyses against these truths, overall and by factor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from stats.simulate import NORMAL_WIDTH_PER_SD, AggregateCurve, HeadPopulation, SimulatedCurve, simulate_population
+
+POSITIONS = ("before", "first", "inside", "last", "after")
+STUDY_REGIMES = ("identity", "aggregate")
+#: Pythia's checkpoint steps (step 0, 1, 2, 4, ..., 512, then every 1000 to 143000) and tokens a step.
+PYTHIA_STEPS = np.array([0] + [2**i for i in range(10)] + list(range(1000, 143001, 1000)), float)
+PYTHIA_TOKENS_PER_STEP = 2_097_152
+#: The verdict's default criterion C (decades): ``analysis.shape.sharp_width_decades``.
+DEFAULT_CRITERION = 0.5
+#: A truth within this factor of C is borderline (either shape or ``unresolved`` accepted).
+BORDERLINE_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class StudySpace:
+    """The ranges and probabilities :func:`sample_study` draws from (module docstring)."""
+
+    grid_kinds: tuple = ("log", "linear", "pythia")
+    revisions: tuple = (5, 150)
+    #: probability of a step 0 at 0 tokens on a log or linear grid
+    p_step0: float = 0.5
+    #: probabilities of the positions of :data:`POSITIONS`
+    positions: tuple = (0.12, 0.18, 0.40, 0.18, 0.12)
+    width_decades: tuple = (0.02, 3.0)
+    n_heads: tuple = (64, 1024)
+    n_switch: tuple = (3, 400)
+    max_switch_share: float = 0.6
+    p_flat: float = 0.12
+    p_decline: float = 0.12
+    regimes: tuple = STUDY_REGIMES
+
+
+def _log_uniform(rng, lo: float, hi: float) -> float:
+    return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+
+def _log_uniform_int(rng, lo: int, hi: int) -> int:
+    return int(min(max(round(_log_uniform(rng, lo - 0.5, hi + 0.5)), lo), hi))
+
+
+def _revisions(rng, lo: int, hi: int) -> int:
+    """A number of revisions in [lo, hi]: ``log m = log(lo - 1/2) + U^1.5 (log(hi + 1/2) - log(lo - 1/2))``,
+    more mass on small grids than log-uniform (5-150: about 22 % 5-6, 16 % 7-10, 18 % 11-20,
+    16 % 21-40, 27 % 41-150)."""
+    a, b = np.log(lo - 0.5), np.log(hi + 0.5)
+    return int(min(max(round(float(np.exp(a + (b - a) * rng.random() ** 1.5))), lo), hi))
+
+
+def pythia_selection(m: int, rng: np.random.Generator) -> np.ndarray:
+    """``m`` distinct positive steps of Pythia's schedule (sorted): half the time a uniform
+    random subset (mostly the every-1000 steps), else a log-like one (the nearest steps to m
+    log-spaced points, filled up at random where two coincide)."""
+    steps = PYTHIA_STEPS[1:]
+    m = min(m, len(steps))
+    if rng.random() < 0.5:
+        return np.sort(rng.choice(steps, m, replace=False))
+    lo = _log_uniform(rng, 1.0, 2000.0)
+    target = np.geomspace(lo, steps[-1] / _log_uniform(rng, 1.0, 4.0), m)
+    picked = set(steps[np.abs(np.log(steps)[None, :] - np.log(target)[:, None]).argmin(1)].tolist())
+    rest = [s for s in steps if s not in picked and s >= lo]
+    while len(picked) < m:
+        picked.add(rest.pop(int(rng.integers(len(rest)))) if rest else float(rng.choice(steps)))
+    return np.array(sorted(picked))
+
+
+def _log_grid(m: int, rng) -> np.ndarray:
+    """Evenly spaced in log10 tokens from 1e6-1e10, spanning 1-5 decades."""
+    first = rng.uniform(6.0, 10.0)
+    return np.logspace(first, first + rng.uniform(1.0, 5.0), m)
+
+
+def _linear_grid(m: int, rng) -> np.ndarray:
+    """Every N steps, ``a (o + i)`` tokens (``a`` 1e7-1e11): from the start (``o = 1``) or a later window."""
+    start = 1 if rng.random() < 0.7 else int(rng.integers(2, 3 * m + 1))
+    return 10 ** rng.uniform(7.0, 11.0) * (start + np.arange(m))
+
+
+def _pythia_grid(m: int, rng) -> np.ndarray:
+    return pythia_selection(m, rng) * PYTHIA_TOKENS_PER_STEP
+
+
+#: The grid kinds: ``m`` positive token counts of each.
+GRIDS = {"log": _log_grid, "linear": _linear_grid, "pythia": _pythia_grid}
+
+
+def sample_grid(kind: str, m: int, rng: np.random.Generator, p_step0: float = 0.5) -> np.ndarray:
+    """Token counts of a ``kind`` grid (:data:`GRIDS`) with ``m`` positive revisions, and a step 0 at
+    0 tokens with probability ``p_step0`` (module docstring)."""
+    if kind not in GRIDS:
+        raise ValueError(f"grid kind {kind!r}; valid: {list(GRIDS)}")
+    tokens = GRIDS[kind](m, rng)
+    return np.concatenate([[0.0], tokens]) if rng.random() < p_step0 else tokens
+
+
+def position_of(x50: float, x) -> str:
+    """The position (:data:`POSITIONS`) of log10 t50 ``x50`` on positive log10 tokens ``x``."""
+    if x50 <= x[0]:
+        return "before"
+    if x50 > x[-1]:
+        return "after"
+    if x50 <= x[1]:
+        return "first"
+    return "last" if x50 > x[-2] else "inside"
+
+
+def sample_position(x, rng: np.random.Generator, probabilities=StudySpace.positions) -> float:
+    """A log10 t50 drawn at a random position (uniform in log10 tokens inside it)."""
+    pos = POSITIONS[int(rng.choice(len(POSITIONS), p=np.asarray(probabilities) / np.sum(probabilities)))]
+    lo, hi = {"before": (x[0] - 1.0, x[0]), "first": (x[0], x[1]), "inside": (x[1], x[-2]),
+              "last": (x[-2], x[-1]), "after": (x[-1], x[-1] + 1.0)}[pos]
+    return float(rng.uniform(lo, hi))
+
+
+@dataclass
+class StudyTruth:
+    """What the analysis of a sampled study should find (module docstring)."""
+
+    t50: float
+    censored: Optional[str]
+    width_decades: float
+    position: str
+    decline: bool
+    #: the criterion C (decades) the shape is judged by
+    criterion: float
+    #: the rise's 10 % and 90 % points (log10 tokens)
+    x10: float = float("nan")
+    x90: float = float("nan")
+    #: the grid can tell its shape (:func:`grid_resolves`)
+    grid_resolvable: bool = True
+
+    @property
+    def flat(self) -> bool:
+        return not np.isfinite(self.t50)
+
+    @property
+    def shape(self) -> str:
+        """``none`` (flat), ``sharp`` (width <= C) or ``gradual``; censored truths keep their shape."""
+        if self.flat:
+            return "none"
+        return "sharp" if self.width_decades <= self.criterion else "gradual"
+
+    @property
+    def borderline(self) -> bool:
+        return not self.flat and self.criterion / BORDERLINE_FACTOR <= self.width_decades <= BORDERLINE_FACTOR * self.criterion
+
+    @property
+    def resolvable(self) -> bool:
+        return self.grid_resolvable and not self.borderline
+
+    def accepted(self) -> tuple:
+        """The verdicts scored as right: ``none`` for flat or censored truths (no transition inside
+        the range), the true shape where resolvable, else either shape or ``unresolved``."""
+        if self.flat or self.censored:
+            return ("none",)
+        return (self.shape,) if self.resolvable else ("sharp", "gradual", "unresolved")
+
+
+@dataclass
+class SampledStudy:
+    """One simulated study: its factors, its simulated curve and its truth."""
+
+    factors: dict
+    sim: SimulatedCurve
+    truth: StudyTruth
+    #: the (log10) switch-on times of the switching heads (identity) or None
+    switch_log10: Optional[np.ndarray] = field(default=None, repr=False)
+
+    def curve(self, model: str = "sim", head_class: str = "bos"):
+        return self.sim.curve(model, head_class)
+
+
+def _truth(x, x50: float, x10: float, x90: float, decline: bool, criterion: float) -> StudyTruth:
+    """The truth of a rise with midpoint ``x50`` and 10 % / 90 % points ``x10`` / ``x90`` on positive
+    log10 tokens ``x``."""
+    censored = "left" if x50 < x[0] else ("right" if x50 > x[-1] else None)
+    return StudyTruth(float(10**x50), censored, float(x90 - x10), position_of(x50, x), decline, criterion,
+                      float(x10), float(x90), grid_resolves(x, x10, x90, criterion))
+
+
+def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
+    """Whether revisions at log10 tokens ``x`` can tell a rise from ``x10`` to ``x90`` (its 10 % and 90 %
+    points) sharp from gradual by ``criterion`` C: a sharp rise (width <= C) when the revisions that
+    bracket it (the last at or before ``x10``, the first at or after ``x90``) are at most C apart, so
+    that the data bound its width by C; a gradual one when at least two revisions lie inside it."""
+    if x90 - x10 <= criterion:
+        before, after = x[x <= x10], x[x >= x90]
+        return bool(before.size and after.size and after[0] - before[-1] <= criterion)
+    return int(np.sum((x > x10) & (x < x90))) >= 2
+
+
+def _flat_truth(x, criterion: float) -> StudyTruth:
+    return StudyTruth(float("nan"), None, 0.0, "flat", False, criterion)
+
+
+def sample_study(rng: np.random.Generator, space: StudySpace = StudySpace(),
+                 criterion: float = DEFAULT_CRITERION) -> SampledStudy:
+    """One study drawn from ``space`` (module docstring), its truth judged by ``criterion``."""
+    kind = str(rng.choice(space.grid_kinds))
+    m = _revisions(rng, *space.revisions)
+    tokens = sample_grid(kind, m, rng, 1.0 if kind == "pythia" and rng.random() < 0.7 else space.p_step0)
+    x = np.log10(tokens[tokens > 0])
+    n_heads = _log_uniform_int(rng, *space.n_heads)
+    regime = str(rng.choice(space.regimes))
+    flat = rng.random() < space.p_flat
+    n_switch = 0 if flat else _log_uniform_int(rng, space.n_switch[0],
+                                               max(min(space.n_switch[1], int(space.max_switch_share * n_heads)), 3))
+    x50 = sample_position(x, rng, space.positions)
+    width = _log_uniform(rng, *space.width_decades)
+    decline_at = None
+    if not flat and rng.random() < space.p_decline and x50 + width + 0.1 < x[-1]:
+        decline_at = float(rng.uniform(x50 + width, x[-1]))
+    factors = {"grid": kind, "revisions": len(x), "step0": bool(tokens[0] == 0), "regime": regime, "n_heads": n_heads,
+               "n_switch": n_switch, "flat": flat, "width_drawn": width, "decline": decline_at is not None}
+    build = _identity_study if regime == "identity" else _aggregate_study
+    sim, truth, switch = build(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion)
+    factors["position"] = truth.position
+    return SampledStudy(factors, sim, truth, switch)
+
+
+def _background(n_heads: int, n_switch: int, rng) -> dict:
+    """Always-on, flickering and dropout heads of an identity study (with the ``n_switch`` switching
+    heads, at most ``n_heads``)."""
+    n_flicker = 0 if rng.random() < 0.4 else int(rng.integers(1, 7))
+    n_always = min(int(rng.integers(0, max(n_heads // 10, 1) + 1)), max(n_heads - n_switch - n_flicker, 0))
+    return dict(n_always=n_always, n_flicker=n_flicker, flicker_p=float(rng.uniform(0.1, 0.5)),
+                dropout=0.0 if rng.random() < 0.5 else float(rng.uniform(0.0, 0.05)))
+
+
+def _identity_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion):
+    """Followed heads: switch-on times log10 ~ Normal(x50, width / 2.563); the truth from the heads'
+    own (realised) switch-on times."""
+    pop = HeadPopulation(n_heads, n_switch, float(10**x50), width / NORMAL_WIDTH_PER_SD, **_background(n_heads, n_switch, rng))
+    n_decline = int(n_switch * rng.uniform(0.3, 0.6)) if decline_at is not None else 0
+    with np.errstate(divide="ignore"):
+        sim = simulate_population(pop, tokens, rng, n_decline=n_decline,
+                                  decline_t50=None if decline_at is None else 10**decline_at, decline_spread=0.1)
+    if n_switch == 0:
+        return sim, _flat_truth(x, criterion), None
+    switch = np.asarray(sim.switch_log10, float)
+    x10, x50_, x90 = np.quantile(switch, [0.1, 0.5, 0.9])
+    return sim, _truth(x, x50_, x10, x90, n_decline > 0, criterion), switch
+
+
+def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion):
+    """Fresh (beta-)binomial draws around a logistic from a background floor (none half the time, else
+    U(0, 5 %) of the heads) to floor + n_switch / n_heads."""
+    floor = 0.0 if rng.random() < 0.5 else float(rng.uniform(0.0, 0.05))  # background heads
+    dispersion = 1.0 if rng.random() < 0.5 else float(rng.uniform(1.5, 4.0))
+    if n_switch == 0:
+        curve = AggregateCurve("flat", floor=float(rng.uniform(0.0, 0.3)), dispersion=dispersion)
+    else:
+        ceiling = min(floor + n_switch / n_heads, 1.0)
+        decline = {} if decline_at is None else dict(decline_to=floor + (ceiling - floor) * rng.uniform(0.4, 0.7),
+                                                    decline_t50=float(10**decline_at), decline_width=0.3)
+        curve = AggregateCurve("logistic", floor, ceiling, float(10**x50), width, dispersion, **decline)
+    with np.errstate(divide="ignore"):
+        sim = curve.simulate(tokens, np.full(len(tokens), n_heads), rng)
+    if n_switch == 0:
+        return sim, _flat_truth(x, criterion), None
+    half = width / 2
+    return sim, _truth(x, x50, x50 - half, x50 + half, decline_at is not None, criterion), None
+
+
+def _pair_grid(rng, space: StudySpace, span: float):
+    """A grid from ``space`` whose positive revisions span more than ``span`` decades (redrawn until one does)."""
+    for _ in range(1000):
+        kind = str(rng.choice(space.grid_kinds))
+        tokens = sample_grid(kind, _revisions(rng, *space.revisions), rng, space.p_step0)
+        x = np.log10(tokens[tokens > 0])
+        if x[-1] - x[0] > span:
+            return kind, tokens, x
+    raise ValueError(f"no grid of the space spans {span:.2f} decades")
+
+
+def sample_pair(rng: np.random.Generator, ratio: float, space: StudySpace = StudySpace(),
+                criterion: float = DEFAULT_CRITERION) -> tuple:
+    """Two classes of one study (same grid, regime and heads; their own widths and switching heads)
+    whose true t50s are ``ratio`` apart (late / early), both inside the grid's positive range:
+    ``(early, late)`` :class:`SampledStudy`. For followed heads the realised switch-on times are
+    shifted so that their medians are exactly the two t50s (the gap's estimand is these heads' own)."""
+    gap = float(np.log10(ratio))
+    kind, tokens, x = _pair_grid(rng, space, abs(gap) + 0.1)
+    n_heads = _log_uniform_int(rng, *space.n_heads)
+    regime = str(rng.choice(space.regimes))
+    x_early = float(rng.uniform(x[0] + max(-gap, 0.0), x[-1] - max(gap, 0.0)))
+    out = []
+    for x50 in (x_early, x_early + gap):
+        n_switch = _log_uniform_int(rng, space.n_switch[0], max(min(space.n_switch[1], int(space.max_switch_share * n_heads)), 3))
+        width = _log_uniform(rng, *space.width_decades)
+        factors = {"grid": kind, "revisions": len(x), "step0": bool(tokens[0] == 0), "regime": regime, "n_heads": n_heads,
+                   "n_switch": n_switch, "flat": False, "width_drawn": width, "decline": False}
+        if regime == "identity":
+            switch = rng.normal(x50, width / NORMAL_WIDTH_PER_SD, n_switch)
+            switch += x50 - np.median(switch)
+            pop = HeadPopulation(n_heads, n_switch, float(10**x50), width / NORMAL_WIDTH_PER_SD, **_background(n_heads, n_switch, rng))
+            with np.errstate(divide="ignore"):
+                sim = simulate_population(pop, tokens, rng, switch_log10=switch)
+            x10, x90 = np.quantile(switch, [0.1, 0.9])
+            truth = _truth(x, x50, x10, x90, False, criterion)
+        else:
+            sim, truth, switch = _aggregate_study(tokens, x, n_heads, n_switch, x50, width, None, rng, criterion)
+        factors["position"] = truth.position
+        out.append(SampledStudy(factors, sim, truth, switch))
+    return tuple(out)

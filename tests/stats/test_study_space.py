@@ -1,0 +1,195 @@
+"""The space of simulated studies (stats/study_space.py): its draws span the space real studies
+span, and their truths are right on constructed cases."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from stats.space_scores import REVISION_BINS, SWITCH_BINS, factor_bins, factor_table, pair_bins, score_study
+from stats.study_space import (GRIDS, PYTHIA_STEPS, PYTHIA_TOKENS_PER_STEP, StudySpace, _truth, position_of, sample_grid,
+                               sample_pair, sample_study)
+
+
+@pytest.fixture(scope="module")
+def draws():
+    rng = np.random.default_rng(33)
+    return [sample_study(rng) for _ in range(500)]
+
+
+def test_500_draws_span_every_factor(draws):
+    f = [d.factors for d in draws]
+    assert {x["grid"] for x in f} == set(GRIDS)
+    assert {x["regime"] for x in f} == {"identity", "aggregate"}
+    assert {d.truth.position for d in draws} == {"before", "first", "inside", "last", "after", "flat"}
+    assert {x["step0"] for x in f} == {True, False}
+    assert any(x["decline"] for x in f)
+    revisions = [x["revisions"] for x in f]
+    assert min(revisions) == 5 and max(revisions) > 100 and all(5 <= r <= 150 for r in revisions)
+    assert np.mean(np.array(revisions) <= 20) > 0.4  # more mass on small grids
+    switching = [x["n_switch"] for x in f if not x["flat"]]
+    assert min(switching) == 3 and max(switching) > 250 and max(switching) <= 400
+    assert all(64 <= x["n_heads"] <= 1024 for x in f)
+    assert all(x["n_switch"] <= 0.6 * x["n_heads"] or x["n_switch"] == 3 for x in f)
+    widths = [x["width_drawn"] for x in f]
+    assert min(widths) < 0.03 and max(widths) > 2.5 and all(0.02 <= w <= 3.0 for w in widths)
+    bins = [factor_bins(d) for d in draws]
+    assert {b["revisions"] for b in bins} == {f"{lo}-{hi}" for lo, hi in REVISION_BINS}
+    assert {b["switching heads"] for b in bins} == {f"{lo}-{hi}" for lo, hi in SWITCH_BINS} | {"flat"}
+    assert {b["true width"] for b in bins} == {"sharp", "borderline", "gradual", "flat"}
+
+
+def test_the_first_and_last_intervals_occur_on_every_grid_kind(draws):
+    for kind in GRIDS:
+        positions = {d.truth.position for d in draws if d.factors["grid"] == kind}
+        assert {"before", "first", "last", "after"} <= positions, (kind, positions)
+
+
+def test_the_simulated_counts_follow_the_grid_and_the_regime(draws):
+    for d in draws:
+        sim, curve = d.sim, d.curve()
+        assert len(sim.tokens) == d.factors["revisions"] + d.factors["step0"]
+        assert len(curve) == d.factors["revisions"] and np.all(curve.tokens > 0)
+        assert bool(curve.dropped) == d.factors["step0"]
+        assert np.all((sim.k >= 0) & (sim.k <= sim.n)) and np.all(sim.n == d.factors["n_heads"])
+        assert sim.identity == (d.factors["regime"] == "identity")
+        assert (sim.flags is not None) == sim.identity
+
+
+def test_grids_log_linear_and_pythia():
+    rng = np.random.default_rng(0)
+    log = sample_grid("log", 12, rng, p_step0=0.0)
+    assert len(log) == 12 and np.allclose(np.diff(np.log10(log)), np.diff(np.log10(log))[0])
+    lin = sample_grid("linear", 9, rng, p_step0=1.0)
+    assert lin[0] == 0 and len(lin) == 10 and np.allclose(np.diff(lin[1:]), np.diff(lin[1:])[0])
+    for m in (5, 40, 150):
+        py = sample_grid("pythia", m, rng, p_step0=0.0)
+        steps = py / PYTHIA_TOKENS_PER_STEP
+        assert len(py) == m and np.all(np.diff(py) > 0) and np.isin(steps, PYTHIA_STEPS[1:]).all()
+    with pytest.raises(ValueError, match="valid"):
+        sample_grid("cosine", 5, rng)
+
+
+def test_positions_on_a_known_grid():
+    x = np.array([9.0, 9.5, 10.0, 10.5, 11.0])
+    assert [position_of(v, x) for v in (8.2, 9.0, 9.2, 9.5, 10.2, 10.7, 11.0, 11.3)] == \
+        ["before", "before", "first", "first", "inside", "last", "last", "after"]
+
+
+def test_truths_on_constructed_cases():
+    x = np.array([9.0, 9.5, 10.0, 10.5, 11.0, 12.0])  # the last interval is 1 decade wide
+    sharp = _truth(x, 9.8, 9.75, 9.85, False, 0.5)
+    assert (sharp.shape, sharp.censored, sharp.position, sharp.resolvable) == ("sharp", None, "inside", True)
+    assert sharp.accepted() == ("sharp",) and sharp.t50 == pytest.approx(10**9.8)
+    gradual = _truth(x, 10.2, 9.2, 11.2, False, 0.5)
+    assert gradual.width_decades == pytest.approx(2.0) and gradual.accepted() == ("gradual",)
+    border = _truth(x, 10.2, 9.9, 10.5, False, 0.5)  # 0.6 decades: within [C / 1.5, 1.5 C]
+    assert border.borderline and set(border.accepted()) == {"sharp", "gradual", "unresolved"}
+    # a 0.3-decade rise (sharp by C = 0.5) inside the last interval, 1 decade wide: not resolvable
+    hidden = _truth(x, 11.5, 11.35, 11.65, False, 0.5)
+    assert hidden.position == "last" and not hidden.grid_resolvable and not hidden.borderline
+    assert "unresolved" in hidden.accepted()
+    # the same rise inside a 0.5-decade interval (not wider than C) is resolvable: sharp
+    assert _truth(x, 10.25, 10.1, 10.4, False, 0.5).accepted() == ("sharp",)
+    # a sharp rise straddling a revision between two 1-decade intervals: its width is bounded by 2 decades only
+    assert not _truth(np.array([9.0, 10.0, 11.0]), 10.0, 9.9, 10.1, False, 0.5).grid_resolvable
+    # a gradual rise (0.8 decades) with no revision inside it, then one with two inside
+    assert not _truth(x, 11.5, 11.1, 11.9, False, 0.5).grid_resolvable
+    assert _truth(x, 10.25, 9.6, 10.9, False, 0.5).accepted() == ("gradual",)
+    left = _truth(x, 8.5, 8.0, 9.0, False, 0.5)
+    right = _truth(x, 12.4, 12.3, 12.5, False, 0.5)
+    assert (left.censored, left.position, left.accepted()) == ("left", "before", ("none",))
+    assert (right.censored, right.position, right.accepted()) == ("right", "after", ("none",))
+
+
+def test_identity_truth_is_the_heads_own_switch_on_times(draws):
+    for d in (d for d in draws if d.factors["regime"] == "identity" and not d.truth.flat):
+        s = d.switch_log10
+        assert len(s) == d.factors["n_switch"]
+        assert np.log10(d.truth.t50) == pytest.approx(np.median(s))
+        assert d.truth.width_decades == pytest.approx(np.subtract(*np.quantile(s, [0.9, 0.1])))
+        with np.errstate(divide="ignore"):
+            x = np.log10(d.sim.tokens)
+        on = d.sim.flags[:, : len(s)]
+        assert not (on & (x[:, None] < s[None, :])).any()  # never on before its switch-on time
+        if d.factors["regime"] == "identity" and not d.factors["decline"]:
+            assert d.sim.k[-1] >= 0
+
+
+def test_aggregate_truth_is_the_logistic(draws):
+    agg = [d for d in draws if d.factors["regime"] == "aggregate" and not d.truth.flat]
+    assert agg
+    for d in agg:
+        assert d.truth.width_decades == pytest.approx(d.factors["width_drawn"])
+        assert d.truth.x90 - d.truth.x10 == pytest.approx(d.factors["width_drawn"])
+
+
+def test_flat_studies_have_no_rise(draws):
+    flat = [d for d in draws if d.factors["flat"]]
+    assert flat and all(d.truth.shape == "none" and d.truth.accepted() == ("none",) for d in flat)
+    assert all(d.sim.flags[:, : d.factors["n_switch"]].size == 0 for d in flat if d.sim.identity)
+
+
+@pytest.mark.parametrize("ratio", [1.0, 5.0])
+def test_pairs_are_the_ratio_apart_inside_the_range(ratio):
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        early, late = sample_pair(rng, ratio)
+        assert late.truth.t50 / early.truth.t50 == pytest.approx(ratio)
+        assert early.factors["grid"] == late.factors["grid"] and early.factors["regime"] == late.factors["regime"]
+        assert np.array_equal(early.sim.tokens, late.sim.tokens)
+        assert early.truth.censored is None and late.truth.censored is None
+        if early.sim.identity:
+            assert np.median(early.switch_log10) == pytest.approx(np.log10(early.truth.t50))
+            assert np.median(late.switch_log10) == pytest.approx(np.log10(late.truth.t50))
+
+
+def test_score_study_counts_unresolved_right_only_where_the_truth_is_unresolvable():
+    x = np.log10(np.logspace(9, 12, 10))
+    study = SimpleNamespace(truth=_truth(x, 10.5, 10.45, 10.55, False, 0.5))  # 0.1 decades: resolvably sharp
+    times = SimpleNamespace(t50_ci=(10**10.4, 10**10.6))
+
+    def analysis(shape, times=times, censored=None):
+        return SimpleNamespace(verdict=SimpleNamespace(shape=shape), times=times, censored=censored)
+
+    assert score_study(analysis("sharp"), study) == {"verdict": "sharp", "shape": True, "changed": True,
+                                                      "censored": True, "covers": True}
+    assert not score_study(analysis("unresolved"), study)["shape"]
+    assert not score_study(analysis("gradual", SimpleNamespace(t50_ci=(10**10.6, 10**10.8))), study)["covers"]
+    border = SimpleNamespace(truth=_truth(x, 10.5, 10.2, 10.8, False, 0.5))
+    assert score_study(analysis("unresolved"), border)["shape"] and not score_study(analysis("none", None), border)["shape"]
+    left = SimpleNamespace(truth=_truth(x, 8.5, 8.4, 8.6, False, 0.5))
+    bound = analysis("none", SimpleNamespace(t50_ci=(None, 1e9)), "left")
+    assert score_study(bound, left) | {} == {"verdict": "none", "shape": True, "changed": False, "censored": True,
+                                              "covers": True}
+
+
+def test_a_narrower_space_is_respected():
+    rng = np.random.default_rng(1)
+    space = StudySpace(grid_kinds=("linear",), revisions=(6, 6), regimes=("aggregate",), p_flat=0.0)
+    for _ in range(20):
+        d = sample_study(rng, space)
+        assert (d.factors["grid"], d.factors["revisions"], d.factors["regime"], d.factors["flat"]) == \
+            ("linear", 6, "aggregate", False)
+
+
+def test_factor_table_prints_every_bin_with_its_count():
+    records = [{"grid": "log", "regime": "identity", "shape": True}, {"grid": "log", "regime": "aggregate", "shape": False},
+               {"grid": "pythia", "regime": "identity", "shape": True}, {"grid": "pythia", "regime": "identity", "shape": None}]
+    lines = factor_table(records, {"shape accuracy": ("shape", None)}, factors=("grid", "regime"))
+    text = "\n".join(lines)
+    assert "0.667 (3)" in lines[1]  # all: 2 of 3 scored records
+    assert any(line.split()[:4] == ["grid", "log", "0.500", "(2)"] for line in lines), text
+    assert any(line.split()[:4] == ["grid", "pythia", "1.000", "(1)"] for line in lines), text
+    assert any(line.split()[:4] == ["regime", "identity", "1.000", "(2)"] for line in lines), text
+
+
+def test_pair_bins_take_the_fewer_heads_and_the_wider_width():
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        early, late = sample_pair(rng, 5.0)
+        b = pair_bins(early, late)
+        widths = {factor_bins(s)["true width"] for s in (early, late)}
+        assert b["true width"] in widths and (b["true width"] == "gradual") == ("gradual" in widths)
+        fewer = min(early.factors["n_switch"], late.factors["n_switch"])
+        assert b["switching heads"] == factor_bins(early if early.factors["n_switch"] == fewer else late)["switching heads"]
