@@ -437,12 +437,16 @@ def score(analysis, truth: Truth) -> dict:
     """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against its truth.
 
     ``shape``: the verdict equals the true shape (``none`` for a censored truth: no
-    transition inside the range); ``censored``: the censoring flag equals the truth's
+    transition inside the range), or is ``unresolved`` for a sharp or gradual truth (the data
+    could not tell, which is not a wrong verdict; the benchmarks count resolution apart); ``censored``: the censoring flag equals the truth's
     (None for a flat truth, which has no side); ``covers``: the reported t50 interval
     contains the true t50 (an open end reaches to 0 or infinity; a censored bound
     covers when the truth lies on its side), None for a flat truth.
     """
-    shape = analysis.verdict.shape == ("none" if truth.censored else truth.shape)
+    expected = "none" if truth.censored else truth.shape
+    # ``unresolved`` is not wrong where a transition is inside the range: the data could not tell (stats/width.py)
+    shape = analysis.verdict.shape == expected or (expected in ("sharp", "gradual")
+                                                   and analysis.verdict.shape == "unresolved")
     if truth.shape == "none" and not truth.censored:
         return {"shape": shape, "censored": None, "covers": None}
     t = analysis.times
