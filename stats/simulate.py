@@ -438,7 +438,8 @@ def score(analysis, truth: Truth) -> dict:
 
     ``shape``: the verdict equals the true shape (``none`` for a censored truth: no
     transition inside the range), or is ``unresolved`` for a sharp or gradual truth (the data
-    could not tell, which is not a wrong verdict; the benchmarks count resolution apart); ``censored``: the censoring flag equals the truth's
+    could not tell, which is not a wrong verdict; the benchmarks count resolution apart);
+    ``censored``: the censoring flag equals the truth's
     (None for a flat truth, which has no side); ``covers``: the reported t50 interval
     contains the true t50 (an open end reaches to 0 or infinity; a censored bound
     covers when the truth lies on its side), None for a flat truth.
