@@ -148,6 +148,10 @@ def model_label(model: DictConfig) -> str:
     return f"{model.name} [{seed.label}]"
 
 
+#: How many revisions' ``config.json`` the family is read from, in order, until one can be read.
+FAMILY_CONFIG_TRIES = 3
+
+
 def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network: bool = True) -> str:
     """The family that screens ``model`` (emergence.families.choose), from the ``config.json`` of
     its first revision, read before any weights are loaded (a local folder, the HF cache, or
@@ -158,10 +162,14 @@ def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network:
     if not revisions:
         return str(model.family)
     source = model_source(model)
-    config = source.read_config(model, revisions[0], network=network)
+    config, first = None, revisions[0]
+    for first in revisions[:FAMILY_CONFIG_TRIES]:  # a damaged first config.json: the next revision's tells
+        config = source.read_config(model, first, network=network)
+        if config is not None:
+            break
     if config is None:
         return str(model.family)
-    where = f"{model.name}@{revisions[0].name}"
+    where = f"{model.name}@{first.name}"
     model_type = str(config.get("model_type", ""))
     family = families.choose(str(model.family), model_type, where, lambda: _generic_problem(config))
     model.family = family.name

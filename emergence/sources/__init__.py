@@ -128,11 +128,16 @@ class ModelSource:
     def read_config(self, model, revision: Revision, network: bool = False) -> Optional[dict]:
         """The revision's ``config.json`` as a dict, read before any weights (a local folder or
         the HF cache; ``network``: a hub source may fetch that one small file); None when it
-        cannot be read (a toy suite not trained yet, a hub revision offline and not cached)."""
+        cannot be read (a toy suite not trained yet, a hub revision offline and not cached, a
+        damaged file: that revision's run then fails with the cause, the others go on)."""
         found = self.config_location(model, revision)
         if found is None or not Path(str(found[0]), "config.json").is_file():
             return None
-        return json.loads(Path(str(found[0]), "config.json").read_text())
+        try:
+            config = json.loads(Path(str(found[0]), "config.json").read_text())
+        except (OSError, ValueError):  # a truncated or damaged config: that revision's run fails with the cause
+            return None
+        return config if isinstance(config, dict) else None
 
     def declared_limits(self, model, revisions: Sequence[Revision]):
         """The model's vocabulary, context, layers and heads as declared before any weights

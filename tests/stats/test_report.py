@@ -23,7 +23,7 @@ def test_all_flat_or_short_curves_still_give_every_output(tmp_path):
     out = write_outputs(analysis, tmp_path / "out")
     summary = json.loads(out["summary"].read_text())
     assert summary["figures"]["timeline"] and (tmp_path / "out" / summary["figures"]["timeline"][0]).is_file()
-    assert len(summary["figures"]["curves"]) == 3
+    assert len(summary["figures"]["curves"]) == 2  # flat / bos has no head at any revision: no curve figure
     gap = summary["gaps"][0]
     # both classes flat near zero: not formed by the last revision (right-censored), so the ratio is unbounded
     assert {c["censored"] for c in summary["curves"] if c["model"] == "flat"} == {"right"}

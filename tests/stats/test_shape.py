@@ -156,7 +156,9 @@ def test_wide_logistic_ramps_are_gradual():
         return simulate_counts_once(p, n, rng), n
 
     v = verdicts(make, 20, 1)
-    assert v.count("gradual") >= 19
+    # 1.5-3 decades wide over a 3.5-decade range, fresh draws: gradual, or unresolved where the ramp's
+    # ends leave the range and the fitted width's interval reaches below 0.5 decades; never sharp
+    assert v.count("sharp") == 0 and v.count("gradual") >= 14, v
 
 
 def test_flat_curves_are_none_at_the_tests_size():
