@@ -54,7 +54,7 @@ def test_model_path_alone_with_a_name_and_a_real_screen(gptj_folder, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = mlflow.MlflowClient(f"sqlite:///{tmp_path}/m.db").search_runs(
         [e.experiment_id for e in mlflow.MlflowClient(f"sqlite:///{tmp_path}/m.db").search_experiments()],
-        "tags.`emergence.model` = 'mine'")
+        "tags.`emergence.model` = 'mine' and tags.`emergence.kind` = 'screen'")  # not the job's parent run
     assert run.data.params["family"] == "gptj" and run.data.params["tokens"] == "100000"
 
 

@@ -42,8 +42,8 @@ def check(cfg) -> None:
 
 def run(cfg, progress: bool = True) -> List[RevisionResult]:
     """Train (or find trained) and report; the results of the ordinary job on the live suite."""
+    check(cfg)  # what live=adaptive cannot do, before the checks that may read a model's files
     validate(cfg)
-    check(cfg)
     folder, logged = ensure_trained_live(cfg, progress)
     view = live_view(suite_config(cfg, folder))
     results = screen_revisions(view, validate(view), progress)
