@@ -84,36 +84,37 @@ def _fit(y: np.ndarray, w: np.ndarray, shape: str) -> np.ndarray:
     return np.where((ss[0] <= ss[1])[:, None], cands[0], cands[1])
 
 
-def quasi_lr(k, n, shape: str = "monotone") -> tuple:
-    """``(T, phi)`` of rows ``k`` (B, m) of ``n`` (module docstring, the aggregate statistic)."""
+def _fitted(k, n, shape: str) -> tuple:
+    """``(n, w, y, p0, fit, explained)`` of rows ``k`` (B, m) of ``n``: the weights, fractions, pooled
+    fraction, the best fit of ``shape`` and the weighted sum of squares it explains, ``SS_p0 - SS_f``."""
     k = np.atleast_2d(np.asarray(k, float))
     n = np.broadcast_to(np.asarray(n, float), k.shape)
     w = np.where(n > 0, n, 0.0)
     y = k / np.where(n > 0, n, 1)
     fit = _fit(y, w, shape)
     p0 = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
-    ss0 = (w * (y - p0) ** 2).sum(-1)
-    ssf = (w * (y - fit) ** 2).sum(-1)
+    explained = np.maximum((w * (y - p0) ** 2).sum(-1) - (w * (y - fit) ** 2).sum(-1), 0.0)
+    return n, w, y, p0, fit, explained
+
+
+def quasi_lr(k, n, shape: str = "monotone") -> tuple:
+    """``(T, phi, X2_f, m - L)`` of rows ``k`` (B, m) of ``n`` (module docstring, the aggregate statistic)."""
+    n, w, y, p0, fit, explained = _fitted(k, n, shape)
     half = 0.5 / np.maximum(n, 1)
     fc = np.clip(fit, half, 1 - half)
     x2 = (w * (y - fit) ** 2 / (fc * (1 - fc))).sum(-1)
     levels = (np.abs(np.diff(fit, axis=-1)) > 1e-12).sum(-1) + 1
-    df = np.maximum(k.shape[-1] - levels, 1)
+    df = np.maximum(y.shape[-1] - levels, 1)
     phi = np.maximum(1.0, x2 / df)
     v0 = (p0 * (1 - p0))[:, 0]
-    t = np.where(v0 > 0, np.maximum(ss0 - ssf, 0.0) / np.where(v0 > 0, v0, 1) / phi, 0.0)
+    t = np.where(v0 > 0, explained / np.where(v0 > 0, v0, 1) / phi, 0.0)
     return t, phi, x2, df
 
 
 def explained_ss(k, n, shape: str = "monotone") -> np.ndarray:
     """``SS_p0 - SS_f`` of rows ``k`` (B, m) of ``n``: the weighted sum of squares of the fractions that
     the best fit of ``shape`` explains (the head-wise statistic: an absolute size, not a share)."""
-    k = np.atleast_2d(np.asarray(k, float))
-    n = np.broadcast_to(np.asarray(n, float), k.shape)
-    w = np.where(n > 0, n, 0.0)
-    y = k / np.where(n > 0, n, 1)
-    p0 = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
-    return np.maximum((w * (y - p0) ** 2).sum(-1) - (w * (y - _fit(y, w, shape)) ** 2).sum(-1), 0.0)
+    return _fitted(k, n, shape)[-1]
 
 
 def _replicates(draw, stat: float, n_perm: int) -> tuple:
