@@ -18,7 +18,9 @@ def checkpoints(tmp_path_factory):
     return save_revisions(tmp_path_factory.mktemp("ckpt") / "tiny", "gpt_neox", steps=(10, 100, 1000))
 
 
-@pytest.mark.slow  # timing-dependent (a SIGINT sent into a running sweep): passed alone and in the full suite, failed once in a fresh clone's .ci/run
+# timing-dependent (a SIGINT sent into a running sweep): passed alone and in the full suite, failed once in a
+# fresh clone's .ci/run
+@pytest.mark.slow
 def test_ctrl_c_in_a_sweep_is_one_line_and_the_parent_is_not_left_running(checkpoints, tmp_path):
     uri = f"sqlite:///{tmp_path}/store/mlflow.db"
     args = ["-m", *local_model(checkpoints, n_sequences=256), "revision=all", *store_args(uri),
