@@ -20,16 +20,14 @@ midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
 "Present" is judged by regime (:mod:`stats.shape`), at the start and at the end of
 the screened range, against a floor:
 
-- identity known, with the heads' flags: *settled* heads. A head is settled at the end
-  when it is on at every revision after it switched on, at least two (so: flagged at the
-  last :data:`SETTLED_REVISIONS` = 2 revisions), and at the start when flagged at the first
-  two, whatever the number of revisions: persistence is counted on the grid there is, not
-  in revisions the study does not have (a head that switches on between the 3rd and 4th
-  of 6 revisions and stays is settled); and off at least half of the revisions before it
-  switched on (at the start: after it switched off), so that a head near the threshold that
-  flickers on and off throughout is no class member (settled by chance about one time in
-  eight at a rate of 1/2). The floor is
-  ``min_rise_heads``. Without flags, the unimodal fit's level in heads (:mod:`stats.phases`);
+- identity known, with the heads' flags: *settled* heads (:mod:`stats.switching`: a head's
+  switch-on from its own flags, settled when at least two revisions follow it and its run
+  since is not what its own on-rate before would give by chance), at the end, and at the
+  start on the flags read backwards: persistence is counted on the grid there is, not in
+  revisions the study does not have (a head that switches on between the 3rd and 4th of 6
+  revisions and stays is settled), and a head near the threshold that flickers on and off
+  throughout is no class member. The floor is ``min_rise_heads``. Without flags, the
+  unimodal fit's level in heads (:mod:`stats.phases`);
 - aggregate counts (independent draws): the unimodal fit's level, against
   ``max(min_rise_heads, background_share x n)``: below that share a level cannot be
   told from a background of heads that pass the threshold by chance.
@@ -38,7 +36,11 @@ Present at the start: ``left``. Otherwise ``right``: without evidence of change
 the state at the end is not told from the state at the start, so heads present at
 the end only are at most the start of a rise (a change seen at the last revision
 alone is reported as such before censoring, :mod:`stats.change`). At the end means
-the last revisions (settled heads; otherwise the unimodal fit's last level).
+the last revisions (settled heads; otherwise the unimodal fit's last level). One case
+has no side: aggregate counts whose level, the same throughout, lies between
+``min_rise_heads`` and the background floor: a class formed before the first revision
+and a background of heads passing the threshold by chance read the same, so the
+analysis says so and gives no bound (``side`` None).
 
 A censored curve's shape verdict is ``none`` (no transition inside the range; the
 reason says on which side it lies), its times are the bound
@@ -57,11 +59,10 @@ from stats.change import test_label
 from stats.hypotheses import TestResult
 from stats.phases import CurvePhases
 from stats.results import Results
+from stats.switching import SETTLED_REVISIONS, settled_at_end
 from stats.tracked import Curve
 
 SIDES = ("left", "right")
-#: A head is *settled* when flagged at each of this many first (or last) revisions (module docstring).
-SETTLED_REVISIONS = 2
 
 
 @dataclass
@@ -71,6 +72,8 @@ class Censoring(Results):
 
     side: Optional[str]
     reason: str
+    #: the revision that bounds t50 (None: the first for ``left``, the last for ``right``)
+    bound_index: Optional[int] = None
 
     def __post_init__(self):
         if self.side not in SIDES + (None,):
@@ -79,24 +82,13 @@ class Censoring(Results):
     @property
     def bound_tokens_index(self) -> int:
         """Index of the revision that bounds t50: the first (left) or the last (right)."""
+        if self.bound_index is not None:
+            return self.bound_index
         return 0 if self.side == "left" else -1
 
 
 def _heads(v: float) -> str:
     return f"{v:.3g} head" + ("" if abs(v - 1) < 1e-9 else "s")
-
-
-def settled_at_end(flags) -> np.ndarray:
-    """Which heads of ``flags`` (revisions x heads) are settled at the end: on at every revision
-    since they last switched on, at least :data:`SETTLED_REVISIONS`, and on at no more than half
-    of the revisions before that (a head that flickers on and off throughout is no class member;
-    one on from the first revision has no revisions before)."""
-    f = np.asarray(flags, bool)
-    m = f.shape[0]
-    off = np.where(~f, np.arange(m)[:, None], -1).max(0)  # last revision each head was off (-1: never)
-    run = m - 1 - off
-    before = np.where(off >= 0, f.cumsum(0)[np.maximum(off, 0), np.arange(f.shape[1])] / np.maximum(off + 1, 1), 0.0)
-    return (run >= SETTLED_REVISIONS) & (before <= 0.5)
 
 
 def presence(curve: Curve, phases: CurvePhases) -> tuple:
@@ -131,6 +123,11 @@ def censoring_without_rise(curve: Curve, phases: CurvePhases, change: TestResult
                                  f"the class formed at or before it (t50 <= {first}){tail}")
     bg = (f" (below the background floor, {background_share:g} of the heads, that aggregate counts cannot tell "
           "from heads passing the threshold by chance)" if floor > min_rise_heads else "")
+    level = float(np.mean(curve.fraction)) * n_ref  # no change: the level is the mean
+    if level >= min_rise_heads - 1e-9 and floor > min_rise_heads and p_change > alpha:
+        return Censoring(None, f"no transition inside the range and no side: a level of {_heads(level)} on average{bg} "
+                               f"and {why}: formed at or before {first}, or a background that has not formed by {last}; "
+                               "no bound")
     if end < floor - 1e-9:
         return Censoring("right", f"right-censored: {_heads(end)} {what} at the last revisions{bg} and {why}: not "
                                   f"formed by the last revision ({last}; t50 > {last})")

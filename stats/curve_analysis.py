@@ -28,7 +28,8 @@ from stats.models import Dispersion, fit_all
 from stats.phases import CurvePhases, curve_phases
 from stats.results import Results, written
 from stats.shape import ShapeVerdict, classify_shape, jump_evidence, jump_location, qualify_verdict, sharp_or_gradual
-from stats.width import grid_bounds, switched_counts
+from stats.switching import switched_counts
+from stats.width import grid_bounds
 from stats.times import TransitionTimes, bootstrap_transition_times, bracket_times, censored_times
 from stats.tracked import Curve, TrackedResults
 
@@ -183,12 +184,20 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
     if censor.side is None:
         return CurveAnalysis(curve, verdict, **parts)
     bound = float(curve.tokens[censor.bound_tokens_index])
-    times = censored_times(censor.side, bound, cfg.n_boot, cfg.level)
+    note = (None if censor.bound_index is None else
+            f"t50 after {curve.revisions[censor.bound_index]} ({bound:.3g} tokens): a lower bound")
+    times = censored_times(censor.side, bound, cfg.n_boot, cfg.level, note)
     return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
 
 
+def _after_last_but_one(curve: Curve, single: str) -> Censoring:
+    """The censoring of a change seen at the last revision alone: whether the start of a rise or an
+    outlier, the midpoint lies after the revision before the last (``t50 > r_{m-1}``), a lower bound."""
+    return Censoring("right", f"{single}; t50 > {curve.revisions[-2]} (the revision before the last)", bound_index=-2)
+
+
 def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
-    """The count of the curve's heads switched on (:func:`stats.width.switched_counts`, over the whole
+    """The count of the curve's heads switched on (:func:`stats.switching.switched_counts`, over the whole
     curve, so a head that switches on at the rise's last revision and stays counts) at its first
     ``stop`` revisions; None without the heads' flags."""
     return None if curve.flags is None else switched_counts(curve.flags)[:stop]
@@ -244,7 +253,7 @@ def _analyse(curve: Curve, cfg: AnalysisConfig, rng: np.random.Generator,
     parts = dict(notes=notes, regime=regime, phases=phases, change=test)
     if single is not None and test.details["single_at"] == "last":
         pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
-        return CurveAnalysis(curve, ShapeVerdict("none", single, pre.evidence), **parts)
+        return _censored(curve, _after_last_but_one(curve, single), pre, cfg, **parts)
     censor = censoring_without_rise(curve, phases, change, sc.min_rise_heads, cfg.alpha, regime, sc.background_share)
     if censor is not None:
         pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)

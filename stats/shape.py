@@ -16,7 +16,7 @@ by the data, :func:`stats.curve_analysis.curve_regime`):
       k_j = #{h : tau_h <= t_j} + flicker_j.
 
   The change test permutes each head's flags on its own; the width is bounded by the
-  heads' switch-on times (:func:`stats.width.switched_counts`) as well as fitted.
+  heads' switch-on times (:func:`stats.switching.switched_counts`) as well as fitted.
 - ``aggregate``: counts without head identity (``source=csv``), treated as independent
   (beta-)binomial draws around a curve ``p(t)``: the change test is a quasi-likelihood
   ratio with a parametric bootstrap, the width the fitted logistic's, with its
@@ -186,7 +186,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
                      switched=None) -> ShapeVerdict:
     """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
     (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
-    :func:`stats.width.switched_counts`, where the heads' flags are known): the fitted width's
+    :func:`stats.switching.switched_counts`, where the heads' flags are known): the fitted width's
     interval from ``times``, narrowed where the counts follow the same heads (``identity``) by
     the grid's bounds of the settled heads' rise, and for aggregate counts bounded by the
     spacing where the fitted rise lies inside one checkpoint interval."""

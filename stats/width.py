@@ -10,7 +10,7 @@ not of the checkpoints, so the verdict is one the grid can only *resolve* or not
   two adjacent revisions counts as any width from 0 to that spacing);
 - *bounds of the grid* (where the counts follow the same heads, so that they are
   cumulative up to flicker; with the heads' flags, the count of heads switched on,
-  :func:`switched_counts`): with the rise's monotone fit scaled to [0, 1], the 10 % point
+  :func:`stats.switching.switched_counts`): with the rise's monotone fit scaled to [0, 1], the 10 % point
   lies between the last revision below 0.1 and the next, the 90 % point between the last
   below 0.9 and the next, so the width lies in ``[x_b - x_a+1, x_b+1 - x_a]`` (log10
   tokens). Adding revisions only narrows these bounds; a rise inside one checkpoint
@@ -46,21 +46,6 @@ from stats.isotonic import isotonic_fit
 
 #: The quantiles of the rise whose distance is the width.
 LOW, HIGH = 0.1, 0.9
-
-
-def switched_counts(flags) -> np.ndarray:
-    """The count of heads switched on at each revision of ``flags`` (revisions x heads), each
-    head's switch-on read from its own least-squares non-decreasing fit to its 0/1 flags: the
-    head counts from where that fit exceeds 1/2 (on at more than half the revisions pooled
-    with it). Non-decreasing by construction; a head's flicker near its threshold moves its
-    switch-on only when it is off as often as on after it; a head that switches off again, or
-    on at the last revision alone (not settled, :mod:`stats.censoring`), is not counted."""
-    f = np.asarray(flags, float).T  # heads x revisions
-    if f.size == 0:
-        return np.zeros(np.asarray(flags).shape[0])
-    on = isotonic_fit(f, np.ones_like(f)) > 0.5 + 1e-9
-    settled = on[:, -2] if on.shape[1] > 1 else on[:, -1]  # on at the last revision alone: not settled
-    return on[settled].sum(0).astype(float)
 
 
 def grid_bounds(tokens, values, direction: float = 1.0) -> Optional[dict]:

@@ -170,18 +170,24 @@ def test_regimes_follow_head_identity(tmp_path, olmoe_like):
     assert forced.curves[0].regime == "identity"
 
 
-def test_aggregate_levels_below_the_background_are_not_a_formed_class():
-    # 5 of 128 heads (4 %) at every revision, no identity: within the background share (10 %)
+def test_aggregate_levels_below_the_background_have_no_side():
+    # 5 of 128 heads (4 %) at every revision, no identity: within the background share (10 %), so a class
+    # formed before the first revision and heads passing the threshold by chance read the same: no side, no bound
     rng = np.random.default_rng(2)
     sim = AggregateCurve("flat", floor=0.04).simulate(TOK, np.full(10, 128), rng)
     ca = analyse_curve(sim.curve(), CFG, rng)
     assert ca.verdict.evidence["p_change"] > 0.05
-    assert ca.censored == "right" and "background" in ca.verdict.reason
-    # a level above the background that only later revisions reach, with no rise against noise: side unknown
+    assert ca.censored is None and ca.times is None and ca.verdict.shape == "none"
+    assert "background" in ca.verdict.reason and "no side" in ca.verdict.reason
+    # nothing at all: not formed by the last revision
+    ca = analyse_curve(AggregateCurve("flat", floor=0.0).simulate(TOK, np.full(10, 128), rng).curve(), CFG, rng)
+    assert ca.censored == "right"
+    # a level that the last revision alone reaches: the start of a rise or an outlier, t50 after the one before
     k = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 50.0])
     c = Curve("sim", "bos", np.array([f"r{i}" for i in range(10)]), TOK, k, np.full(10, 64.0))
     ca = analyse_curve(c, CFG, rng)
-    assert ca.censored is None and ca.times is None and "cannot be told" in ca.verdict.reason
+    assert ca.censored == "right" and ca.verdict.shape == "none" and "last revision alone" in ca.verdict.reason
+    assert ca.times.t50_ci == [TOK[8], None] and ca.times.t50_bound == "lower"
     # the same level with head identity and settled heads: formed before the first revision
     flags = np.zeros((10, 128), bool)
     flags[:, :5] = True

@@ -215,7 +215,7 @@ def test_evidence_is_reported():
         ([64] * 10, [64] * 10, TOK, "formed at or before it", "left"),  # at its plateau from the start
         ([0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [64] * 10, TOK, "not formed", "right"),  # one head is below min_rise_heads
         ([0, 1, 0, 1, 0, 1, 0, 1, 0, 1], [64] * 10, TOK, "not formed", "right"),
-        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 50], [64] * 10, TOK, "last revision alone", None),  # seen at one revision only
+        ([0, 0, 0, 0, 0, 0, 0, 0, 0, 50], [64] * 10, TOK, "last revision alone", "right-1"),  # at one revision only
         ([2, 0, 1, 2, 0, 2, 1, 0, 2, 1], [256] * 10, TOK, "no evidence of change", "right"),  # flicker of two heads
     ],
 )
@@ -224,12 +224,13 @@ def test_short_flat_or_noise_curves_get_none_with_a_reason(k, n, tokens, reason,
     assert ca.verdict.shape == "none"
     assert reason in ca.verdict.reason
     d = ca.to_dict()
-    assert d["shape"] == "none" and d["censored"] == censored
-    if censored is None:
+    side, bound = (censored or "").partition("-")[0] or None, TOK[-2] if censored == "right-1" else TOK[-1]
+    assert d["shape"] == "none" and d["censored"] == side
+    if side is None:
         assert d["t50"] is None
-    else:  # a bound at the first (left) or the last (right) revision, with an open interval
-        assert d["t50"] == (TOK[0] if censored == "left" else TOK[-1])
-        assert d["t50_ci"] == ([None, TOK[0]] if censored == "left" else [TOK[-1], None])
+    else:  # a bound at the first (left) or the last (right; the one before it for the last alone), open interval
+        assert d["t50"] == (TOK[0] if side == "left" else bound)
+        assert d["t50_ci"] == ([None, TOK[0]] if side == "left" else [bound, None])
 
 
 def test_zero_tokens_and_empty_revisions_are_left_out_not_fatal():

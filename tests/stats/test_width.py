@@ -8,7 +8,8 @@ from stats.config import AnalysisConfig
 from stats.curve_analysis import analyse_curve
 from stats.simulate import NORMAL_WIDTH_PER_SD, HeadPopulation
 from stats.tracked import Curve
-from stats.width import grid_bounds, switched_counts, width_verdict
+from stats.switching import switched_counts
+from stats.width import grid_bounds, width_verdict
 
 C = 0.5
 TOKENS_PER_STEP = 2 ** 21
@@ -55,10 +56,10 @@ def test_fit_interval_decides_and_straddling_is_unresolved():
 def test_switched_counts_ignore_flicker_and_the_last_revision_alone():
     f = np.zeros((6, 4), bool)
     f[2:, 0] = True  # switches on at 2 and stays
-    f[[1, 3, 4, 5], 1] = True  # on at 1, off at 2 (flicker), on after: its fit is 1/2 at 1-2, so on from 3
+    f[[1, 3, 4, 5], 1] = True  # on at 1 of 3 before its run of 3: what its own rate gives 1 time in 27
     f[5, 2] = True  # the last revision alone: not settled
     f[1:3, 3] = True  # on, then off for good: not counted
-    assert list(switched_counts(f)) == [0, 0, 1, 2, 2, 2]
+    assert list(switched_counts(f)) == [0, 0, 1, 1, 1, 1]
 
 
 def test_dense_linear_grid_sharp_case():
