@@ -3,7 +3,8 @@
 Per curve (:func:`analyse_curve`): the four models with a shared dispersion
 (:func:`stats.models.fit_all`); PELT change points; the ``none`` checks of the
 verdict rule; then, for curves that change, a parametric bootstrap of the logistic
-(times and their intervals) and the bootstrap step-vs-logistic test, and the
+(times and their intervals; for followed heads, the heads' own switch-on times,
+:mod:`stats.head_times`) and the bootstrap step-vs-logistic test, and the
 verdict (:mod:`stats.shape`). A curve that rises and falls again is analysed on its
 rise (:mod:`stats.phases`); a rise whose midpoint lies outside the screened range is
 a bound (:mod:`stats.censoring`). The result is a :class:`CurveAnalysis`.
@@ -23,6 +24,7 @@ from stats.censoring import Censoring, censoring_from_fit, censoring_without_ris
 from stats.changepoint import ChangePoints, detect_changepoints
 from stats.change import change_test, describe_single, single_revision
 from stats.config import DEFAULTS, AnalysisConfig, ShapeConfig, check_options
+from stats.head_times import with_head_times
 from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
 from stats.phases import CurvePhases, curve_phases
@@ -286,6 +288,8 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
         return _censored(curve, censor, pre, cfg, **parts)
     times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, cfg.shape.width_factor,
                                              cfg.fit.overdispersion)
+    if rule["regime"] == "identity" and rise.flags is not None:  # followed heads: their own switch-on times
+        times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,

@@ -18,28 +18,39 @@ import numpy as np
 from stats.study_space import DEFAULT_CRITERION, SampledStudy, StudySpace, sample_pair, sample_study
 
 #: The factors of the by-factor tables, in print order.
-FACTORS = ("grid", "revisions", "position", "switching heads", "regime", "true width")
+FACTORS = ("grid", "revisions", "position", "switching heads", "regime", "true width", "detectable")
 
 
 def score_study(analysis, study: SampledStudy) -> dict:
     """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against a sampled
     study's truth: ``shape`` (the verdict is one :meth:`StudyTruth.accepted`), ``changed`` (any
-    verdict but ``none``), ``censored`` (the censoring side equals the truth's; None for flat
+    verdict but ``none``), ``censored`` (the censoring side is the truth's; None for flat
     truths), ``covers`` (the reported t50 interval holds the true t50, an open end reaching to 0
     or infinity, so that a censored bound covers when the truth lies on its side; None for flat
-    truths)."""
+    truths and where no t50 is reported: ``timed`` says which).
+
+    Two readings of the data are as right as the truth's side: a rise in the last interval read
+    as a lower bound after the revision before the last (``right``, :mod:`stats.censoring`), and,
+    for followed heads with a background on from the first revision (``present_at_start`` at
+    least two heads), a class present at the start read as formed before it (``left``) when its
+    switching heads form after the range: the data are those of a class present throughout, and
+    the switching heads' t50 is not what that bound is about (``covers`` None)."""
     truth = study.truth
     shape = analysis.verdict.shape
     out = {"verdict": shape, "shape": shape in truth.accepted(), "changed": shape != "none",
-           "censored": None, "covers": None}
+           "censored": None, "covers": None, "timed": None}
     if truth.flat:
         return out
+    sides = {truth.censored}
+    if truth.position == "last":
+        sides.add("right")
+    ambiguous = truth.censored == "right" and truth.present_at_start >= 2 and analysis.censored == "left"
     t = analysis.times
-    covers = False
-    if t is not None:
+    covers = None
+    if t is not None and not ambiguous:
         lo, hi = t.t50_ci
         covers = bool((0.0 if lo is None else lo) <= truth.t50 <= (np.inf if hi is None else hi))
-    return out | {"censored": analysis.censored == truth.censored, "covers": covers}
+    return out | {"censored": analysis.censored in sides or ambiguous, "covers": covers, "timed": t is not None}
 
 
 #: Bins of the by-factor tables: revisions (positive-token revisions) and switching heads.
@@ -56,13 +67,14 @@ def _bin(v: int, bins) -> str:
 
 def factor_bins(study: SampledStudy) -> dict:
     """The study's bin of every factor of the by-factor tables: grid kind, revisions, position,
-    switching heads, regime and the true width against C (``sharp``: below C / 1.5;
-    ``borderline``; ``gradual``: above 1.5 C; ``flat``)."""
+    switching heads, regime, the true width against C (``sharp``: below C / 1.5;
+    ``borderline``; ``gradual``: above 1.5 C; ``flat``) and whether the change is detectable
+    (:attr:`stats.study_space.StudyTruth.detectable`)."""
     f, t = study.factors, study.truth
     width = "flat" if t.flat else ("borderline" if t.borderline else t.shape)
     return {"grid": f["grid"], "revisions": _bin(f["revisions"], REVISION_BINS), "position": t.position,
             "switching heads": "flat" if t.flat else _bin(f["n_switch"], SWITCH_BINS), "regime": f["regime"],
-            "true width": width}
+            "true width": width, "detectable": "flat" if t.flat else ("yes" if t.detectable else "no")}
 
 
 def criterion_of(cfg) -> float:
@@ -111,12 +123,17 @@ def errors(records: list) -> list:
 
 def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
     """A pair's bins: the early class's grid, revisions, position and regime, the fewer switching heads
-    of the two, and the wider true width of the two."""
+    of the two, the wider true width of the two, and ``detectable``: both changes are detectable and a
+    revision lies between the two t50s (else the checkpoints cannot order them)."""
     bins, other = factor_bins(early), factor_bins(late)
     order = ("sharp", "borderline", "gradual")
     fewer = early if early.factors["n_switch"] <= late.factors["n_switch"] else late
+    x = np.log10(early.sim.tokens[early.sim.tokens > 0])
+    lo, hi = sorted(np.log10([early.truth.t50, late.truth.t50]))
+    between = bool(np.any((x > lo) & (x < hi)))
     return bins | {"switching heads": factor_bins(fewer)["switching heads"],
-                   "true width": max(bins["true width"], other["true width"], key=order.index)}
+                   "true width": max(bins["true width"], other["true width"], key=order.index),
+                   "detectable": "yes" if early.truth.detectable and late.truth.detectable and between else "no"}
 
 
 def pair_records(n: int, ratio: float, cfg, rng: np.random.Generator, space: StudySpace = StudySpace(),
@@ -174,7 +191,7 @@ def factor_table(records: list, columns: dict, factors=FACTORS) -> list:
 
 
 def _bin_order(label: str):
-    order = ("log", "linear", "pythia", "before", "first", "inside", "last", "after", "identity", "aggregate",
+    order = ("yes", "no", "log", "linear", "pythia", "before", "first", "inside", "last", "after", "identity", "aggregate",
              "sharp", "borderline", "gradual", "flat")
     if label in order:
         return (0, order.index(label), 0)

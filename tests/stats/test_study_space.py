@@ -1,14 +1,15 @@
 """The space of simulated studies (stats/study_space.py): its draws span the space real studies
 span, and their truths are right on constructed cases."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from stats.space_scores import REVISION_BINS, SWITCH_BINS, factor_bins, factor_table, pair_bins, score_study
-from stats.study_space import (GRIDS, PYTHIA_STEPS, PYTHIA_TOKENS_PER_STEP, StudySpace, _truth, position_of, sample_grid,
-                               sample_pair, sample_study)
+from stats.study_space import (DETECTABLE_Z, GRIDS, PYTHIA_STEPS, PYTHIA_TOKENS_PER_STEP, StudySpace, _truth, oracle_z,
+                               position_of, sample_grid, sample_pair, sample_study)
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +154,7 @@ def test_score_study_counts_unresolved_right_only_where_the_truth_is_unresolvabl
         return SimpleNamespace(verdict=SimpleNamespace(shape=shape), times=times, censored=censored)
 
     assert score_study(analysis("sharp"), study) == {"verdict": "sharp", "shape": True, "changed": True,
-                                                      "censored": True, "covers": True}
+                                                      "censored": True, "covers": True, "timed": True}
     assert not score_study(analysis("unresolved"), study)["shape"]
     assert not score_study(analysis("gradual", SimpleNamespace(t50_ci=(10**10.6, 10**10.8))), study)["covers"]
     border = SimpleNamespace(truth=_truth(x, 10.5, 10.2, 10.8, False, 0.5))
@@ -161,7 +162,33 @@ def test_score_study_counts_unresolved_right_only_where_the_truth_is_unresolvabl
     left = SimpleNamespace(truth=_truth(x, 8.5, 8.4, 8.6, False, 0.5))
     bound = analysis("none", SimpleNamespace(t50_ci=(None, 1e9)), "left")
     assert score_study(bound, left) | {} == {"verdict": "none", "shape": True, "changed": False, "censored": True,
-                                              "covers": True}
+                                              "covers": True, "timed": True}
+
+
+def test_none_is_right_where_the_data_cannot_show_the_change():
+    x = np.log10(np.logspace(9, 12, 10))
+    none = SimpleNamespace(verdict=SimpleNamespace(shape="none"), times=None, censored=None)
+    inside = _truth(x, 10.5, 10.45, 10.55, False, 0.5)
+    assert inside.detectable and not score_study(none, SimpleNamespace(truth=inside))["shape"]
+    hidden = dataclasses.replace(inside, z=2.0)  # the noise hides it
+    assert score_study(none, SimpleNamespace(truth=hidden)) | {} == {
+        "verdict": "none", "shape": True, "changed": False, "censored": True, "covers": None, "timed": False}
+    last = _truth(x, 11.9, 11.85, 11.95, False, 0.5)  # in the last interval: the last revision alone shows it
+    assert last.position == "last"
+    bound = SimpleNamespace(verdict=SimpleNamespace(shape="none"), times=SimpleNamespace(t50_ci=(10**x[-2], None)),
+                            censored="right")
+    assert score_study(bound, SimpleNamespace(truth=last)) | {} == {
+        "verdict": "none", "shape": True, "changed": False, "censored": True, "covers": True, "timed": True}
+
+
+def test_oracle_z_measures_the_change_against_the_noise():
+    assert oracle_z([0, 0, 0, 10, 10, 10], [1.0] * 6) == pytest.approx(np.sqrt(150))
+    assert oracle_z([5] * 6, [1.0] * 6) == 0.0
+    assert oracle_z([0, 0, 3, 3], [0.0] * 4) == pytest.approx(np.sqrt(9 / 0.25))  # no noise: a quarter head
+    rng = np.random.default_rng(0)
+    studies = [sample_study(rng) for _ in range(60)]
+    z = [d.truth.z for d in studies if not d.truth.flat]
+    assert min(z) < DETECTABLE_Z < max(z)  # the space holds both
 
 
 def test_a_narrower_space_is_respected():
