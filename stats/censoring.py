@@ -72,8 +72,8 @@ class Censoring(Results):
 
     side: Optional[str]
     reason: str
-    #: the revision that bounds t50 (None: the first for ``left``, the last for ``right``)
-    bound_index: Optional[int] = None
+    #: the tokens that bound t50 (None: the first revision for ``left``, the last for ``right``)
+    bound_tokens: Optional[float] = None
 
     def __post_init__(self):
         if self.side not in SIDES + (None,):
@@ -82,9 +82,11 @@ class Censoring(Results):
     @property
     def bound_tokens_index(self) -> int:
         """Index of the revision that bounds t50: the first (left) or the last (right)."""
-        if self.bound_index is not None:
-            return self.bound_index
         return 0 if self.side == "left" else -1
+
+    def bound(self, tokens) -> float:
+        """The tokens that bound t50 on a curve's ``tokens``."""
+        return float(tokens[self.bound_tokens_index]) if self.bound_tokens is None else float(self.bound_tokens)
 
 
 def _heads(v: float) -> str:
@@ -136,15 +138,28 @@ def censoring_without_rise(curve: Curve, phases: CurvePhases, change: TestResult
                               f"not formed by the last revision ({last}; t50 > {last})")
 
 
-def censoring_from_fit(curve: Curve, log10_t50: float) -> Optional[Censoring]:
+def censoring_from_fit(curve: Curve, log10_t50: float, draws=None, level: float = 0.95) -> Optional[Censoring]:
     """Censoring of a curve with a rise whose fitted logistic midpoint (log10 tokens) lies
-    outside the screened range; None when inside."""
+    outside the screened range; None when inside. With the midpoint's bootstrap ``draws`` (log10
+    tokens) the bound is the one-sided ``level`` limit where that reaches into the range (a
+    midpoint fitted just before the first revision may lie in the first interval): ``t50 <=
+    max(t_1, upper limit)`` or ``t50 > min(t_m, lower limit)``."""
     x = np.log10(curve.tokens)
     first, last = curve.revisions[0], curve.revisions[-1]
     if log10_t50 < x[0]:
+        limit = None if draws is None else float(np.quantile(draws, level))
+        if limit is not None and limit > x[0]:
+            return Censoring("left", f"left-censored: the fitted midpoint lies before the first revision ({first}); only "
+                                     f"the end of the rise is seen (t50 <= {10**limit:.3g} tokens, the upper {level:.0%} "
+                                     "limit of its bootstrap)", bound_tokens=float(10 ** min(limit, x[-1])))
         return Censoring("left", f"left-censored: the fitted midpoint lies before the first revision ({first}); only the "
                                  f"end of the rise is seen (t50 <= {first})")
     if log10_t50 > x[-1]:
+        limit = None if draws is None else float(np.quantile(draws, 1 - level))
+        if limit is not None and limit < x[-1]:
+            return Censoring("right", f"right-censored: the fitted midpoint lies after the last revision ({last}); only "
+                                      f"the start of the rise is seen (t50 > {10**limit:.3g} tokens, the lower {level:.0%} "
+                                      "limit of its bootstrap)", bound_tokens=float(10 ** max(limit, x[0])))
         return Censoring("right", f"right-censored: the fitted midpoint lies after the last revision ({last}); only the "
                                   f"start of the rise is seen (t50 > {last})")
     return None

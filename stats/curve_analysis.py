@@ -185,9 +185,9 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
     verdict = ShapeVerdict("none", censor.reason, verdict.evidence)
     if censor.side is None:
         return CurveAnalysis(curve, verdict, **parts)
-    bound = float(curve.tokens[censor.bound_tokens_index])
-    note = (None if censor.bound_index is None else
-            f"t50 after {curve.revisions[censor.bound_index]} ({bound:.3g} tokens): a lower bound")
+    bound = censor.bound(curve.tokens)
+    note = (None if censor.bound_tokens is None else f"t50 {'after' if censor.side == 'right' else 'at or before'} "
+            f"{bound:.3g} tokens: a {'lower' if censor.side == 'right' else 'upper'} bound")
     times = censored_times(censor.side, bound, cfg.n_boot, cfg.level, note)
     return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
 
@@ -195,7 +195,8 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
 def _after_last_but_one(curve: Curve, single: str) -> Censoring:
     """The censoring of a change seen at the last revision alone: whether the start of a rise or an
     outlier, the midpoint lies after the revision before the last (``t50 > r_{m-1}``), a lower bound."""
-    return Censoring("right", f"{single}; t50 > {curve.revisions[-2]} (the revision before the last)", bound_index=-2)
+    return Censoring("right", f"{single}; t50 > {curve.revisions[-2]} (the revision before the last)",
+                     bound_tokens=float(curve.tokens[-2]))
 
 
 def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
@@ -283,13 +284,13 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, **parts)
-    censor = censoring_from_fit(rise, float(params["log10_t50"]))
-    if censor is not None:
-        return _censored(curve, censor, pre, cfg, **parts)
     times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, cfg.shape.width_factor,
                                              cfg.fit.overdispersion)
     if rule["regime"] == "identity" and rise.flags is not None:  # followed heads: their own switch-on times
         times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng)
+    censor = censoring_from_fit(rise, float(params["log10_t50"]), times.draws_t50, cfg.level)
+    if censor is not None:
+        return _censored(curve, censor, pre, cfg, **parts)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,
