@@ -1,0 +1,90 @@
+"""stats/head_times.py: followed heads' t50 intervals from their own switch-on times."""
+
+import numpy as np
+import pytest
+
+from stats.censoring import censoring_from_fit
+from stats.config import AnalysisConfig
+from stats.curve_analysis import analyse_curve
+from stats.head_times import head_draws, switch_intervals, with_head_times
+from stats.simulate import HeadPopulation, logspaced_tokens
+from stats.times import TransitionTimes
+from stats.tracked import Curve
+
+TOK = logspaced_tokens(1e9, 1e12, 10)
+X = np.log10(TOK)
+
+
+def flags_switching_at(*revisions, m=10, extra_off=0):
+    f = np.zeros((m, len(revisions) + extra_off), bool)
+    for h, j in enumerate(revisions):
+        f[j:, h] = True
+    return f
+
+
+def test_heads_switching_in_one_interval_give_that_interval_whatever_their_number():
+    for n in (3, 40):
+        iv = switch_intervals(flags_switching_at(*[4] * n), TOK)
+        assert iv.shape == (n, 2) and np.allclose(iv, [X[3], X[4]])
+        draws, lo, hi = head_draws(iv, 500, np.random.default_rng(0))["t50"]
+        assert np.allclose(lo, X[3]) and np.allclose(hi, X[4])
+        assert X[3] <= draws.min() and draws.max() <= X[4] and np.ptp(draws) > 0.8 * (X[4] - X[3])
+
+
+def test_the_median_head_decides_and_resampling_moves_it_between_intervals():
+    iv = switch_intervals(flags_switching_at(2, 2, 2, 2, 2, 7, 7, 7, 7, 7, 7), TOK)
+    draws, lo, hi = head_draws(iv, 2000, np.random.default_rng(1))["t50"]
+    assert set(np.round(lo, 6)) == {round(X[1], 6), round(X[6], 6)}  # 5 early, 6 late heads: either may hold the median
+    assert np.mean(lo == X[6]) > 0.5
+
+
+def test_too_few_heads_leave_the_times_alone():
+    assert switch_intervals(flags_switching_at(3, extra_off=5), TOK) is None
+    t = TransitionTimes(1e10, 1e10, 1e10, [1e9, 1e11], [9e9, 2e10], [1e9, 1e11], 0.2, False, 0.3,
+                        draws_t50=np.full(10, 10.0), draws_onset=np.full(10, 10.0))
+    assert with_head_times(t, flags_switching_at(3, extra_off=5), TOK, 10, np.random.default_rng(0)) is t
+
+
+def test_intervals_are_the_union_of_the_logistic_and_the_heads():
+    t = TransitionTimes(1e10, 1e10, 1e10, [1e9, 1e11], [9.5e9, 1.1e10], [1e9, 1e11], 0.2, False, 0.3,
+                        draws_t50=np.full(200, 10.0), draws_onset=np.full(200, 10.0))
+    out = with_head_times(t, flags_switching_at(*[6] * 8), TOK, 200, np.random.default_rng(0))
+    lo, hi = out.t50_ci
+    assert lo == pytest.approx(9.5e9) and hi == pytest.approx(TOK[6])  # the logistic's start, the heads' end
+    assert 0.3 < np.mean(out.draws_t50 == 10.0) < 0.7  # half the replicates from each
+    assert "switch-on times" in out.notes[-1]
+
+
+def test_followed_heads_t50_intervals_cover_their_median_switch_on():
+    """Populations of followed heads that switch on at their own times and stay on, on random log grids:
+    the t50 interval holds the heads' own median switch-on time in at least 90 % of them."""
+    rng = np.random.default_rng(7)
+    cfg = AnalysisConfig(n_boot=200, progress=False)
+    hits = total = 0
+    for _ in range(40):
+        tokens = logspaced_tokens(10 ** rng.uniform(8, 10), 10 ** rng.uniform(11, 13), int(rng.integers(6, 21)))
+        x = np.log10(tokens)
+        x50 = rng.uniform(x[1], x[-2])
+        pop = HeadPopulation(256, int(rng.integers(8, 80)), 10**x50, rng.uniform(0.02, 0.6), n_always=4, n_flicker=3,
+                             flicker_p=0.3)
+        sim = pop.simulate(tokens, rng)
+        c = Curve("sim", "bos", np.array([f"r{i}" for i in range(len(tokens))]), tokens, sim.flags.sum(1).astype(float),
+                  np.full(len(tokens), 256.0), identity=True, flags=sim.flags)
+        ca = analyse_curve(c, cfg, rng)
+        if ca.times is None or ca.censored:
+            continue
+        lo, hi = ca.times.t50_ci
+        truth = 10 ** np.median(sim.switch_log10)
+        hits += (lo or 0) <= truth <= (hi or np.inf)
+        total += 1
+    assert total >= 30 and hits / total >= 0.9, (hits, total)
+
+
+def test_a_midpoint_fitted_outside_is_bounded_by_its_bootstrap_where_that_reaches_inside():
+    c = Curve("sim", "bos", np.array([f"r{i}" for i in range(10)]), TOK, np.zeros(10), np.full(10, 64.0))
+    plain = censoring_from_fit(c, X[0] - 0.2)
+    assert plain.side == "left" and plain.bound(TOK) == TOK[0]
+    reaching = censoring_from_fit(c, X[0] - 0.2, np.linspace(X[0] - 0.5, X[1], 101))
+    assert reaching.side == "left" and TOK[0] < reaching.bound(TOK) <= TOK[1] and "upper 95% limit" in reaching.reason
+    late = censoring_from_fit(c, X[-1] + 0.2, np.linspace(X[-2], X[-1] + 0.5, 101))
+    assert late.side == "right" and TOK[-2] <= late.bound(TOK) < TOK[-1]
