@@ -123,7 +123,7 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
 
 def _recounted_curve(results, model: str, head_class: str, threshold: float) -> Curve:
     """``model``'s ``head_class`` curve re-counted at ``threshold``: the same heads, re-counted."""
-    d = class_counts(results.heads[results.heads["model"] == model], head_class, threshold).sort_values("tokens")
+    d = class_counts(results.model_heads(model), head_class, threshold).sort_values("tokens")
     curve = Curve.from_frame(d, model, head_class, results.corpus(model), identity=True)
     curve.flags = results.head_flags(model, head_class, curve.revisions, threshold)
     return curve
