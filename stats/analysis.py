@@ -28,11 +28,11 @@ from emergence.contract.progress import bars_disabled
 
 from stats.config import AnalysisConfig, check_analysis, units_problem
 from stats.errors import StatsError
-from stats.curve_analysis import CurveAnalysis, analyse_curve
+from stats.curve_analysis import CurveAnalysis, analyse_curve  # noqa: F401 (analyse_curve: imported from here too)
 from stats.findings import analyse_findings
 from stats.gaps import analyse_gaps
 from stats.heads import apply_thresholds, thresholds_dict
-from stats.parallel import map_tasks
+from stats.parallel import map_tasks, seeded_analysis
 from stats.pooling import pool_seeds, pooled_table
 from stats.pr_lead import pr_leads
 from stats.reference import reproduce
@@ -252,12 +252,8 @@ def analyse_curves(curve_list: list, cfg: AnalysisConfig, seeds: list, results: 
     ``cfg.n_jobs`` processes (:mod:`stats.parallel`: the same results as one after the other)."""
     tasks = [(curve, seed) for curve, seed in zip(curve_list, seeds)]
     with tqdm(total=len(tasks), desc="curves", disable=bars_disabled(cfg.progress), leave=False) as bar:
-        return map_tasks(seeded_curve, tasks, cfg.n_jobs, done=bar.update, cfg=cfg, results=curve_context(results))
-
-
-def seeded_curve(curve, seed, cfg: AnalysisConfig, results: TrackedResults) -> CurveAnalysis:
-    """:func:`analyse_curve` of ``curve`` with its own stream from ``seed`` (a task of :func:`analyse_curves`)."""
-    return analyse_curve(curve, cfg, np.random.default_rng(seed), results)
+        return map_tasks(seeded_analysis, tasks, cfg.n_jobs, done=bar.update, cfg=cfg,
+                         results=curve_context(results))
 
 
 def curve_context(results: TrackedResults) -> TrackedResults:

@@ -16,6 +16,10 @@ from __future__ import annotations
 import os
 from typing import Callable, Optional
 
+import numpy as np
+
+from stats.curve_analysis import CurveAnalysis, analyse_curve
+
 #: With ``n_jobs = 0``, fewer tasks than this run serially.
 MIN_PARALLEL_TASKS = 24
 #: Tasks are sent to the workers in batches of about this many per worker (few pickles of the
@@ -35,6 +39,12 @@ def workers(n_jobs: int, n_tasks: int) -> int:
     if n_jobs == 0:
         return 1 if n_tasks < MIN_PARALLEL_TASKS else min(available_cores(), n_tasks)
     return max(1, min(int(n_jobs), n_tasks))
+
+
+def seeded_analysis(curve, seed, cfg, results=None) -> CurveAnalysis:
+    """:func:`~stats.curve_analysis.analyse_curve` of ``curve`` with its own stream from ``seed`` (a
+    :class:`numpy.random.SeedSequence`): the task that :func:`map_tasks` runs for each curve."""
+    return analyse_curve(curve, cfg, np.random.default_rng(seed), results)
 
 
 def _run_batch(fn: Callable, batch: list, shared: dict) -> list:

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emergence.contract import selectivity_column
-from stats.curve_analysis import analyse_curve
 from stats.gaps import fitted_gap
 from stats.heads import class_counts
-from stats.parallel import map_tasks
+from stats.parallel import map_tasks, seeded_analysis
 from stats.results import HEAD_CLASS_KEY, Results
 from stats.tracked import Curve
 from stats.units import get_unit
@@ -112,7 +111,7 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
     own = [bool(np.isclose(g, thr.get(head_class, np.nan))) for _, head_class, _, g, _ in cells]
     tasks = [(_recounted_curve(results, model, head_class, g), seed)
              for (model, head_class, _, g, seed), is_own in zip(cells, own) if not is_own]
-    recounted = iter(map_tasks(_analysed, tasks, cfg.n_jobs, cfg=scfg))
+    recounted = iter(map_tasks(seeded_analysis, tasks, cfg.n_jobs, cfg=scfg))
     for (model, head_class, other, g, _), is_own in zip(cells, own):
         ca = analyses[(model, head_class)] if is_own else next(recounted)
         pair = {head_class: ca, other: analyses[(model, other)]}
@@ -127,11 +126,6 @@ def _recounted_curve(results, model: str, head_class: str, threshold: float) -> 
     curve = Curve.from_frame(d, model, head_class, results.corpus(model), identity=True)
     curve.flags = results.head_flags(model, head_class, curve.revisions, threshold)
     return curve
-
-
-def _analysed(curve: Curve, seed, cfg):
-    """The analysis of a re-counted ``curve`` with its own stream from ``seed`` (a task of :func:`stats.parallel.map_tasks`)."""
-    return analyse_curve(curve, cfg, np.random.default_rng(seed))
 
 
 def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, gap, unit) -> SensitivityRow:
