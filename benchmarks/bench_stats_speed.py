@@ -22,8 +22,8 @@ The curves are analysed on ``--jobs`` processes (``analysis.n_jobs``, stats/para
 default: every core the benchmark may use, ``--cores``). The load average is printed before and
 after: the cores may be shared, and a timing taken under load says so. The analysis's CPU time
 (``time.process_time`` of this process, all its threads, plus the CPU time of its worker
-processes, psutil) is what it costs; on ``--cores`` idle cores the wall time is about that CPU
-time over the cores. ``--profile N`` prints the N costliest functions (cProfile, cumulative; it
+processes, psutil) is what it costs; on idle cores the wall time is about that CPU time over
+the processes. ``--profile N`` prints the N costliest functions (cProfile, cumulative; it
 sees this process only: use it with ``--jobs 1``).
 """
 
@@ -151,10 +151,11 @@ def main():
           f"curves: {len(curves)}, bootstrapped: {sum(c.boot is not None for c in curves)}, n_boot: {cfg.n_boot}")
     print(f"verdicts: {dict(sorted(shapes.items()))}")
     print(f"read the table: {t_read:.1f} s")
+    jobs = workers(cfg.n_jobs, len(curves))
     print(f"analysis (no figures): {t_analysis:.1f} s wall ({t_analysis / len(curves):.3f} s a curve, "
-          f"{workers(cfg.n_jobs, len(curves))} processes on {args.cores} cores)  [{'PASS' if t_analysis < 60 else 'FAIL'}: "
+          f"{jobs} processes on {args.cores} cores)  [{'PASS' if t_analysis < 60 else 'FAIL'}: "
           f"< 60 s]; CPU time {c_analysis:.1f} s (all processes; on idle cores the wall time is about "
-          f"{c_analysis / args.cores:.1f} s)")
+          f"{c_analysis / max(1, min(jobs, args.cores)):.1f} s)")
     print(f"outputs without figures (summary.json, tables, report.md): {t_out:.1f} s")
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     return 0 if t_analysis < 60 else 1
