@@ -28,10 +28,11 @@ from emergence.contract.progress import bars_disabled
 
 from stats.config import AnalysisConfig, check_analysis, units_problem
 from stats.errors import StatsError
-from stats.curve_analysis import CurveAnalysis, analyse_curve
+from stats.curve_analysis import CurveAnalysis, analyse_curve  # noqa: F401 (analyse_curve: imported from here too)
 from stats.findings import analyse_findings
 from stats.gaps import analyse_gaps
 from stats.heads import apply_thresholds, thresholds_dict
+from stats.parallel import map_tasks, seeded_analysis
 from stats.pooling import pool_seeds, pooled_table
 from stats.pr_lead import pr_leads
 from stats.reference import reproduce
@@ -247,13 +248,18 @@ def in_units(cfg: AnalysisConfig, units: dict) -> tuple:
 
 
 def analyse_curves(curve_list: list, cfg: AnalysisConfig, seeds: list, results: TrackedResults) -> list:
-    """The per-curve stage over ``curve_list``, curve ``i`` with its own stream ``seeds[i]``."""
-    analyses = []
-    bar = tqdm(curve_list, desc="curves", disable=bars_disabled(cfg.progress), leave=False)
-    for curve, seed in zip(bar, seeds):
-        bar.set_postfix_str(f"{curve.model}/{curve.head_class}")
-        analyses.append(analyse_curve(curve, cfg, np.random.default_rng(seed), results))
-    return analyses
+    """The per-curve stage over ``curve_list``, curve ``i`` with its own stream ``seeds[i]``, on
+    ``cfg.n_jobs`` processes (:mod:`stats.parallel`: the same results as one after the other)."""
+    tasks = [(curve, seed) for curve, seed in zip(curve_list, seeds)]
+    with tqdm(total=len(tasks), desc="curves", disable=bars_disabled(cfg.progress), leave=False) as bar:
+        return map_tasks(seeded_analysis, tasks, cfg.n_jobs, done=bar.update, cfg=cfg,
+                         results=curve_context(results))
+
+
+def curve_context(results: TrackedResults) -> TrackedResults:
+    """What :func:`analyse_curve` reads of ``results`` (the continuous metrics, the registry), without
+    the per-head table: a light copy to send to worker processes."""
+    return results if results.heads is None else dataclasses.replace(results, heads=None)
 
 
 def study_notes(results: TrackedResults, cfg: AnalysisConfig) -> list:

@@ -239,6 +239,9 @@ class AnalysisConfig:
     alpha: float = field(default=0.05, metadata=SHARE)
     level: float = field(default=0.95, metadata=SHARE)
     progress: bool = True
+    #: processes for the per-curve analyses (stats/parallel.py): 0 every core once a study has 24
+    #: curves or more, 1 serial, k that many; the results are the same (seeded per curve)
+    n_jobs: int = field(default=0, metadata={"min": 0})
     fit: FitConfig = field(default_factory=FitConfig)
     shape: ShapeConfig = field(default_factory=ShapeConfig)
     changepoint: ChangepointConfig = field(default_factory=ChangepointConfig)

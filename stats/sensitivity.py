@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emergence.contract import selectivity_column
-from stats.curve_analysis import analyse_curve
 from stats.gaps import fitted_gap
 from stats.heads import class_counts
+from stats.parallel import map_tasks, seeded_analysis
 from stats.results import HEAD_CLASS_KEY, Results
 from stats.tracked import Curve
 from stats.units import get_unit
@@ -106,24 +106,26 @@ def threshold_sensitivity(results, analyses: dict, cfg, seed) -> Sensitivity:
     models = [m for m in results.models if all((m, c) in analyses for c in classes)]
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     seeds = iter(seq.spawn(max(1, len(models) * sum(len(g) for g in out.grids.values()))))
-    for model in models:
-        for head_class, other in (classes, classes[::-1]):
-            for g in out.grids[head_class]:
-                rng = np.random.default_rng(next(seeds))
-                own = bool(np.isclose(g, thr.get(head_class, np.nan)))
-                ca = analyses[(model, head_class)] if own else _recounted(results, model, head_class, g, scfg, rng)
-                pair = {head_class: ca, other: analyses[(model, other)]}
-                gap = fitted_gap(model, pair[tc.late_class], pair[tc.early_class], scfg)
-                out.rows.append(_row(ca, g, own, other, float(thr.get(other, np.nan)), gap, units[head_class]))
+    cells = [(model, head_class, other, g, next(seeds)) for model in models
+             for head_class, other in (classes, classes[::-1]) for g in out.grids[head_class]]
+    own = [bool(np.isclose(g, thr.get(head_class, np.nan))) for _, head_class, _, g, _ in cells]
+    tasks = [(_recounted_curve(results, model, head_class, g), seed)
+             for (model, head_class, _, g, seed), is_own in zip(cells, own) if not is_own]
+    recounted = iter(map_tasks(seeded_analysis, tasks, cfg.n_jobs, cfg=scfg))
+    for (model, head_class, other, g, _), is_own in zip(cells, own):
+        ca = analyses[(model, head_class)] if is_own else next(recounted)
+        pair = {head_class: ca, other: analyses[(model, other)]}
+        gap = fitted_gap(model, pair[tc.late_class], pair[tc.early_class], scfg)
+        out.rows.append(_row(ca, g, is_own, other, float(thr.get(other, np.nan)), gap, units[head_class]))
     return out
 
 
-def _recounted(results, model: str, head_class: str, threshold: float, cfg, rng):
-    """The analysis of ``model``'s ``head_class`` curve re-counted at ``threshold``: the same heads, re-counted."""
-    d = class_counts(results.heads[results.heads["model"] == model], head_class, threshold).sort_values("tokens")
+def _recounted_curve(results, model: str, head_class: str, threshold: float) -> Curve:
+    """``model``'s ``head_class`` curve re-counted at ``threshold``: the same heads, re-counted."""
+    d = class_counts(results.model_heads(model), head_class, threshold).sort_values("tokens")
     curve = Curve.from_frame(d, model, head_class, results.corpus(model), identity=True)
     curve.flags = results.head_flags(model, head_class, curve.revisions, threshold)
-    return analyse_curve(curve, cfg, rng)
+    return curve
 
 
 def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, gap, unit) -> SensitivityRow:

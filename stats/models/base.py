@@ -137,7 +137,6 @@ def levenberg_marquardt(
     n: np.ndarray,
     max_iter: int = 200,
     tol: float = 1e-10,
-    mean: Optional[Callable[[np.ndarray], np.ndarray]] = None,
 ):
     """Maximise the binomial log-likelihood of P problems at once.
 
@@ -150,62 +149,115 @@ def levenberg_marquardt(
     outwards frozen for that iteration (active set). A problem stops when a kept
     step gains less than ``tol`` or ``lambda`` exceeds 1e10.
 
-    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q);
-    ``mean(theta)``, when given, ``p`` alone (the same values): a proposed step is then
-    judged on ``p`` and the Jacobian computed only where it is kept.
+    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q).
     ``k`` is (P, m); ``n`` is (m,) or (P, m). Returns ``theta`` (P, q) and the
     log-likelihood without the binomial-coefficient constant (P,).
+
+    The arrays of the problems still running are kept compact (a finished problem's result is
+    written out and its rows dropped), so an iteration costs what its running problems need.
     """
     theta = np.clip(np.array(theta0, float), lower, upper)
     P, q = theta.shape
     k = np.asarray(k, float)
     n = np.broadcast_to(np.asarray(n, float), k.shape)
-    p, J = mean_jac(theta)
-    ll = binomial_loglik(k, n, p, const=0.0)
+    ll_out = np.empty(P)
+    ids = np.arange(P)
+    th, kk, nn = theta.copy(), k, n
+    p, J = mean_jac(th)
+    ll = binomial_loglik(kk, nn, p, const=0.0)
     lam = np.full(P, 1e-3)
-    active = np.ones(P, bool)
     eye = np.eye(q)
+    at_lower, at_upper = lower + 1e-12, upper - 1e-12
     for _ in range(max_iter):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
+        if ids.size == 0:
             break
-        th, pp, JJ, kk, nn = theta[idx], np.clip(p[idx], EPS, 1 - EPS), J[idx], k[idx], n[idx]
+        pp = np.clip(p, EPS, 1 - EPS)
         v = pp * (1 - pp)
-        JT = JJ.transpose(0, 2, 1)  # (P, q, m): batched matrix products, faster than einsum here
+        JT = J.transpose(0, 2, 1)  # (P, q, m): batched matrix products, faster than einsum here
         g = np.matmul(JT, ((kk - nn * pp) / v)[..., None])[..., 0]
-        H = np.matmul(JT * (nn / v)[:, None, :], JJ)
-        fixed = ((th <= lower + 1e-12) & (g < 0)) | ((th >= upper - 1e-12) & (g > 0))
-        free = ~fixed
-        g = np.where(fixed, 0.0, g)
-        H = H * free[:, :, None] * free[:, None, :]
+        H = np.matmul(JT * (nn / v)[:, None, :], J)
+        fixed = ((th <= at_lower) & (g < 0)) | ((th >= at_upper) & (g > 0))
+        if fixed.any():
+            free = ~fixed
+            g = np.where(fixed, 0.0, g)
+            H = H * free[:, :, None] * free[:, None, :]
         diag = np.diagonal(H, axis1=1, axis2=2)
-        damp = lam[idx, None] * (diag + 1e-8) + fixed
-        A = H + damp[:, :, None] * eye
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = _solve_spd(A, g)
-        step = np.where(np.isfinite(step), step, 0.0)
+        damp = lam[:, None] * (diag + 1e-8) + fixed
+        step = _solve_damped(H + damp[:, :, None] * eye, g)
         new = np.clip(th + step, lower, upper)
-        pn, Jn = (mean(new), None) if mean is not None else mean_jac(new)
+        pn, Jn = mean_jac(new)
         lln = binomial_loglik(kk, nn, pn, const=0.0)
-        gain = lln - ll[idx]
+        gain = lln - ll
         keep = np.isfinite(lln) & (gain >= -1e-13)
-        ki = idx[keep]
-        theta[ki], p[ki], ll[ki] = new[keep], pn[keep], lln[keep]
-        J[ki] = Jn[keep] if Jn is not None else mean_jac(new[keep])[1]
-        lam[ki] = np.maximum(lam[ki] / 3.0, 1e-12)
-        ri = idx[~keep]
-        lam[ri] *= 10.0
-        done_kept = keep & (np.abs(gain) < tol)
-        active[idx[done_kept]] = False
-        active[ri[lam[ri] > 1e10]] = False
-    return theta, ll
+        if keep.all():
+            th, p, J, ll = new, pn, Jn, lln
+            lam = np.maximum(lam / 3.0, 1e-12)
+        else:
+            th[keep], p[keep], J[keep], ll[keep] = new[keep], pn[keep], Jn[keep], lln[keep]
+            lam = np.where(keep, np.maximum(lam / 3.0, 1e-12), lam * 10.0)
+        done = np.where(keep, np.abs(gain) < tol, lam > 1e10)
+        if done.any():
+            theta[ids[done]], ll_out[ids[done]] = th[done], ll[done]
+            run = ~done
+            ids, th, p, J, ll, lam, kk, nn = ids[run], th[run], p[run], J[run], ll[run], lam[run], kk[run], nn[run]
+    theta[ids], ll_out[ids] = th, ll
+    return theta, ll_out
+
+
+#: From this many systems on, :func:`_solve_damped` factorises them all at once (:func:`_cholesky_solve`).
+CHOLESKY_FROM = 256
+
+
+def _solve_damped(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The steps ``A x = b`` of a batch of damped information matrices (P, q, q), (P, q), symmetric
+    positive definite: many at once by a Cholesky factorisation vectorised over the batch
+    (:func:`_cholesky_solve`), a few (or those it finds not positive definite) by LAPACK's batched
+    solve; where LAPACK finds a system exactly singular, Gaussian elimination one system at a time
+    (:func:`_solve_spd`). A non-finite solution gives no step (0)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if len(A) >= CHOLESKY_FROM:
+            x = _cholesky_solve(A, b)
+            bad = ~np.isfinite(x).all(-1)
+            if bad.any():
+                x[bad] = _lapack_solve(A[bad], b[bad])
+        else:
+            x = _lapack_solve(A, b)
+    return np.where(np.isfinite(x), x, 0.0)
+
+
+def _lapack_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.solve(A, b[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        return _solve_spd(A, b)
+
+
+def _cholesky_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``A x = b`` for a batch of symmetric positive-definite (P, q, q), (P, q) by ``A = L L'``,
+    each entry of ``L`` one vectorised step over the batch (the entries as contiguous (P,) rows:
+    for many small systems, faster than one LAPACK call a system). Not positive definite: NaN."""
+    q = A.shape[-1]
+    At, bt = np.ascontiguousarray(A.transpose(1, 2, 0)), b.T
+    L = [[None] * q for _ in range(q)]
+    for j in range(q):
+        d = At[j, j] - sum(L[j][i] * L[j][i] for i in range(j)) if j else At[j, j]
+        L[j][j] = np.sqrt(d)
+        for r in range(j + 1, q):
+            t = At[r, j] - sum(L[r][i] * L[j][i] for i in range(j)) if j else At[r, j]
+            L[r][j] = t / L[j][j]
+    y = [None] * q
+    for r in range(q):
+        y[r] = ((bt[r] - sum(L[r][i] * y[i] for i in range(r))) if r else bt[r]) / L[r][r]
+    x = [None] * q
+    for r in range(q - 1, -1, -1):
+        x[r] = ((y[r] - sum(L[i][r] * x[i] for i in range(r + 1, q))) if r < q - 1 else y[r]) / L[r][r]
+    return np.stack(x, -1)
 
 
 def _solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Solve ``A x = b`` for a batch of small symmetric positive-definite systems (P, q, q), (P, q)
-    by Gaussian elimination without pivoting, one column at a time over the whole batch (the
-    damped information matrices of :func:`levenberg_marquardt`: a few vectorised steps instead of
-    one LAPACK call a system). A singular system gives non-finite entries."""
+    by Gaussian elimination without pivoting, one column at a time over the whole batch. A singular
+    system gives non-finite entries (where LAPACK's batched solve refuses the whole batch)."""
     A, b = A.copy(), b.copy()
     q = A.shape[-1]
     for j in range(q):

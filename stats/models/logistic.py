@@ -189,7 +189,6 @@ class LogisticModel(CurveModel):
         rows = np.repeat(np.arange(B), Rt).reshape(B, Rt)[unique]
         th, ll_u = levenberg_marquardt(
             lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows], max_iter=self.max_iter,
-            mean=lambda t: logistic_mean(t, x),
         )
         theta = np.zeros((B, Rt, 4))
         ll = np.full((B, Rt), -np.inf)
