@@ -47,7 +47,8 @@ E. The sampled space (:mod:`stats.study_space`): ``--studies`` whole studies dra
    resolvable truth is wrong), the same over resolvable truths inside the range, the
    censoring side, detection of change (not ``none``, t50 inside the range), false
    changes (not ``none``) on flat curves, and the t50 coverage of the calibration benchmark
-   on the same studies (informational here). ``none`` is also right for a rise in the last
+   on the same studies (informational here); ``claims right``: the share of the verdicts
+   ``sharp`` and ``gradual`` that are right (a wrong claim, not an abstention). ``none`` is also right for a rise in the last
    interval (seen at the last revision alone) and for a change the noise hides (oracle z <
    4, :func:`stats.study_space.oracle_z`). Criteria: shape accuracy >= 0.90 over the space
    and over the detectable changes; false changes <= 0.05 (the nominal level, within two
@@ -212,6 +213,7 @@ def space_section(n: int, n_boot: int, rng) -> int:
     columns = {
         "shape accuracy": ("shape", lambda r: not r["flat"]),
         "resolvable inside": ("shape", lambda r: r["inside"] and r["resolvable"]),
+        "claims right": ("shape", lambda r: r["verdict"] in ("sharp", "gradual")),
         "censoring right": ("censored", None),
         "change detected": ("changed", lambda r: r["inside"]),
         "false change (flat)": ("changed", lambda r: r["flat"]),
