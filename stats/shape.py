@@ -74,7 +74,7 @@ from stats.errors import StatsError
 from stats.hypotheses import TestResult
 from stats.results import Results, record
 from stats.change import test_label
-from stats.width import grid_bounds, width_verdict
+from stats.width import boundary_p, grid_bounds, width_verdict
 
 SHAPES = ("sharp", "gradual", "unresolved", "none")
 
@@ -183,13 +183,17 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 
 
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
-                     switched=None) -> ShapeVerdict:
+                     switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0) -> ShapeVerdict:
     """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
     (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
     :func:`stats.switching.switched_counts`, where the heads' flags are known): the fitted width's
     interval from ``times``, narrowed where the counts follow the same heads (``identity``) by
     the grid's bounds of the settled heads' rise, and for aggregate counts bounded by the
-    spacing where the fitted rise lies inside one checkpoint interval."""
+    spacing where the fitted rise lies inside one checkpoint interval. For aggregate counts a
+    claim must besides exclude its boundary (:func:`stats.width.boundary_p` at ``alpha``, with
+    the dispersion ``phi``): the parametric bootstrap refits draws from the fitted curve, so a
+    step fitted to noise bootstraps as a step; the boundary test asks whether a rise of width C
+    fits nearly as well."""
     x = np.log10(np.asarray(tokens, float))
     direction = 1.0 if ev.get("max_jump", 1.0) is None or not np.isfinite(ev.get("max_jump", 1.0)) \
         else float(np.sign(ev.get("max_jump", 1.0)) or 1.0)
@@ -200,16 +204,32 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
             ci = None  # "inside one interval" is the fit's reading; the heads' switch-on times show where they are
     if regime == "identity":
         grid = grid_bounds(tokens, k if switched is None else switched, direction)
+        if grid is not None and times is not None and _beyond_range(times, x):
+            grid = grid | {"upper": float("inf"), "beyond": True}
     elif times is not None:
         if times.width_is_bound and times.bracket_tokens is not None:
             j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
             grid = {"lower": 0.0, "upper": float(x[j + 1] - x[j]), "low_between": [j, j + 1], "high_between": [j, j + 1]}
     shape, reason, wev = width_verdict(width, ci, grid, cfg.sharp_width_decades, [str(r) for r in revisions])
     ev.update(wev)
+    if regime != "identity" and shape in ("sharp", "gradual"):  # fresh draws: the claim must exclude its boundary
+        p_b = boundary_p(tokens, k, n, phi, cfg.sharp_width_decades, shape)
+        ev["p_boundary"] = p_b
+        if p_b > alpha:
+            shape, reason = "unresolved", (f"unresolved: read {shape} ({reason}), but a rise of 10-90 width "
+                                           f"{cfg.sharp_width_decades:g} decades, the criterion, fits nearly as well "
+                                           f"(boundary test p = {p_b:.3g} > {alpha}): the noise does not tell")
     if ev.get("max_jump_revisions"):
         a, b = ev["max_jump_revisions"]
         reason += f"; the largest jump ({a} -> {b}) holds {_pct(ev['max_jump_share'])} of the rise"
     return ShapeVerdict(shape, reason, ev)
+
+
+def _beyond_range(times, x) -> bool:
+    """The fitted rise's 10 % or 90 % point lies outside the screened range (log10 tokens ``x``): the
+    heads seen switching are part of a rise that goes on before or after it, so their spread bounds
+    the rise's width from below only."""
+    return bool(np.log10(times.onset) < x[0] - 1e-9 or np.log10(times.saturation) > x[-1] + 1e-9)
 
 
 def jump_location(tokens, revisions, i: Optional[int]) -> dict:
@@ -275,7 +295,8 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     reason = _none_reason(ev, cfg, fits, change, alpha)
     if reason is not None:
         return ShapeVerdict("none", reason, ev)
-    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched)
+    phi = 1.0 if fits is None else float(fits["logistic"].dispersion)
+    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched, alpha, phi)
 
 
 def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:

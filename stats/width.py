@@ -14,7 +14,10 @@ not of the checkpoints, so the verdict is one the grid can only *resolve* or not
   lies between the last revision below 0.1 and the next, the 90 % point between the last
   below 0.9 and the next, so the width lies in ``[x_b - x_a+1, x_b+1 - x_a]`` (log10
   tokens). Adding revisions only narrows these bounds; a rise inside one checkpoint
-  interval of ``s`` decades has bounds ``[0, s]``.
+  interval of ``s`` decades has bounds ``[0, s]``. The upper bound holds only for a rise
+  that lies inside the range: where the fitted rise's 10 % or 90 % point lies outside it,
+  the heads seen switching are part of a rise that goes on beyond, and their spread bounds
+  the width from below only (:func:`stats.shape.sharp_or_gradual` drops the upper bound).
 
 Where the counts follow the same heads both count (the fit models the rise; the heads' own
 switch-on times bound it, and can show a tail or a second phase that a symmetric logistic
@@ -41,6 +44,8 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
+
+from scipy.stats import chi2
 
 from stats.isotonic import isotonic_fit
 
@@ -86,7 +91,7 @@ def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revi
     ev = {"width_lower": lower, "width_upper": upper, "width_grid": None if grid is None else [g_lo, g_hi],
           "sharp_width_decades": criterion}
     c = _fmt(criterion)
-    one_interval = grid is not None and grid["low_between"] == grid["high_between"]
+    one_interval = grid is not None and not grid.get("beyond") and grid["low_between"] == grid["high_between"]
     where = ""
     if grid is not None:
         a, b = grid["low_between"][0], grid["high_between"][1]
@@ -116,3 +121,42 @@ def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revi
     return "unresolved", (f"unresolved: the width lies between {_fmt(lower)} and {_fmt(upper)} decades, on both sides "
                           f"of the criterion {c} ({fitted}); more revisions around the rise"
                           + (f" ({where})" if where else "") + f" or more heads would tell{misfit}"), ev
+
+
+def _profile_ss(x, y, w, slopes) -> float:
+    """The least weighted squared error of ``floor + (ceiling - floor) expit(s (x - x50))`` over
+    ``slopes`` and a fine grid of midpoints (floor and ceiling in closed form: linear given the shape)."""
+    span = max(float(x[-1] - x[0]), 0.1)
+    x50 = np.linspace(x[0] - span, x[-1] + span, 401)
+    g = 1.0 / (1.0 + np.exp(-np.clip(slopes[:, None, None] * (x[None, None, :] - x50[None, :, None]), -50, 50)))
+    sw, swg, swgg = w.sum(), (w * g).sum(-1), (w * g * g).sum(-1)
+    swy, swgy = (w * y).sum(), (w * g * y).sum(-1)
+    det = sw * swgg - swg**2
+    ok = det > 1e-12 * sw * sw
+    c = np.where(ok, (sw * swgy - swg * swy) / np.where(ok, det, 1.0), 0.0)
+    a = (swy - c * swg) / sw
+    resid = y[None, None, :] - a[..., None] - c[..., None] * g
+    return float((w * resid**2).sum(-1).min())
+
+
+def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str) -> float:
+    """How well a rise of 10-90 width exactly ``criterion`` (the boundary of the claim ``shape``)
+    fits besides the best rise of any width: the p-value of ``(SS_C - SS_free) / phi`` against
+    chi-square(1) halved (a one-sided boundary), where ``SS`` is the weighted squared error of
+    the fractions (weights ``n / (p (1 - p))``, ``p`` the monotone fit's level there) of the best logistic
+    with its width held on the claim's boundary side (``sharp``: width >= C, the gentlest
+    alternative the claim excludes; ``gradual``: width <= C, down to a step) and of the best of any
+    width. A claim whose boundary fits about as well is one the noise does not establish."""
+    x = np.log10(np.asarray(tokens, float))
+    y = np.asarray(k, float) / np.asarray(n, float)
+    up = 1.0 if y[-1] >= y[0] else -1.0
+    p = np.clip(up * isotonic_fit(up * y, np.asarray(n, float))[0], 0.01, 0.99)  # the monotone fit's levels
+    w = np.asarray(n, float) / (p * (1 - p))
+    s_c = 2 * np.log(9.0) / criterion
+    span = max(float(x[-1] - x[0]), 0.1)
+    gentle = np.geomspace(2 * np.log(9.0) / (10 * span), s_c, 24)
+    steep = np.geomspace(s_c, 2 * np.log(9.0) / 1e-3, 24)
+    held = gentle if shape == "sharp" else steep
+    free = _profile_ss(x, y, w, np.concatenate([gentle, steep]))
+    stat = max(_profile_ss(x, y, w, held) - free, 0.0) / max(phi, 1.0)
+    return float(0.5 * chi2.sf(stat, 1))

@@ -124,3 +124,18 @@ def test_the_settled_heads_are_counted_on_the_grid_there_is():
     assert ca.censored is None
     assert ca.verdict.shape in ("sharp", "unresolved"), ca.verdict.reason
     assert "within one checkpoint interval" in ca.verdict.reason
+
+
+def test_boundary_test_asks_whether_a_rise_of_width_c_fits_nearly_as_well():
+    from stats.simulate import logistic_probability, logspaced_tokens, step_probability
+    from stats.width import boundary_p
+
+    tok = logspaced_tokens(1e9, 3e12, 10)
+    n = np.full(10, 512)
+    step = np.round(step_probability(tok, 0.05, 0.6, 4) * n)  # the expected counts of a step
+    assert boundary_p(tok, step, n, 1.0, C, "sharp") < 1e-6  # a rise of width C is far off a step
+    assert boundary_p(tok, step, n, 1.0, C, "gradual") == 0.5  # a step is on the sharp side: nothing to exclude
+    ramp = np.round(logistic_probability(tok, 0.0, 0.6, 1e11, 2.5) * n)
+    assert boundary_p(tok, ramp, n, 1.0, C, "gradual") < 1e-6 and boundary_p(tok, ramp, n, 1.0, C, "sharp") == 0.5
+    small = np.round(step_probability(tok, 0.05, 0.25, 4) * 16)  # a step of 3 heads of 16: the noise does not tell
+    assert boundary_p(tok, small, np.full(10, 16), 4.0, C, "sharp") > 0.05
