@@ -34,7 +34,7 @@ logistic's), the position, and the shape by the criterion ``C`` (decades;
 ``analysis.shape.sharp_width_decades``): ``sharp`` when the width is <= C, ``gradual``
 when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) or one the
 grid cannot resolve (:func:`grid_resolves`: a sharp rise whose bracketing revisions are
-more than C apart, a gradual one with fewer than two revisions inside it) is
+more than C apart, a gradual one without two revisions inside it more than C apart) is
 *unresolvable*: ``unresolved`` or either shape is accepted, ``none`` is not
 (:func:`stats.space_scores.score_study`); ``unresolved`` on a resolvable truth counts as not right.
 ``none`` is accepted besides where the data cannot show the change: a rise in the last
@@ -252,11 +252,14 @@ def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
     """Whether revisions at log10 tokens ``x`` can tell a rise from ``x10`` to ``x90`` (its 10 % and 90 %
     points) sharp from gradual by ``criterion`` C: a sharp rise (width <= C) when the revisions that
     bracket it (the last at or before ``x10``, the first at or after ``x90``) are at most C apart, so
-    that the data bound its width by C; a gradual one when at least two revisions lie inside it."""
+    that the data bound its width by C; a gradual one when revisions inside it lie more than C apart
+    (the first and last of them bound its width from below, so that it exceeds C on this grid
+    whatever the shape of the rise between checkpoints)."""
     if x90 - x10 <= criterion:
         before, after = x[x <= x10], x[x >= x90]
         return bool(before.size and after.size and after[0] - before[-1] <= criterion)
-    return int(np.sum((x > x10) & (x < x90))) >= 2
+    inside = x[(x > x10) & (x < x90)]
+    return bool(inside.size >= 2 and inside[-1] - inside[0] > criterion)
 
 
 def oracle_z(expected, variance) -> float:

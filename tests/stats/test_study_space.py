@@ -94,9 +94,11 @@ def test_truths_on_constructed_cases():
     assert _truth(x, 10.25, 10.1, 10.4, False, 0.5).accepted() == ("sharp",)
     # a sharp rise straddling a revision between two 1-decade intervals: its width is bounded by 2 decades only
     assert not _truth(np.array([9.0, 10.0, 11.0]), 10.0, 9.9, 10.1, False, 0.5).grid_resolvable
-    # a gradual rise (0.8 decades) with no revision inside it, then one with two inside
+    # a gradual rise (0.8 decades) with no revision inside it; one (1.3 decades) whose two revisions inside are 0.5
+    # apart, which bound its width from below by 0.5 only; then one with revisions inside 1 decade apart
     assert not _truth(x, 11.5, 11.1, 11.9, False, 0.5).grid_resolvable
-    assert _truth(x, 10.25, 9.6, 10.9, False, 0.5).accepted() == ("gradual",)
+    assert not _truth(x, 10.25, 9.6, 10.9, False, 0.5).grid_resolvable
+    assert _truth(x, 10.0, 9.4, 10.7, False, 0.5).accepted() == ("gradual",)
     left = _truth(x, 8.5, 8.0, 9.0, False, 0.5)
     right = _truth(x, 12.4, 12.3, 12.5, False, 0.5)
     assert (left.censored, left.position, left.accepted()) == ("left", "before", ("none",))
