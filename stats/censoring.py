@@ -145,21 +145,15 @@ def censoring_from_fit(curve: Curve, log10_t50: float, draws=None, level: float 
     midpoint fitted just before the first revision may lie in the first interval): ``t50 <=
     max(t_1, upper limit)`` or ``t50 > min(t_m, lower limit)``."""
     x = np.log10(curve.tokens)
-    first, last = curve.revisions[0], curve.revisions[-1]
-    if log10_t50 < x[0]:
-        limit = None if draws is None else float(np.quantile(draws, level))
-        if limit is not None and limit > x[0]:
-            return Censoring("left", f"left-censored: the fitted midpoint lies before the first revision ({first}); only "
-                                     f"the end of the rise is seen (t50 <= {10**limit:.3g} tokens, the upper {level:.0%} "
-                                     "limit of its bootstrap)", bound_tokens=float(10 ** min(limit, x[-1])))
-        return Censoring("left", f"left-censored: the fitted midpoint lies before the first revision ({first}); only the "
-                                 f"end of the rise is seen (t50 <= {first})")
-    if log10_t50 > x[-1]:
-        limit = None if draws is None else float(np.quantile(draws, 1 - level))
-        if limit is not None and limit < x[-1]:
-            return Censoring("right", f"right-censored: the fitted midpoint lies after the last revision ({last}); only "
-                                      f"the start of the rise is seen (t50 > {10**limit:.3g} tokens, the lower {level:.0%} "
-                                      "limit of its bootstrap)", bound_tokens=float(10 ** max(limit, x[0])))
-        return Censoring("right", f"right-censored: the fitted midpoint lies after the last revision ({last}); only the "
-                                  f"start of the rise is seen (t50 > {last})")
-    return None
+    if x[0] <= log10_t50 <= x[-1]:
+        return None
+    left = log10_t50 < x[0]
+    side, end, rev = ("left", x[0], curve.revisions[0]) if left else ("right", x[-1], curve.revisions[-1])
+    where, seen, rel = ("before the first", "end", "<=") if left else ("after the last", "start", ">")
+    head = f"{side}-censored: the fitted midpoint lies {where} revision ({rev}); only the {seen} of the rise is seen"
+    limit = None if draws is None else float(np.quantile(draws, level if left else 1 - level))
+    if limit is not None and (limit > end if left else limit < end):
+        bound = min(limit, x[-1]) if left else max(limit, x[0])
+        return Censoring(side, f"{head} (t50 {rel} {10**limit:.3g} tokens, the {'upper' if left else 'lower'} "
+                               f"{level:.0%} limit of its bootstrap)", bound_tokens=float(10**bound))
+    return Censoring(side, f"{head} (t50 {rel} {rev})")

@@ -53,16 +53,13 @@ def switch_on(flags) -> np.ndarray:
         return np.full(h, -1)
     on = isotonic_fit(f.T, np.ones_like(f.T)) > 0.5 + 1e-9  # heads x revisions
     j = np.where(on.any(1), on.argmax(1), m)
-    before = np.cumsum(np.vstack([np.zeros((1, h)), f]), 0)  # flags on before each revision
-    total = before[-1]
-    k_b = before[np.minimum(j, m), np.arange(h)]
-    L, k_a = m - j, total - k_b
-    with np.errstate(invalid="ignore", divide="ignore"):
-        q = np.where(j > 0, k_b / np.maximum(j, 1), 0.0)
-    chance = np.where(L > 0, binom.sf(k_a - 1, np.maximum(L, 1), q), 1.0)
+    before = np.vstack([np.zeros((1, h)), np.cumsum(f, 0)])  # flags on before each revision
+    k_b = before[j, np.arange(h)]
+    L, k_a = m - j, before[-1] - k_b
+    q = np.where(j > 0, k_b / np.maximum(j, 1), 0.0)
+    chance = binom.sf(k_a - 1, np.maximum(L, 1), q)  # a head with L = 0 fails L >= SETTLED_REVISIONS below
     on_at_end = f[-SETTLED_REVISIONS:].all(0) if m >= SETTLED_REVISIONS else np.zeros(h, bool)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        steady = k_a >= SETTLED_SHARE * L
+    steady = k_a >= SETTLED_SHARE * L
     settled = (L >= SETTLED_REVISIONS) & on_at_end & steady & (chance <= SETTLE_ALPHA)
     return np.where(settled, j, -1)
 
