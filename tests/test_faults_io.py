@@ -25,8 +25,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import ROOT, all_runs, command, env, local_model, parents, screens
-from test_faults_store import REVISIONS, checkpoints  # noqa: F401  (fixture)
-from test_tracking_server import free_port
+from test_faults_store import REVISIONS, checkpoints, mlflow_server  # noqa: F401  (fixture)
 
 
 @contextmanager
@@ -115,37 +114,6 @@ def test_an_unwritable_folder_is_one_line_before_any_work(setting, tmp_path):
 
 
 # --- point 4: a tracking server that stops answering ---------------------------------------------
-
-@contextmanager
-def mlflow_server(folder: Path):
-    port = free_port()
-    cmd = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port", str(port),
-           "--workers", "1", "--backend-store-uri", f"sqlite:///{folder}/server.db",
-           "--artifacts-destination", str(folder / "artifacts"), "--serve-artifacts"]
-    log = open(folder / "server.log", "w")
-    proc = subprocess.Popen(cmd, cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env=dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true"))
-    url = f"http://127.0.0.1:{port}"
-    import urllib.request
-
-    deadline = time.time() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                os.killpg(proc.pid, signal.SIGKILL)
-                raise AssertionError(f"mlflow server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.3)
-    try:
-        yield proc, url
-    finally:
-        os.killpg(proc.pid, signal.SIGCONT)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        log.close()
-
 
 @pytest.mark.slow
 def test_a_server_that_stops_answering_stops_the_sweep_within_the_bound(checkpoints, tmp_path):  # noqa: F811

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 import signal
 import subprocess
 import sys
@@ -33,13 +34,13 @@ from tiny_models import save_revisions
 REVISIONS = ("step10", "step100", "step1000")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A real ``mlflow server`` on 127.0.0.1 for the module (SQLite backend, served artifacts in a
-    temporary folder, no telemetry); stopped at once afterwards (SIGKILL after 3 s)."""
+@contextmanager
+def mlflow_server(folder: Path):
+    """A real ``mlflow server`` on 127.0.0.1 (SQLite backend and served artifacts in ``folder``, no
+    telemetry): ``(process, url)`` once it answers; stopped afterwards (resumed if stopped, SIGTERM,
+    SIGKILL after 3 s)."""
     import urllib.request
 
-    folder = tmp_path_factory.mktemp("server")
     port = free_port()
     cmd = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port", str(port),
            "--workers", "1", "--backend-store-uri", f"sqlite:///{folder}/server.db",
@@ -59,14 +60,25 @@ def server(tmp_path_factory):
             os.killpg(proc.pid, signal.SIGKILL)
             raise AssertionError(f"mlflow server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
         time.sleep(0.3)
-    yield url, folder
-    os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    log.close()
+        yield proc, url
+    finally:
+        os.killpg(proc.pid, signal.SIGCONT)
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real ``mlflow server`` for the module (:func:`mlflow_server`): ``(url, folder)``."""
+    folder = tmp_path_factory.mktemp("server")
+    with mlflow_server(folder) as (_, url):
+        yield url, folder
 
 
 @pytest.fixture(scope="module")
