@@ -15,7 +15,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from stats.study_space import DEFAULT_CRITERION, SampledStudy, StudySpace, sample_pair, sample_study
+from stats.study_space import DEFAULT_CRITERION, DETECTABLE_Z, SampledStudy, StudySpace, sample_pair, sample_study
 
 #: The factors of the by-factor tables, in print order.
 FACTORS = ("grid", "revisions", "position", "switching heads", "regime", "true width", "detectable")
@@ -123,17 +123,23 @@ def errors(records: list) -> list:
 
 def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
     """A pair's bins: the early class's grid, revisions, position and regime, the fewer switching heads
-    of the two, the wider true width of the two, and ``detectable``: both changes are detectable and a
-    revision lies between the two t50s (else the checkpoints cannot order them)."""
+    of the two, the wider true width of the two, and ``detectable``: both changes are detectable, a
+    revision lies between the two t50s (else the checkpoints cannot order them) and, for aggregate
+    counts, the gap is at least :data:`~stats.study_space.DETECTABLE_Z` oracle standard errors
+    (:func:`~stats.study_space.oracle_t50_se` of both t50s: a gap the counts' noise hides is not
+    one a test can find, whatever the grid)."""
     bins, other = factor_bins(early), factor_bins(late)
     order = ("sharp", "borderline", "gradual")
     fewer = early if early.factors["n_switch"] <= late.factors["n_switch"] else late
     x = np.log10(early.sim.tokens[early.sim.tokens > 0])
     lo, hi = sorted(np.log10([early.truth.t50, late.truth.t50]))
     between = bool(np.any((x > lo) & (x < hi)))
+    se = np.hypot(early.truth.t50_se, late.truth.t50_se)
+    resolved = se == 0 or (hi - lo) / se >= DETECTABLE_Z
     return bins | {"switching heads": factor_bins(fewer)["switching heads"],
                    "true width": max(bins["true width"], other["true width"], key=order.index),
-                   "detectable": "yes" if early.truth.detectable and late.truth.detectable and between else "no"}
+                   "detectable": "yes" if early.truth.detectable and late.truth.detectable and between and resolved
+                   else "no"}
 
 
 def pair_records(n: int, ratio: float, cfg, rng: np.random.Generator, space: StudySpace = StudySpace(),

@@ -190,6 +190,9 @@ class StudyTruth:
     z: float = float("inf")
     #: heads on from the first revision whatever the rise (followed heads' background; 0 for aggregates)
     present_at_start: float = 0.0
+    #: the oracle standard error of log10 t50 (:func:`oracle_t50_se`; 0 for followed heads, whose t50 the
+    #: grid alone brackets)
+    t50_se: float = 0.0
 
     @property
     def detectable(self) -> bool:
@@ -273,6 +276,24 @@ def oracle_z(expected, variance) -> float:
     return float(np.sqrt(np.sum((c - c.mean()) ** 2) / v))
 
 
+def oracle_t50_se(tokens, n_heads: int, curve: AggregateCurve) -> float:
+    """The standard error of log10 t50 that an oracle knowing everything but t50 would have from
+    aggregate counts on the grid ``tokens``: ``1 / sqrt(I)``, ``I = sum_i (n dp_i / dx50)^2 / v_i``
+    (Fisher information of the logistic's midpoint; ``v_i`` the counts' variance, at least a
+    quarter of a head squared). The analysis, which also fits the floor, ceiling and width, is
+    held to gaps of at least :data:`DETECTABLE_Z` of these (:func:`stats.space_scores.pair_bins`)."""
+    tokens = np.asarray(tokens, float)
+    tokens = tokens[tokens > 0]
+    x = np.log10(tokens)
+    k = 2.0 * np.log(9.0) / curve.width_decades
+    s = 1.0 / (1.0 + np.exp(-k * (x - np.log10(curve.t50))))
+    dp = (curve.ceiling - curve.floor) * k * s * (1.0 - s)
+    p = curve.rise(tokens)
+    v = np.maximum(curve.dispersion * n_heads * p * (1.0 - p), 0.25)
+    info = float(np.sum((n_heads * dp) ** 2 / v))
+    return float("inf") if info <= 0 else float(1.0 / np.sqrt(info))
+
+
 def _flat_truth(x, criterion: float) -> StudyTruth:
     return StudyTruth(float("nan"), None, 0.0, "flat", False, criterion)
 
@@ -353,7 +374,8 @@ def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, 
     half = width / 2
     p = curve.rise(10**x)
     truth = _truth(x, x50, x50 - half, x50 + half, decline_at is not None, criterion)
-    return sim, dataclasses.replace(truth, z=oracle_z(n_heads * p, dispersion * n_heads * p * (1 - p))), None
+    return sim, dataclasses.replace(truth, z=oracle_z(n_heads * p, dispersion * n_heads * p * (1 - p)),
+                                    t50_se=oracle_t50_se(tokens, n_heads, curve)), None
 
 
 def _pair_grid(rng, space: StudySpace, span: float):

@@ -222,3 +222,48 @@ def test_pair_bins_take_the_fewer_heads_and_the_wider_width():
         assert b["true width"] in widths and (b["true width"] == "gradual") == ("gradual" in widths)
         fewer = min(early.factors["n_switch"], late.factors["n_switch"])
         assert b["switching heads"] == factor_bins(early if early.factors["n_switch"] == fewer else late)["switching heads"]
+
+
+def test_oracle_t50_se_is_the_spread_of_the_midpoint_when_the_rest_is_known():
+    """Known answer by simulation: fresh binomial counts around a logistic on a log grid, the midpoint
+    alone fitted by maximum likelihood (floor, ceiling and width known): the spread of the fitted
+    log10 t50 over many draws matches the oracle's standard error, and more heads shrink it."""
+    from scipy.optimize import minimize_scalar
+
+    from stats.simulate import AggregateCurve
+    from stats.study_space import oracle_t50_se
+
+    tokens = np.logspace(8, 11, 12)
+    curve = AggregateCurve("logistic", 0.02, 0.3, 10**9.4, 0.8)
+    n = 200
+    se = oracle_t50_se(tokens, n, curve)
+    rng = np.random.default_rng(3)
+    fits = []
+    for _ in range(400):
+        k = rng.binomial(n, curve.rise(tokens))
+
+        def nll(x50):
+            p = np.clip(AggregateCurve("logistic", 0.02, 0.3, 10**x50, 0.8).rise(tokens), 1e-9, 1 - 1e-9)
+            return -np.sum(k * np.log(p) + (n - k) * np.log(1 - p))
+
+        fits.append(minimize_scalar(nll, bounds=(8.0, 11.0), method="bounded").x)
+    assert np.std(fits) == pytest.approx(se, rel=0.15)
+    assert oracle_t50_se(tokens, 4 * n, curve) == pytest.approx(se / 2, rel=0.01)
+
+
+def test_a_pair_the_counts_noise_hides_is_not_detectable():
+    """Aggregate pairs whose 5x gap is under DETECTABLE_Z oracle standard errors are scored as not
+    detectable, whatever the grid; followed heads are judged by the grid (a revision between)."""
+    rng = np.random.default_rng(11)
+    seen = set()
+    for _ in range(200):
+        early, late = sample_pair(rng, 5.0)
+        b = pair_bins(early, late)
+        if early.factors["regime"] == "identity":
+            assert early.truth.t50_se == 0.0 and late.truth.t50_se == 0.0
+            continue
+        gap_z = np.log10(5.0) / np.hypot(early.truth.t50_se, late.truth.t50_se)
+        if gap_z < DETECTABLE_Z:
+            assert b["detectable"] == "no"
+        seen.add(gap_z < DETECTABLE_Z)
+    assert seen == {True, False}  # the space holds both
