@@ -3,10 +3,12 @@
 - **The store**: the one the last job or sweep used (:func:`remember_job` writes it to
   ``<home>/outputs/last_job.json`` at the end of each; without it, the default store
   ``<home>/outputs/mlflow.db``), or ``--store URI``.
-- **The UI**: for a local store, ``mlflow ui`` is started on ``127.0.0.1`` (port 5000, or the next
-  free one; ``--port``) and waited for (``/health``, at most ``--wait`` seconds); for a tracking
-  server, its own UI. Then the runs table and the saved view of the curves are printed, opened on
-  "Model training" (emergence/contract/mlflow_ui.py), and the UI runs until Ctrl-C.
+- **The UI**: for a local store, ``mlflow server --app-name emergence`` (MLflow's UI, whose pages
+  open on "Model training" in a browser that has not chosen: emergence/ui_app.py) is started on
+  ``127.0.0.1`` (port 5000, or the next free one; ``--port``) and waited for (``/health``, at most
+  ``--wait`` seconds); for a tracking server, its own UI. Then the runs table and the saved view of
+  the curves are printed, opened on "Model training" (emergence/contract/mlflow_ui.py), and the UI
+  runs until Ctrl-C.
 - **The report**: the newest ``report.md`` under ``<home>/outputs/stats/``, its path and its
   opening lines printed (``--open``: also opened in the browser with the runs table).
 
@@ -34,6 +36,8 @@ from emergence.contract.paths import emergence_home
 #: Where the last job's store is written down, under ``<home>/outputs``.
 LAST_JOB_FILE = "last_job.json"
 DEFAULT_PORT = 5000
+#: The MLflow app plug-in the UI is served with (pyproject's ``mlflow.app`` entry point).
+UI_APP = "emergence"
 #: Lines of the report printed (its title and the opening summary).
 REPORT_LINES = 30
 
@@ -85,11 +89,11 @@ def free_port(start: int) -> int:
 
 
 def start_ui(tracking_uri: str, port: int, wait_s: float) -> tuple:
-    """Start ``mlflow ui`` on the local store ``tracking_uri`` at 127.0.0.1:``port`` and wait for it;
+    """Start the MLflow UI (:data:`UI_APP`) on the local store ``tracking_uri`` at 127.0.0.1:``port`` and wait for it;
     ``(process, base URL)``. Raises ``RuntimeError`` with the UI's last output when it does not answer."""
     mlflow_cli = Path(sys.executable).with_name("mlflow")
-    cmd = [str(mlflow_cli) if mlflow_cli.exists() else "mlflow", "ui", "--backend-store-uri", tracking_uri,
-           "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    cmd = [str(mlflow_cli) if mlflow_cli.exists() else "mlflow", "server", "--backend-store-uri", tracking_uri,
+           "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--app-name", UI_APP]
     log = outputs() / "mlflow_ui.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": os.environ.get("MLFLOW_DISABLE_TELEMETRY", "true")}

@@ -12,16 +12,21 @@ needed), saves a PNG of each and says what each shows:
    ``compareRunsMode=CHART``): must show the runs grouped by model and the charts against tokens;
    whether a chart legend has an empty "Unassigned" entry is reported (``legend``);
 3. ``bare``: the bare experiment URL ``#/experiments/<id>`` (what the experiment list links
-   to) in a fresh browser: reported as found (MLflow 3.17.2 opens it on the GenAI overview,
-   the UI's default: emergence/contract/mlflow_ui.py);
-4. ``switched``: "Model training" clicked once in the sidebar, then the bare URL opened again
+   to) in a fresh browser: must show the runs table (MLflow 3.17.2 alone opens it on the GenAI
+   overview; the UI the tool serves, emergence/ui_app.py, sets the "Model training" switch);
+4. ``run``: a screen run's page ``#/experiments/<id>/runs/<run>`` in a fresh browser: must
+   show the model-training run page (its model and system metrics tabs);
+5. ``switched``: "Model training" clicked once in the sidebar, then the bare URL opened again
    in that browser: must show the runs table (the browser remembers the switch).
+
+The server is started as ``python -m emergence.ui`` starts it (``mlflow server --app-name
+emergence``).
 
 Without ``--store`` it first makes a small study with the tool in a temporary EMERGENCE_HOME
 (two fast toys trained in seconds, a ``-m`` sweep with its parent run). With ``--store`` it
 opens a copy of that SQLite store, after ``emergence.tracking.prepare_store`` (the tags any
 job of the tool writes). Needs Debian's ``chromium`` and ``chromium-driver``. Exit 0 when
-pages 1, 2 and 4 show what they must.
+every page shows what it must and the view's legends have no empty entry.
 
     .venv/bin/python scripts/check_mlflow_ui.py [--store FILE.db] [--experiment emergence] [--out DIR]
 """
@@ -100,9 +105,12 @@ def copy_store(store: Path, work: Path, experiment: str) -> str:
 
 
 def start_server(uri: str, work: Path, port: int) -> subprocess.Popen:
+    from emergence.ui import UI_APP
+
     env = dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true")
     mlflow = str(Path(sys.executable).with_name("mlflow"))
-    cmd = [mlflow, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--backend-store-uri", uri]
+    cmd = [mlflow, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--backend-store-uri", uri,
+           "--app-name", UI_APP]  # as python -m emergence.ui serves it
     server = subprocess.Popen(cmd, cwd=work, env=env, stdout=open(work / "server.log", "w"), stderr=subprocess.STDOUT,
                               start_new_session=True)
     wait_until("mlflow server", lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).status
@@ -145,6 +153,8 @@ def what_shows(text: str, view_section: str) -> str:
     overview, or something else."""
     if "Run Name" in text and "matching runs" in text:
         return "runs table, charts of the saved view" if (view_section in text and "Group:" in text) else "runs table"
+    if "Model metrics" in text and "System metrics" in text:
+        return "run page, model training"
     if "Overview" in text and "Traces" in text:
         return "GenAI overview"
     return "something else"
@@ -167,7 +177,7 @@ def look(browser: Browser, url: str, want: str, view_section: str, shot: Path, t
     return what_shows(browser.text(), view_section)
 
 
-def check_pages(port: int, experiment_id: str, out: Path, work: Path) -> dict:
+def check_pages(port: int, experiment_id: str, run_id: str, out: Path, work: Path) -> dict:
     from emergence.contract.mlflow_ui import experiment_url, view_url
 
     section = "Against tokens"
@@ -182,7 +192,8 @@ def check_pages(port: int, experiment_id: str, out: Path, work: Path) -> dict:
         wait_until("chromedriver", lambda: http("GET", f"{driver_url}/status")["value"]["ready"], timeout=60)
         pages = [("runs", experiment_url(base, experiment_id), "runs table"),
                  ("view", view_url(base, experiment_id), "runs table, charts of the saved view"),
-                 ("bare", bare, None)]
+                 ("bare", bare, None),
+                 ("run", f"{bare}/runs/{run_id}", None)]
         for name, url, want in pages:
             browser = Browser(driver_url, work / f"profile-{name}")
             try:
@@ -227,7 +238,9 @@ def main() -> int:
         port = free_port()
         server = start_server(uri, work, port)
         try:
-            found = check_pages(port, exp.experiment_id, args.out, work)
+            screen_run = mlflow.MlflowClient(uri).search_runs([exp.experiment_id], "tags.`emergence.kind` = 'screen'",
+                                                              max_results=1)[0]
+            found = check_pages(port, exp.experiment_id, screen_run.info.run_id, args.out, work)
         finally:
             os.killpg(server.pid, 15)
             server.wait(timeout=60)
@@ -235,6 +248,7 @@ def main() -> int:
     for name, (url, shows) in found.items():
         print(f"  {name:9} {shows:40} {args.out / (name + '.png')}  ({url})")
     must = {"runs": "runs table", "columns": "key metric columns", "view": "runs table, charts of the saved view",
+            "legend": "no empty legend entry", "bare": "runs table", "run": "run page, model training",
             "switched": "runs table"}
     bad = [name for name, want in must.items() if found.get(name, ("", ""))[1] != want]
     print("check passed" if not bad else f"check failed: {', '.join(bad)} did not show what they must")

@@ -53,3 +53,27 @@ def test_a_ui_that_does_not_answer_in_time_is_one_error(tmp_path):
     assert proc.returncode == 1
     assert "error: mlflow ui did not answer on http://127.0.0.1:" in proc.stderr
     assert "no statistics report under" in proc.stdout
+
+def test_the_ui_it_starts_opens_on_model_training(tmp_path, monkeypatch):
+    """The UI the command serves (``mlflow server --app-name emergence``, a real process) is MLflow's,
+    its page setting the sidebar's "Model training" switch where the browser has none (MLflow alone
+    lands on its GenAI pages); the API answers as MLflow's."""
+    import json
+    import urllib.request
+
+    from emergence.ui import start_ui, stop_ui
+    from emergence.ui_app import SCRIPT, with_switch
+
+    monkeypatch.setenv("EMERGENCE_HOME", str(tmp_path))
+    proc, base = start_ui(f"sqlite:///{tmp_path}/study.db", free_port(), 180)
+    try:
+        page = urllib.request.urlopen(f"{base}/", timeout=30).read().decode()
+        found = json.loads(urllib.request.urlopen(f"{base}/api/2.0/mlflow/experiments/search?max_results=5",
+                                                  timeout=30).read())
+    finally:
+        stop_ui(proc)
+    assert page.lower().startswith("<!doctype html>") and SCRIPT in page and "static-files/static/js/main." in page
+    assert page.index(SCRIPT) < page.index("static-files/static/js/main.")  # before the UI's own scripts
+    assert "localStorage.getItem('mlflow.workflowType_v1')" in SCRIPT  # a choice the browser made stands
+    assert [e["name"] for e in found["experiments"]] == ["Default"]
+    assert with_switch(b"<p>no head</p>") == b"<p>no head</p>"

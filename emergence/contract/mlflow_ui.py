@@ -10,7 +10,9 @@ checked in headless Chromium (``scripts/check_mlflow_ui.py``, docs/checks.md):
   runs table. No tag and no server setting changes that default (MLflow issue #24498 reports
   it), so every URL this tool prints carries ``workflowType=machine_learning``
   (:func:`experiment_url`), and "Model training" picked once in the sidebar is remembered
-  by the browser for every experiment.
+  by the browser for every experiment. The UI that ``python -m emergence.ui`` starts
+  (emergence/ui_app.py) sets that switch itself where the browser has none, so that the
+  experiment list's links and every run page open on "Model training" too.
 - ``mlflow.experimentKind = custom_model_development`` (:data:`EXPERIMENT_KIND_TAG`) marks
   a model-development experiment: the UI's code reads it to choose the landing tab only where
   the switch is disabled (the MLflow 3 releases from before the switch), and the 3.17 UI shows
@@ -64,8 +66,12 @@ RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW_KEY}"
 RUNS_VIEW_NAME = "screen runs: model, revision, tokens, key metrics"
 #: Where ``mlflow ui`` serves when it is given no --host/--port.
 DEFAULT_UI = "http://127.0.0.1:5000"
+#: The sidebar switch's "Model training" value, and the browser's localStorage key that holds it
+#: (the UI's versioned storage: ``<key>_v<version>``, a JSON value).
+WORKFLOW_TRAINING = "machine_learning"
+WORKFLOW_STORAGE_KEY = "mlflow.workflowType_v1"
 #: The URL parameters that open the runs table (the sidebar switch on "Model training").
-RUNS_PARAMS = {"workflowType": "machine_learning"}
+RUNS_PARAMS = {"workflowType": WORKFLOW_TRAINING}
 
 
 def _line_chart(metric: str, section: str) -> dict:

@@ -1,0 +1,68 @@
+"""The MLflow UI that ``python -m emergence.ui`` serves: MLflow's own server app, whose pages open
+in the "Model training" view in a browser that has not chosen one.
+
+MLflow 3.17's UI lands on its GenAI pages (an experiment on its GenAI overview, a run page in the
+"Evaluation runs" mode) unless the browser's localStorage holds the sidebar's switch
+(``mlflow.workflowType_v1``) or the URL carries ``workflowType`` (emergence/contract/mlflow_ui.py):
+no tag or server setting changes that default. This app is MLflow's (``mlflow.server.fastapi_app``)
+with one addition: the UI's page (``index.html``) first sets that switch to ``machine_learning``
+*where the browser has no value yet*, so that a choice the researcher made in the sidebar stands.
+
+It is registered as the MLflow app plug-in ``emergence`` (pyproject's ``mlflow.app`` entry point):
+``mlflow server --app-name emergence --backend-store-uri ...`` serves it, as the UI command does.
+"""
+
+from __future__ import annotations
+
+from emergence.contract.mlflow_ui import WORKFLOW_STORAGE_KEY, WORKFLOW_TRAINING
+
+#: Run before the UI's scripts: the "Model training" switch where the browser has none.
+SCRIPT = (f"<script>try{{if(!localStorage.getItem('{WORKFLOW_STORAGE_KEY}'))"
+          f"localStorage.setItem('{WORKFLOW_STORAGE_KEY}','\"{WORKFLOW_TRAINING}\"')}}catch(e){{}}</script>")
+
+
+def with_switch(html: bytes) -> bytes:
+    """The UI's page with :data:`SCRIPT` at the start of its ``<head>`` (unchanged without one)."""
+    marker = b"<head>"
+    return html.replace(marker, marker + SCRIPT.encode(), 1) if marker in html else html
+
+
+class ModelTrainingView:
+    """ASGI middleware: responses of HTML pages get :func:`with_switch`; everything else passes."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            return await self.app(scope, receive, send)
+        start, body = {}, []
+
+        async def capture(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+                headers = dict(message.get("headers") or [])
+                if not headers.get(b"content-type", b"").startswith(b"text/html"):
+                    start["pass"] = True
+                    await send(message)
+            elif start.get("pass"):
+                await send(message)
+            else:
+                body.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    page = with_switch(b"".join(body))
+                    headers = [(k, str(len(page)).encode() if k == b"content-length" else v)
+                               for k, v in start.get("headers") or []]
+                    await send({"type": "http.response.start", "status": start["status"], "headers": headers})
+                    await send({"type": "http.response.body", "body": page})
+
+        await self.app(scope, receive, capture)
+
+
+def _mlflow_app():
+    from mlflow.server.fastapi_app import app  # reads the store from the server command's environment
+
+    return app
+
+
+app = ModelTrainingView(_mlflow_app())
