@@ -54,7 +54,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 PLOTS = "return document.querySelectorAll('.js-plotly-plot .scatterlayer .trace').length;"
 #: Columns the runs-table view must show (emergence/contract/mlflow_ui.py, runs_view).
 RUNS_COLUMNS = ("fraction.bos", "fraction.induction", "count.bos", "count.induction")
-STUDY = ["-m", "model=toy_neox,toy_olmo", "recipe@model.recipe=fast_neox", "corpus.n_sequences=64", "stats=false"]
+STUDY = ["-m", "model=toy_neox,toy_olmo", "recipe@model.recipe=fast_neox", "model.family=auto", "corpus.n_sequences=64", "stats=false"]
 
 
 def free_port() -> int:

@@ -114,7 +114,9 @@ class RevisionSweeper(BasicSweeper):
 
     def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
         """Validate every job's config (exit 2 in one line on bad input); group the jobs by
-        their store and experiment."""
+        their store, experiment and model (each group gets its own parent run, tagged with its
+        model, so that the UI's view grouped by model holds it in its model's group: a parent
+        over several models would show as an empty "Unassigned" legend entry)."""
         from emergence.preflight import validate  # (when the sweeper runs: see the module notes)
 
         groups: Dict[tuple, List[List[str]]] = {}
@@ -131,7 +133,7 @@ class RevisionSweeper(BasicSweeper):
                     sys.exit(2)
                 notes += [line for line in err.getvalue().splitlines() if line.strip() and line not in notes]
                 t = cfg.tracking
-                groups.setdefault((t.uri, t.experiment, t.artifacts), []).append(overrides)
+                groups.setdefault((t.uri, t.experiment, t.artifacts, str(cfg.model.name)), []).append(overrides)
         for line in notes:
             print(line, file=sys.stderr)
         return groups
@@ -187,7 +189,10 @@ class RevisionSweeper(BasicSweeper):
         """The store, the experiment and the sweep's parent run of each group exist before any job
         starts; the parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended
         later). Returns (group -> parent, job -> parent, the heartbeats); exit 1 when a store fails."""
-        from emergence.contract.store import StoreError  # (when the sweeper runs: see the module notes)
+        import mlflow
+
+        from emergence.contract import MODEL_TAG  # (when the sweeper runs: see the module notes)
+        from emergence.contract.store import StoreError
         from emergence.tracking import parent_heartbeat, start_parent
 
         parents: Dict[tuple, str] = {}
@@ -200,9 +205,10 @@ class RevisionSweeper(BasicSweeper):
                 if self._all_finished(jobs):  # a rerun with nothing left to screen adds no run
                     parent_of.update({tuple(job): "null" for job in jobs})
                     continue
-                uri, experiment, artifacts = key
-                _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp} ({len(jobs)} jobs)",
+                uri, experiment, artifacts, model = key
+                _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp}: {model} ({len(jobs)} jobs)",
                                          len(jobs), float(tracking.stale_after_s), float(tracking.timeout_s))
+                mlflow.MlflowClient(uri).set_tag(parent, MODEL_TAG, model)
                 parents[key] = parent
                 beats.enter_context(parent_heartbeat(uri, parent, float(tracking.heartbeat_s)))
                 for job in jobs:
@@ -227,8 +233,8 @@ class RevisionSweeper(BasicSweeper):
         return True
 
     def _report(self, outcome: "SweepOutcome", parents: Dict[tuple, str]) -> None:
-        """The end of the sweep: the figures of every job's curves in the sweep's parent run of this
-        config's store and experiment (emergence/parent_run.py), the summary (as a single job's:
+        """The end of the sweep: the figures of each model's curves in its parent run of this config's
+        store and experiment (emergence/parent_run.py), the summary (as a single job's:
         emergence/console.py), then, when jobs failed, one stderr line naming them and exit 1."""
         from emergence.console import print_summary  # (when the sweeper runs: see the module notes)
         from emergence.contract.store import StoreError
@@ -236,13 +242,13 @@ class RevisionSweeper(BasicSweeper):
 
         results = outcome.results()
         tracking = self.config.tracking
-        parent = next((p for key, p in reversed(list(parents.items()))
-                       if key[:2] == (tracking.uri, tracking.experiment)), None)
-        if results and parent is not None and not outcome.store_failed():  # every job's curves, a line per model
-            try:
-                log_figures(tracking.uri, parent, results)
+        here = {key[3]: p for key, p in parents.items() if key[:2] == (tracking.uri, tracking.experiment)}
+        for model, parent in (here.items() if results and not outcome.store_failed() else ()):
+            try:  # the model's curves (a line per seed of a seed suite)
+                log_figures(tracking.uri, parent, [r for r in results if r.model == model])
             except StoreError as exc:
                 outcome.failed.append(f"the sweep's figures: StoreError: {exc}")
+                break
         print_summary(self.config, results, outcome.failed, outcome.n_jobs)
         if outcome.store_failed():
             cause = outcome.store_failed().split("StoreError: ", 1)[1]
