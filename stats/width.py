@@ -96,7 +96,10 @@ def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revi
     if grid is not None:
         a, b = grid["low_between"][0], grid["high_between"][1]
         where = f"{revisions[a]} -> {revisions[b]}"
-    fitted = f"fitted 10-90 width {_fmt(width)} decades [{_fmt(lo)}, {_fmt(hi)}]" if np.isfinite(width) else "no fitted width"
+    fitted = "no fitted width"
+    if np.isfinite(width):  # its interval where the bootstrap gave one
+        interval = f" [{_fmt(lo)}, {_fmt(hi)}]" if np.isfinite(lo) or np.isfinite(hi) else " (no interval)"
+        fitted = f"fitted 10-90 width {_fmt(width)} decades{interval}"
     misfit = ""
     if upper < lower - 1e-9:  # the fit's interval and the heads' own switch-on times do not overlap
         lower, upper = g_lo, g_hi
