@@ -152,6 +152,29 @@ def test_a_sweep_parent_gets_the_figures(checkpoints, tmp_path):
     assert_figures(client, parent.info.run_id, tmp_path / "dl")
 
 
+def test_a_sweep_over_two_models_opens_one_parent_per_model_tagged_with_it(checkpoints, tmp_path):
+    """The UI's view groups runs by the model tag: a parent over two models would be an empty
+    "Unassigned" legend entry, so each model's jobs get their own parent, tagged with the model,
+    holding that model's screen runs, curves and figures."""
+    import mlflow
+
+    store = tmp_path / "store"
+    args = [a if not a.startswith("model.name=") else "model.name=tiny_a,tiny_b" for a in local_model(checkpoints)]
+    emergence("-m", *args, "revision=logspaced", "revision.k=2", f"hydra.sweep.dir={tmp_path}/sweep", store=store, cwd=ROOT)
+    client = mlflow.MlflowClient(f"sqlite:///{store}/mlflow.db")
+    exp = client.get_experiment_by_name("emergence")
+    parents = {p.data.tags["emergence.model"]: p for p in runs_of(client, exp, "sweep")}
+    assert sorted(parents) == ["tiny_a", "tiny_b"]
+    for model, parent in parents.items():
+        assert parent.info.run_name.endswith(f": {model} (2 jobs)") and parent.info.status == "FINISHED"
+        children = [r for r in runs_of(client, exp, "screen") if r.data.tags["mlflow.parentRunId"] == parent.info.run_id]
+        assert len(children) == 2 and {r.data.tags["emergence.model"] for r in children} == {model}
+        assert sorted(history(client, parent.info.run_id, f"fraction.bos.{model}")) == [10_000, 1_000_000]
+        local = assert_figures(client, parent.info.run_id, tmp_path / f"dl_{model}")
+        assert model in (local / "curves.csv").read_text() and ({"tiny_a", "tiny_b"} - {model}).pop() not in \
+            (local / "curves.csv").read_text()  # its own model's curves
+
+
 def test_an_experiment_made_before_gets_the_tags_and_keeps_a_view_saved_over_in_the_ui(tmp_path):
     import mlflow
 
