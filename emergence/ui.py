@@ -113,15 +113,27 @@ def start_ui(tracking_uri: str, port: int, wait_s: float) -> tuple:
     raise RuntimeError(f"mlflow ui did not answer on {base} within {wait_s:.0f} s; its output ({log}):\n{tail}")
 
 
-def stop_ui(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGTERM)
+def stop_ui(proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
+    """Stop the UI's whole process group (the ``mlflow`` command and the server it started, which
+    holds the port) and wait until every process of it has exited (SIGKILL after ``timeout_s``)."""
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        proc.poll()
+        try:
+            os.killpg(proc.pid, 0)  # any process of the group left?
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
 
 
 def experiment_id(tracking_uri: str, experiment: str) -> Optional[str]:

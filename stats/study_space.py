@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from scipy.special import expit
 
 from stats.simulate import NORMAL_WIDTH_PER_SD, AggregateCurve, HeadPopulation, SimulatedCurve, simulate_population
 
@@ -286,7 +287,7 @@ def oracle_t50_se(tokens, n_heads: int, curve: AggregateCurve) -> float:
     tokens = tokens[tokens > 0]
     x = np.log10(tokens)
     k = 2.0 * np.log(9.0) / curve.width_decades
-    s = 1.0 / (1.0 + np.exp(-k * (x - np.log10(curve.t50))))
+    s = expit(k * (x - np.log10(curve.t50)))
     dp = (curve.ceiling - curve.floor) * k * s * (1.0 - s)
     p = curve.rise(tokens)
     v = np.maximum(curve.dispersion * n_heads * p * (1.0 - p), 0.25)
