@@ -41,10 +41,10 @@ def test_ablating_the_induction_heads_beats_every_control_outside_the_circuit(to
     """``screen=ablation`` as composed (controls from outside the group and the heads flagged
     previous-token, the default departure from METHODS section 7): the induction group
     beats every control. With METHODS' plain pool the circuit's upstream previous-token
-    heads (the early layers of this model) can be drawn, and a control holding both
-    breaks induction as badly as the induction heads themselves (seen at 500 sequences:
-    5.04 vs 4.96 nats, 1 control of 20), so there the group only beats the controls'
-    mean many times over."""
+    heads (the early layers of this model) are drawn: in the 8-head toy a control of 14 of
+    the 18 other heads nearly always holds them and breaks induction about as badly as the
+    induction heads themselves (seen 2026-12-06: the group 5.76 nats, the controls' mean 5.21,
+    several above the group), which is why the composed pool leaves them out."""
     _, revisions = toy
     ablation_cfg = registry.compose(["model=toy_neox", "screen=ablation", f"cache.toy_dir={toy_cache}"])
     loaded, probe, last = screened(ablation_cfg, revisions[-1])
@@ -62,7 +62,7 @@ def test_ablating_the_induction_heads_beats_every_control_outside_the_circuit(to
     assert m["ablation.p_value"] == pytest.approx(1 / 21)
     plain = group_ablation(loaded.model, loaded.adapter, probe, group, mode="mean", controls=20, seed=0,
                            progress=False)
-    assert plain.effect > 3 * np.mean(np.abs(plain.control_effects))
-    assert plain.p_value <= 0.15
+    assert np.mean(plain.control_effects) > 0.5 * plain.effect  # its controls hold the circuit's upstream heads
+    assert plain.p_value > m["ablation.p_value"]  # so it tells the circuit apart less than the composed pool
     empty = group_ablation(loaded.model, loaded.adapter, probe, [], mode="mean", controls=5, progress=False)
     assert empty.effect == 0.0
