@@ -37,7 +37,6 @@ import mlflow
 from omegaconf import DictConfig
 
 from emergence.config import refines, trains_live
-from emergence.contract import MODEL_TAG
 from emergence.console import interrupted_line
 from emergence.contract.store import StoreError, log_artifacts_whole
 from emergence.parent_figures import curve_table, draw
@@ -99,10 +98,8 @@ def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
     n = len(revisions)
     t = cfg.tracking
     name = f"job {time.strftime('%Y-%m-%d %H:%M:%S')}: {cfg.model.name}, {cfg.revision.select} ({n} revisions)"
-    _, run_id = start_parent(t.uri, t.experiment, t.artifacts, sweep_id(cfg), name, 1, float(t.stale_after_s))
-    # its model's tag: the UI's view grouped by model then holds it in its model's group, not in an
-    # empty "Unassigned" legend entry (it has no metric of the charts; stats reads screen runs only)
-    mlflow.MlflowClient(t.uri).set_tag(run_id, MODEL_TAG, str(cfg.model.name))
+    _, run_id = start_parent(t.uri, t.experiment, t.artifacts, sweep_id(cfg), name, str(cfg.model.name), 1,
+                             float(t.stale_after_s))
     t.parent_run = run_id
     parent = JobParent(run_id)
     try:

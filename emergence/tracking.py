@@ -368,11 +368,13 @@ class Tracker:
 
 # --- a sweep's parent run -------------------------------------------------------------------
 
-def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str,
+def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str, model: str,
                  n_jobs: int, stale_after_s: float, timeout_s: float = 60.0) -> Tuple[str, str]:
     """Prepare the store and experiment, end the runs of dead sweeps and jobs there
-    (:func:`end_dead_runs`), and create the sweep's parent run (RUNNING; the sweeper keeps its
-    heartbeat with :func:`parent_heartbeat`). Returns ``(experiment_id, run_id)``."""
+    (:func:`end_dead_runs`), and create the parent run of ``model``'s jobs (RUNNING; the sweeper
+    keeps its heartbeat with :func:`parent_heartbeat`), tagged with the model so that the UI's view
+    grouped by model holds it in its model's group, not in an empty "Unassigned" legend entry (it
+    has no metric of the charts; stats reads screen runs only). Returns ``(experiment_id, run_id)``."""
     import mlflow
 
     server_timeouts(uri, timeout_s)
@@ -381,7 +383,8 @@ def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str
     with store_io(uri, "write to"):
         end_dead_runs(client, exp_id, stale_after_s)
         run = retry(client.create_run, exp_id, run_name=name,
-                    tags={KIND_TAG: "sweep", SWEEP_TAG: sweep, RUN_NAME_TAG: name, "emergence.jobs": str(n_jobs),
+                    tags={KIND_TAG: "sweep", SWEEP_TAG: sweep, RUN_NAME_TAG: name, MODEL_TAG: model,
+                          "emergence.jobs": str(n_jobs),
                           HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid()),
                           HEARTBEAT_TAG: f"{time.time():.3f}"})
     return exp_id, run.info.run_id

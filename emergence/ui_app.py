@@ -36,25 +36,23 @@ class ModelTrainingView:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") != "GET":
             return await self.app(scope, receive, send)
-        start, body = {}, []
+        held, body = [], []  # an HTML response's start, held until its body is whole
 
         async def capture(message):
             if message["type"] == "http.response.start":
-                start.update(message)
                 headers = dict(message.get("headers") or [])
-                if not headers.get(b"content-type", b"").startswith(b"text/html"):
-                    start["pass"] = True
-                    await send(message)
-            elif start.get("pass"):
-                await send(message)
-            else:
-                body.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    page = with_switch(b"".join(body))
-                    headers = [(k, str(len(page)).encode() if k == b"content-length" else v)
-                               for k, v in start.get("headers") or []]
-                    await send({"type": "http.response.start", "status": start["status"], "headers": headers})
-                    await send({"type": "http.response.body", "body": page})
+                if headers.get(b"content-type", b"").startswith(b"text/html"):
+                    held.append(message)
+                    return
+            if not held or message["type"] != "http.response.body":
+                return await send(message)
+            body.append(message.get("body", b""))
+            if not message.get("more_body"):
+                page = with_switch(b"".join(body))
+                headers = [(k, str(len(page)).encode() if k == b"content-length" else v)
+                           for k, v in held[0].get("headers") or []]
+                await send({"type": "http.response.start", "status": held[0]["status"], "headers": headers})
+                await send({"type": "http.response.body", "body": page})
 
         await self.app(scope, receive, capture)
 

@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
-from scipy.special import expit
 
+from stats.models.logistic import LN9
 from stats.simulate import NORMAL_WIDTH_PER_SD, AggregateCurve, HeadPopulation, SimulatedCurve, simulate_population
 
 POSITIONS = ("before", "first", "inside", "last", "after")
@@ -284,12 +284,10 @@ def oracle_t50_se(tokens, n_heads: int, curve: AggregateCurve) -> float:
     quarter of a head squared). The analysis, which also fits the floor, ceiling and width, is
     held to gaps of at least :data:`DETECTABLE_Z` of these (:func:`stats.space_scores.pair_bins`)."""
     tokens = np.asarray(tokens, float)
-    tokens = tokens[tokens > 0]
-    x = np.log10(tokens)
-    k = 2.0 * np.log(9.0) / curve.width_decades
-    s = expit(k * (x - np.log10(curve.t50)))
+    p = curve.rise(tokens[tokens > 0])
+    k = 2.0 * LN9 / curve.width_decades  # the logistic's slope in log10 tokens
+    s = (p - curve.floor) / (curve.ceiling - curve.floor)  # its sigmoid, from p = floor + (ceiling - floor) s
     dp = (curve.ceiling - curve.floor) * k * s * (1.0 - s)
-    p = curve.rise(tokens)
     v = np.maximum(curve.dispersion * n_heads * p * (1.0 - p), 0.25)
     info = float(np.sum((n_heads * dp) ** 2 / v))
     return float("inf") if info <= 0 else float(1.0 / np.sqrt(info))

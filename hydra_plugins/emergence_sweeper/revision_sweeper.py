@@ -189,10 +189,7 @@ class RevisionSweeper(BasicSweeper):
         """The store, the experiment and the sweep's parent run of each group exist before any job
         starts; the parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended
         later). Returns (group -> parent, job -> parent, the heartbeats); exit 1 when a store fails."""
-        import mlflow
-
-        from emergence.contract import MODEL_TAG  # (when the sweeper runs: see the module notes)
-        from emergence.contract.store import StoreError
+        from emergence.contract.store import StoreError  # (when the sweeper runs: see the module notes)
         from emergence.tracking import parent_heartbeat, start_parent
 
         parents: Dict[tuple, str] = {}
@@ -207,8 +204,7 @@ class RevisionSweeper(BasicSweeper):
                     continue
                 uri, experiment, artifacts, model = key
                 _, parent = start_parent(uri, experiment, artifacts, sweep_id, f"sweep {stamp}: {model} ({len(jobs)} jobs)",
-                                         len(jobs), float(tracking.stale_after_s), float(tracking.timeout_s))
-                mlflow.MlflowClient(uri).set_tag(parent, MODEL_TAG, model)
+                                         model, len(jobs), float(tracking.stale_after_s), float(tracking.timeout_s))
                 parents[key] = parent
                 beats.enter_context(parent_heartbeat(uri, parent, float(tracking.heartbeat_s)))
                 for job in jobs:
