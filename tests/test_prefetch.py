@@ -67,10 +67,9 @@ def test_prefetch_overlaps_fetch_and_screen_and_keeps_two_on_disk(revisions_fold
     serial, most_serial, _, _ = drive(revisions_folder, tmp_path / "cache_serial", ahead=0)
     print(f"\n{n} revisions, fetch {FETCH_S}s, screen {SCREEN_S}s: pipelined {piped:.2f}s "
           f"({piped / n:.2f}s/rev), serial {serial:.2f}s ({serial / n:.2f}s/rev)")
-    # per revision close to max(fetch, screen), not their sum: n*max + the first fetch, plus slack
-    assert piped < n * max(FETCH_S, SCREEN_S) + FETCH_S + 1.5
-    assert serial >= n * (FETCH_S + SCREEN_S)
-    assert piped < 0.8 * serial
+    # the overlap is asserted by the order of events below, not by wall-clock time, which a loaded
+    # machine stretches (the time saved is a figure: benchmarks/bench_prefetch.py)
+    assert serial >= n * (FETCH_S + SCREEN_S)  # serial: nothing overlaps
     # at most one ahead: while revision i is screened, fetch i+1 runs and none beyond it has started
     for i, name in enumerate(names):
         at, end = events.index(("screen", name)), events.index(("screened", name))
