@@ -20,7 +20,10 @@ midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
 "Present" is judged by regime (:mod:`stats.shape`), at the start and at the end of
 the screened range, against a floor:
 
-- identity known, with the heads' flags: *settled* heads (:mod:`stats.switching`: a head's
+- identity known, with the heads' flags: *settled* heads that were not flagged at step 0
+  (a head flagged at 0 tokens, before any training, is background: :func:`background`;
+  without a step 0 revision heads flagged from the first revision are counted, as formed
+  before it or on by construction cannot be told apart) (:mod:`stats.switching`: a head's
   switch-on from its own flags, settled when at least two revisions follow it and its run
   since is not what its own on-rate before would give by chance), at the end, and at the
   start on the flags read backwards: persistence is counted on the grid there is, not in
@@ -93,13 +96,25 @@ def _heads(v: float) -> str:
     return f"{v:.3g} head" + ("" if abs(v - 1) < 1e-9 else "s")
 
 
+def background(curve: Curve) -> np.ndarray:
+    """Which of ``curve``'s followed heads are background: flagged at a revision at 0 tokens (step 0),
+    before any training, where the curve has one (none otherwise: without step 0, heads flagged from
+    the first revision may have formed before it or be on by construction, and are counted)."""
+    init = curve.flags_at_init
+    if init is None or curve.flags is None or init.shape != curve.flags.shape[1:]:
+        return np.zeros(0 if curve.flags is None else curve.flags.shape[1], bool)
+    return np.asarray(init, bool)
+
+
 def presence(curve: Curve, phases: CurvePhases) -> tuple:
     """(at the start, at the end, what): the class's heads present at the first and at the
     last revisions (module docstring)."""
     if curve.flags is not None and len(curve) >= SETTLED_REVISIONS:
-        start = settled_at_end(curve.flags[::-1]).sum()
-        end = settled_at_end(curve.flags).sum()
-        return float(start), float(end), "settled (on at every revision since it switched on, at least two)"
+        member = ~background(curve)
+        start = (settled_at_end(curve.flags[::-1]) & member).sum()
+        end = (settled_at_end(curve.flags) & member).sum()
+        bg = "" if member.all() else f"; not counting the {(~member).sum()} heads flagged at step 0, before any training"
+        return float(start), float(end), f"settled (on at every revision since it switched on, at least two{bg})"
     n_ref = float(np.median(curve.n))
     return float(phases.fit[0]) * n_ref, float(phases.fit[-1]) * n_ref, "in the unimodal fit"
 

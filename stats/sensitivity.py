@@ -124,8 +124,7 @@ def _recounted_curve(results, model: str, head_class: str, threshold: float) -> 
     """``model``'s ``head_class`` curve re-counted at ``threshold``: the same heads, re-counted."""
     d = class_counts(results.model_heads(model), head_class, threshold).sort_values("tokens")
     curve = Curve.from_frame(d, model, head_class, results.corpus(model), identity=True)
-    curve.flags = results.head_flags(model, head_class, curve.revisions, threshold)
-    return curve
+    return results.follow_heads(curve, d, threshold)
 
 
 def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, gap, unit) -> SensitivityRow:

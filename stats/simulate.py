@@ -323,7 +323,8 @@ class SimulatedCurve:
         dropped = [f"{r} (tokens=0.0, n={n})" for r, n in zip(revisions[~keep], np.asarray(self.n)[~keep])]
         return Curve(model, head_class, revisions[keep], self.tokens[keep], np.asarray(self.k, float)[keep],
                      np.asarray(self.n, float)[keep], dropped=dropped, identity=self.identity,
-                     flags=None if self.flags is None else self.flags[keep])
+                     flags=None if self.flags is None else self.flags[keep],
+                     flags_at_init=None if self.flags is None or keep.all() else self.flags[~keep][0])
 
     def frame(self, model: str = "sim", head_class: str = "bos") -> pd.DataFrame:
         return curves_frame(model, head_class, self.tokens, self.k, self.n)

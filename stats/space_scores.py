@@ -82,6 +82,14 @@ def criterion_of(cfg) -> float:
     return float(getattr(cfg.shape, "sharp_width_decades", DEFAULT_CRITERION))
 
 
+def _streams(n: int, rng: np.random.Generator):
+    """``n`` pairs of generators (one draws a study, the other analyses it), seeded from ``rng``: the
+    studies drawn do not depend on how many numbers an analysis consumes, so two versions of the
+    analysis are scored on the same studies."""
+    for seed in rng.integers(0, 2**63, n):
+        yield np.random.default_rng([int(seed), 0]), np.random.default_rng([int(seed), 1])
+
+
 def study_records(n: int, cfg, rng: np.random.Generator, space: StudySpace = StudySpace(),
                   progress: bool = False) -> list:
     """Analyse ``n`` studies drawn from ``space``: one record each, its factor bins and
@@ -93,13 +101,13 @@ def study_records(n: int, cfg, rng: np.random.Generator, space: StudySpace = Stu
 
     C = criterion_of(cfg)
     out = []
-    for _ in tqdm(range(n), desc="sampled studies", disable=not progress, leave=False):
-        study = sample_study(rng, space, C)
+    for draw, analysis in tqdm(_streams(n, rng), total=n, desc="sampled studies", disable=not progress, leave=False):
+        study = sample_study(draw, space, C)
         t = study.truth
         record = {**factor_bins(study), "flat": t.flat, "inside": not t.flat and t.censored is None,
                   "resolvable": t.resolvable}
         try:
-            out.append(record | score_study(analyse_curve(study.curve(), cfg, rng), study))
+            out.append(record | score_study(analyse_curve(study.curve(), cfg, analysis), study))
         except Exception as e:  # counted as wrong, and said: a benchmark reports what fails
             out.append(record | _failed(study, e))
     return out
@@ -154,11 +162,11 @@ def pair_records(n: int, ratio: float, cfg, rng: np.random.Generator, space: Stu
 
     C = criterion_of(cfg)
     out = []
-    for _ in tqdm(range(n), desc=f"pairs at {ratio:g}x", disable=not progress, leave=False):
-        early, late = sample_pair(rng, ratio, space, C)
+    for draw, analysis in tqdm(_streams(n, rng), total=n, desc=f"pairs at {ratio:g}x", disable=not progress, leave=False):
+        early, late = sample_pair(draw, ratio, space, C)
         try:
-            gap = fitted_gap("sim", analyse_curve(late.curve("sim", cfg.times.late_class), cfg, rng),
-                             analyse_curve(early.curve("sim", cfg.times.early_class), cfg, rng), cfg)
+            gap = fitted_gap("sim", analyse_curve(late.curve("sim", cfg.times.late_class), cfg, analysis),
+                             analyse_curve(early.curve("sim", cfg.times.early_class), cfg, analysis), cfg)
             result = {"rejected": bool(np.isfinite(gap.p_value) and gap.p_value <= cfg.alpha)}
         except Exception as e:  # a failed pair separates nothing
             result = {"rejected": False, "error": f"{type(e).__name__}: {e}"}

@@ -44,7 +44,10 @@ one-sided at ``level`` (``[lower limit, None]`` or ``[None, upper limit]``), fro
 the free side's bootstrap against the bound. The test stays valid: with the early
 class at or before ``t_1``, H0 ``t_late <= t_early`` implies ``t_late <= t_1``, so
 ``p = P*(t_late <= t_1)`` (the late t50's lower confidence limit against the
-bound) tests a null that contains H0. Censorings on both sides in opposite
+bound) tests a null that contains H0. An upper bound cannot show a ratio above 1 (the
+true ratio may lie anywhere below the bound): its test is not run and ``p = 1``, whatever
+the bound (with a bound drawn as a point, ``P*(log ratio <= 0)`` would read the bound as the
+ratio and reject where nothing was shown). Censorings on both sides in opposite
 directions (both left, or both right) leave the ratio unbounded: no ratio.
 """
 
@@ -323,6 +326,9 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
     else:
         lo, hi = _pct(log_ratio, level)
         ci = [float(10**lo), float(10**hi)]
+    if bound == "upper":  # the ratio may be anything below its bound: no evidence that it exceeds 1
+        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, 1.0, bound,
+                        notes=notes + ["an upper bound cannot show a ratio above 1: p = 1"], level=level)
     test = separation_test(log_ratio)
     return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, test.p_value, bound,
                     notes=notes, level=level)

@@ -54,7 +54,7 @@ class Curve(Results):
     """
 
     RENAME = {"head_class": "class", "corpus": "pretraining_corpus"}
-    EXCLUDE = ("flags",)
+    EXCLUDE = ("flags", "flags_at_init")
 
     model: str
     head_class: str
@@ -67,6 +67,9 @@ class Curve(Results):
     identity: bool = False
     #: with identity known: the heads' flags, (revisions x heads) booleans in the order of ``revisions``
     flags: Optional[np.ndarray] = None
+    #: with identity known and a revision at 0 tokens (step 0, left out of the fits): the same heads'
+    #: flags there, before any training (a head flagged then is background, not a circuit that formed)
+    flags_at_init: Optional[np.ndarray] = None
 
     @property
     def x(self) -> np.ndarray:
@@ -95,7 +98,8 @@ class Curve(Results):
     def head(self, stop: int) -> "Curve":
         """The curve's first ``stop`` revisions (the rise of a curve that falls again)."""
         return Curve(self.model, self.head_class, self.revisions[:stop], self.tokens[:stop], self.k[:stop], self.n[:stop],
-                     self.corpus, list(self.dropped), self.identity, None if self.flags is None else self.flags[:stop])
+                     self.corpus, list(self.dropped), self.identity, None if self.flags is None else self.flags[:stop],
+                     self.flags_at_init)
 
     @classmethod
     def from_frame(cls, df: pd.DataFrame, model: str, head_class: str, corpus: str = "unknown",
@@ -181,7 +185,16 @@ class TrackedResults(Results):
         identity = self.identity_known(model, head_class)
         curve = Curve.from_frame(df, model, head_class, self.corpus(model), identity)
         if identity:
-            curve.flags = self.head_flags(model, head_class, curve.revisions)
+            self.follow_heads(curve, df)
+        return curve
+
+    def follow_heads(self, curve: Curve, df: pd.DataFrame, threshold: Optional[float] = None) -> Curve:
+        """Set ``curve``'s heads' flags (:meth:`head_flags`) and, where ``df`` (its counts) has a revision
+        at 0 tokens, their flags there (``flags_at_init``)."""
+        curve.flags = self.head_flags(curve.model, curve.head_class, curve.revisions, threshold)
+        init = df.loc[df["tokens"] == 0, "revision"].astype(str)
+        if len(init):
+            curve.flags_at_init = self.head_flags(curve.model, curve.head_class, init.iloc[:1], threshold)[0]
         return curve
 
     def head_flags(self, model: str, head_class: str, revisions, threshold: Optional[float] = None) -> np.ndarray:

@@ -45,13 +45,14 @@ def test_too_few_heads_leave_the_times_alone():
     assert with_head_times(t, flags_switching_at(3, extra_off=5), TOK, 10, np.random.default_rng(0)) is t
 
 
-def test_intervals_are_the_union_of_the_logistic_and_the_heads():
+def test_times_and_draws_are_the_heads_and_intervals_the_union_with_the_logistic():
     t = TransitionTimes(1e10, 1e10, 1e10, [1e9, 1e11], [9.5e9, 1.1e10], [1e9, 1e11], 0.2, False, 0.3,
                         draws_t50=np.full(200, 10.0), draws_onset=np.full(200, 10.0))
     out = with_head_times(t, flags_switching_at(*[6] * 8), TOK, 200, np.random.default_rng(0))
     lo, hi = out.t50_ci
     assert lo == pytest.approx(9.5e9) and hi == pytest.approx(TOK[6])  # the logistic's start, the heads' end
-    assert 0.3 < np.mean(out.draws_t50 == 10.0) < 0.7  # half the replicates from each
+    assert np.all((X[5] <= out.draws_t50) & (out.draws_t50 <= X[6]))  # every draw the heads' own
+    assert TOK[5] < out.t50 < TOK[6] and TOK[5] < out.onset < TOK[6]  # the point inside their interval, not 1e10
     assert "switch-on times" in out.notes[-1]
 
 
@@ -88,3 +89,18 @@ def test_a_midpoint_fitted_outside_is_bounded_by_its_bootstrap_where_that_reache
     assert reaching.side == "left" and TOK[0] < reaching.bound(TOK) <= TOK[1] and "upper 95% limit" in reaching.reason
     late = censoring_from_fit(c, X[-1] + 0.2, np.linspace(X[-2], X[-1] + 0.5, 101))
     assert late.side == "right" and TOK[-2] <= late.bound(TOK) < TOK[-1]
+
+
+def test_a_rise_still_under_way_counts_its_heads_to_come_after_the_range():
+    """8 heads switched on at the 7th revision of a rise the logistic sizes at ``n_rise`` heads: with 30
+    the median head is one still to come (after the range), so the logistic's t50 stands; with 12 it is
+    seen in most replicates, the t50 is the heads' and its interval holds the point."""
+    t = TransitionTimes(1e11, 2e11, 5e11, [1e10, None], [1e11, 5e11], [1e11, None], 0.8, False, 0.3,
+                        draws_t50=np.full(300, np.log10(2e11)), draws_onset=np.full(300, 11.0))
+    flags = flags_switching_at(*[6] * 8)
+    rng = np.random.default_rng(2)
+    late = with_head_times(t, flags, TOK, 300, rng, n_rise=30)
+    assert late.t50 == 2e11 and late.t50_ci == [1e11, 5e11]
+    seen = with_head_times(t, flags, TOK, 300, rng, n_rise=12)
+    assert TOK[5] < seen.t50 <= TOK[6] and seen.t50_ci[0] <= seen.t50 <= (seen.t50_ci[1] or np.inf)
+    assert "t50" in seen.notes[-1] and "saturation" not in seen.notes[-1]  # the 90 % head is still to come

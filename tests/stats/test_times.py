@@ -91,6 +91,19 @@ def test_already_formed_early_class_gives_a_lower_bound():
     assert g.p_value < 0.01
 
 
+def test_an_upper_bound_ratio_never_separates():
+    """The late class formed at or before the first revision, the early one inside: the ratio is at
+    most t_1 / t_early, however far inside the early class lies, so nothing shows it above 1 (a
+    bound drawn as a point would: the late bound far above the early t50 read as a large ratio)."""
+    rng = np.random.default_rng(8)
+    early = times_of(simulate_counts_once(logistic_probability(TOK, 0.0, 0.6, 1e10, 1.2), N, rng), rng, 300)
+    for bound in (TOK[0], TOK[-1]):  # a bound below the early t50, and one (a wide bootstrap limit) above it
+        late = censored_times("left", bound, 300)
+        g = gap_ratio("m", late, early)
+        assert g.bound == "upper" and g.ratio_ci[0] is None
+        assert g.p_value == 1.0 and any("upper bound" in n for n in g.notes)
+
+
 def test_t50_coverage_under_overdispersion_small_simulation():
     rng = np.random.default_rng(6)
     n = np.full(10, 256)
