@@ -287,7 +287,8 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, cfg.shape.width_factor,
                                              cfg.fit.overdispersion)
     if rule["regime"] == "identity" and rise.flags is not None:  # followed heads: their own switch-on times
-        times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng, direction * float(np.median(rise.n)))
+        to_come = float(params["ceiling"] - fits["logistic"].predict(rise.tokens[:1])[0]) * float(np.median(rise.n))
+        times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng, to_come)
     censor = censoring_from_fit(rise, float(params["log10_t50"]), times.draws_t50, cfg.level)
     if censor is not None:
         return _censored(curve, censor, pre, cfg, **parts)

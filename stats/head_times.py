@@ -88,7 +88,8 @@ def with_head_times(times, flags, tokens, n_boot: int, rng: np.random.Generator,
     """``times`` (:class:`stats.times.TransitionTimes` of a rise inside the range) with onset, t50 and
     saturation from the heads' own switch-on times (module docstring): points the medians of the
     heads' draws, draws the heads', intervals the union of the heads' and the logistic's. ``n_rise``:
-    the rise's size in heads by the logistic (ceiling - floor); where it exceeds the switching heads,
+    the rise's size in heads after the first revision by the logistic (its ceiling less its level at
+    the first revision, as the heads on there are not the rise's); where it exceeds the switching heads,
     the rest switch on after the range, and a time whose heads lie there more often than not keeps
     the logistic's. Unchanged with fewer than :data:`MIN_HEADS` switching heads or without bootstrap
     draws."""
