@@ -63,7 +63,7 @@ def head_draws(intervals: np.ndarray, n_boot: int, rng: np.random.Generator, n_r
     ``{name: (draws, starts, ends)}``, the draw and the bounds of its checkpoint interval a replicate.
     ``n_rise`` (at least the switching heads): the heads the whole rise holds, those beyond the
     switching ones switching on after the last revision; a replicate whose percentile head is one
-    of them draws NaN (the time lies after the range)."""
+    of them draws +inf, its interval ``(inf, inf)`` (the time lies after the range)."""
     h = intervals.shape[0]
     total = max(h, int(n_rise))
     intervals = intervals[np.lexsort((intervals[:, 0], intervals[:, 1]))]  # in time order
@@ -72,9 +72,11 @@ def head_draws(intervals: np.ndarray, n_boot: int, rng: np.random.Generator, n_r
     for name, q in (("onset", 0.1), ("t50", 0.5), ("saturation", 0.9)):
         at = ranked[:, int(np.clip(np.ceil(q * total) - 1, 0, total - 1))]
         seen = at < h
-        lo, hi = np.full(n_boot, np.nan), np.full(n_boot, np.nan)
+        lo, hi, draw = np.full((3, n_boot), np.inf)
         lo[seen], hi[seen] = intervals[at[seen], 0], intervals[at[seen], 1]
-        out[name] = (lo + (hi - lo) * rng.random(n_boot), lo, hi)
+        u = rng.random(n_boot)
+        draw[seen] = lo[seen] + (hi[seen] - lo[seen]) * u[seen]
+        out[name] = (draw, lo, hi)
     return out
 
 
@@ -100,18 +102,16 @@ def with_head_times(times, flags, tokens, n_boot: int, rng: np.random.Generator,
     a = (1 - times.level) / 2
     new, own = {}, []
     for k, (draws, lo, hi) in d.items():
-        if np.mean(np.isnan(draws)) >= 0.5:
+        after = np.isinf(draws)  # replicates whose percentile head switches on after the range
+        if after.mean() >= 0.5:
             continue  # most replicates put this time after the range: the logistic's stands
-        logistic = times.draws_t50 if k == "t50" else times.draws_onset if k == "onset" else None
-        if np.isnan(draws).any() and logistic is not None:
-            draws = np.where(np.isnan(draws), logistic[: len(draws)], draws)
-        after = np.isnan(hi)  # replicates whose percentile head switches on after the range: their end is open
-        ci = _union(getattr(times, f"{k}_ci"), 10 ** np.quantile(np.where(after, np.inf, lo), a, method="lower"),
-                    10 ** np.quantile(np.where(after, np.inf, hi), 1 - a, method="higher"))
-        ci = [c if c is None or np.isfinite(c) else None for c in ci]
-        new |= {k: float(10 ** np.median(np.where(np.isnan(draws), np.inf, draws))), f"{k}_ci": ci}
-        if k in ("t50", "onset"):
+        if k != "saturation":  # the draws gap ratios pair: a replicate after the range takes the logistic's
+            logistic = getattr(times, f"draws_{k}")
+            draws = draws if logistic is None else np.where(after, logistic, draws)
             new[f"draws_{k}"] = draws
+        ci = _union(getattr(times, f"{k}_ci"), 10 ** np.quantile(lo, a, method="lower"),
+                    10 ** np.quantile(hi, 1 - a, method="higher"))
+        new |= {k: float(10 ** np.median(draws)), f"{k}_ci": [c if c is None or np.isfinite(c) else None for c in ci]}
         own.append(k)
     if "t50" not in own:
         return times

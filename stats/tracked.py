@@ -191,10 +191,10 @@ class TrackedResults(Results):
     def follow_heads(self, curve: Curve, df: pd.DataFrame, threshold: Optional[float] = None) -> Curve:
         """Set ``curve``'s heads' flags (:meth:`head_flags`) and, where ``df`` (its counts) has a revision
         at 0 tokens, their flags there (``flags_at_init``)."""
-        curve.flags = self.head_flags(curve.model, curve.head_class, curve.revisions, threshold)
-        init = df.loc[df["tokens"] == 0, "revision"].astype(str)
-        if len(init):
-            curve.flags_at_init = self.head_flags(curve.model, curve.head_class, init.iloc[:1], threshold)[0]
+        init = df.loc[df["tokens"] == 0, "revision"].astype(str).iloc[:1].tolist()
+        flags = self.head_flags(curve.model, curve.head_class, [*curve.revisions, *init], threshold)
+        curve.flags = flags[: len(curve.revisions)]
+        curve.flags_at_init = flags[-1] if init else None
         return curve
 
     def head_flags(self, model: str, head_class: str, revisions, threshold: Optional[float] = None) -> np.ndarray:
