@@ -203,7 +203,18 @@ def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
     """The count of the curve's heads switched on (:func:`stats.switching.switched_counts`, over the whole
     curve, so a head that switches on at the rise's last revision and stays counts) at its first
     ``stop`` revisions; None without the heads' flags."""
-    return None if curve.flags is None else switched_counts(curve.flags)[:stop]
+    if curve.flags is None:
+        return None
+    flags = np.asarray(curve.flags)
+    if curve.flags_at_init is not None:  # heads on before training are not the rise's
+        flags = flags[:, ~np.asarray(curve.flags_at_init, bool)]
+    return switched_counts(flags)[:stop]
+
+
+def _ends_known(curve: Curve, rise: Curve) -> dict:
+    """What the curve shows of its rise's ends (:func:`stats.shape.classify_shape`): its start where the
+    heads' flags before training are known, its end where a decline follows."""
+    return {"start_known": curve.flags_at_init is not None, "end_known": len(rise) < len(curve)}
 
 
 def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: TestResult, **parts) -> CurveAnalysis:
@@ -217,7 +228,7 @@ def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: Tes
     ev.update({"n_points": len(rise), "p_change": change.p_value,
                **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
     verdict = sharp_or_gradual(ev, cfg.shape, rise.tokens, rise.k, rise.n, rise.revisions, "identity",
-                               switched=_switched(curve, len(rise)))
+                               switched=_switched(curve, len(rise)), **_ends_known(curve, rise))
     return CurveAnalysis(curve, verdict, times=times, change=change, **parts)
 
 
@@ -295,6 +306,6 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,
-                             switched=_switched(curve, len(rise)), **rule)
+                             switched=_switched(curve, len(rise)), **_ends_known(curve, rise), **rule)
     verdict = qualify_verdict(verdict, cont)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)

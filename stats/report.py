@@ -161,7 +161,8 @@ def thresholds_line(thresholds: dict, units: dict) -> str:
 def _width_cell(c: dict) -> str:
     """The 10-90 width the verdict read: its limits (decades), or the fitted width where there are none."""
     lo, hi = c.get("width_lower"), c.get("width_upper")
-    if lo is not None and hi is not None:
+    hi = float("inf") if hi is None else hi  # no upper limit (written as null): a rise that may go on
+    if lo is not None and (lo > 0 or hi < float("inf")):
         if hi == float("inf"):
             return f">= {lo:.2f}"
         return f"<= {hi:.2f}" if lo <= 0 else f"{lo:.2f} to {hi:.2f}"

@@ -32,11 +32,13 @@ Each :class:`SampledStudy` records its factors and its truth (:class:`StudyTruth
 censoring side, the true 10-90 width (the switch-on times' 10th to 90th percentile, or the
 logistic's), the position, and the shape by the criterion ``C`` (decades;
 ``analysis.shape.sharp_width_decades``): ``sharp`` when the width is <= C, ``gradual``
-when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) or one the
-grid cannot resolve (:func:`grid_resolves`: a sharp rise whose bracketing revisions are
-more than C apart, a gradual one without two revisions inside it more than C apart) is
-*unresolvable*: ``unresolved`` or either shape is accepted, ``none`` is not
-(:func:`stats.space_scores.score_study`); ``unresolved`` on a resolvable truth counts as not right.
+when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) accepts
+``unresolved`` or either shape; one the grid cannot resolve (:func:`grid_resolves`: a
+sharp rise whose bracketing revisions are more than C apart, a gradual one without two
+revisions inside it more than C apart or without revisions outside it on both sides, which
+show its floor and its ceiling) accepts ``unresolved`` or its true shape, never the other;
+``none`` is not accepted (:func:`stats.space_scores.score_study`); ``unresolved`` on a
+resolvable truth counts as not right.
 ``none`` is accepted besides where the data cannot show the change: a rise in the last
 interval (seen at the last revision alone, which the analysis reports as such) or one the
 noise hides (:func:`oracle_z` below :data:`DETECTABLE_Z`; the benchmarks print the criteria
@@ -221,12 +223,16 @@ class StudyTruth:
 
     def accepted(self) -> tuple:
         """The verdicts scored as right: ``none`` for flat or censored truths (no transition inside
-        the range), the true shape where resolvable, else either shape or ``unresolved``; besides,
+        the range), the true shape where resolvable, either shape or ``unresolved`` where borderline,
+        else the true shape or ``unresolved``; besides,
         ``none`` for a change the noise hides (not :attr:`detectable`) or one in the last interval
         (seen at the last revision alone, which the analysis reports as such)."""
         if self.flat or self.censored:
             return ("none",)
-        shapes = (self.shape,) if self.resolvable else ("sharp", "gradual", "unresolved")
+        if self.borderline:
+            shapes = ("sharp", "gradual", "unresolved")
+        else:
+            shapes = (self.shape,) if self.grid_resolvable else (self.shape, "unresolved")
         return shapes + (("none",) if not self.detectable or self.position == "last" else ())
 
 
@@ -258,12 +264,15 @@ def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
     bracket it (the last at or before ``x10``, the first at or after ``x90``) are at most C apart, so
     that the data bound its width by C; a gradual one when revisions inside it lie more than C apart
     (the first and last of them bound its width from below, so that it exceeds C on this grid
-    whatever the shape of the rise between checkpoints)."""
+    whatever the shape of the rise between checkpoints) and revisions outside it on both sides show
+    its floor and its ceiling: without them the data cannot tell that the last revision lies below
+    the rise's 90 % point (or the first above its 10 %), and a rise still under way at the end of
+    the range reads, scaled to what is seen, narrower than it is."""
+    before, after = x[x <= x10], x[x >= x90]
     if x90 - x10 <= criterion:
-        before, after = x[x <= x10], x[x >= x90]
         return bool(before.size and after.size and after[0] - before[-1] <= criterion)
     inside = x[(x > x10) & (x < x90)]
-    return bool(inside.size >= 2 and inside[-1] - inside[0] > criterion)
+    return bool(before.size and after.size and inside.size >= 2 and inside[-1] - inside[0] > criterion)
 
 
 def oracle_z(expected, variance) -> float:

@@ -127,8 +127,12 @@ def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revi
 
 
 def _profile_ss(x, y, w, slopes) -> float:
-    """The least weighted squared error of ``floor + (ceiling - floor) expit(s (x - x50))`` over
-    ``slopes`` and a fine grid of midpoints (floor and ceiling in closed form: linear given the shape)."""
+    """The least weighted squared error of ``floor + amplitude expit(s (x - x50))`` over ``slopes``
+    and a fine grid of midpoints, for a rise of fractions ``y`` in [0, 1]: ``floor >= 0``,
+    ``amplitude >= 0``, ``floor + amplitude <= 1`` (a share of heads is neither negative nor above
+    one). Given the shape, the floor and amplitude are a two-parameter weighted least squares under
+    three linear constraints; its minimum is the unconstrained solution where feasible, else the best
+    feasible one on an edge (each edge's one-parameter solution clipped to it) or a vertex."""
     span = max(float(x[-1] - x[0]), 0.1)
     x50 = np.linspace(x[0] - span, x[-1] + span, 401)
     g = 1.0 / (1.0 + np.exp(-np.clip(slopes[:, None, None] * (x[None, None, :] - x50[None, :, None]), -50, 50)))
@@ -138,8 +142,19 @@ def _profile_ss(x, y, w, slopes) -> float:
     ok = det > 1e-12 * sw * sw
     c = np.where(ok, (sw * swgy - swg * swy) / np.where(ok, det, 1.0), 0.0)
     a = (swy - c * swg) / sw
-    resid = y[None, None, :] - a[..., None] - c[..., None] * g
-    return float((w * resid**2).sum(-1).min())
+    h = 1.0 - g  # on the edge floor + amplitude = 1: y - g = floor (1 - g)
+    swhh = (w * h * h).sum(-1)
+    edge_top = np.clip((w * h * (y - g)).sum(-1) / np.maximum(swhh, 1e-300), 0.0, 1.0)
+    candidates = [(a, c),  # interior
+                  (np.zeros_like(a), np.clip(swgy / np.maximum(swgg, 1e-300), 0.0, 1.0)),  # floor 0
+                  (np.full_like(a, np.clip(swy / sw, 0.0, 1.0)), np.zeros_like(a)),  # flat
+                  (edge_top, 1.0 - edge_top)]  # reaching 1
+    best = np.inf
+    for fa, fc in candidates:
+        feasible = (fa >= -1e-12) & (fc >= -1e-12) & (fa + fc <= 1 + 1e-12)
+        ss = (w * (y[None, None, :] - fa[..., None] - fc[..., None] * g) ** 2).sum(-1)
+        best = min(best, float(np.where(feasible, ss, np.inf).min()))
+    return best
 
 
 def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str) -> float:
@@ -160,6 +175,7 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str) -> float:
     gentle = np.geomspace(2 * np.log(9.0) / (10 * span), s_c, 24)
     steep = np.geomspace(s_c, 2 * np.log(9.0) / 1e-3, 24)
     held = gentle if shape == "sharp" else steep
+    y = y if up > 0 else 1.0 - y  # a fall of the share is a rise of its complement
     free = _profile_ss(x, y, w, np.concatenate([gentle, steep]))
     stat = max(_profile_ss(x, y, w, held) - free, 0.0) / max(phi, 1.0)
     return float(0.5 * chi2.sf(stat, 1))

@@ -99,6 +99,12 @@ def test_truths_on_constructed_cases():
     assert not _truth(x, 11.5, 11.1, 11.9, False, 0.5).grid_resolvable
     assert not _truth(x, 10.25, 9.6, 10.9, False, 0.5).grid_resolvable
     assert _truth(x, 10.0, 9.4, 10.7, False, 0.5).accepted() == ("gradual",)
+    # a gradual rise whose 90 % point lies after the last revision (revisions inside it 2.5 decades apart): the
+    # data do not show its ceiling, so nothing tells that the last revision lies inside it; not resolvable, and
+    # the wrong shape is still wrong (unresolved or gradual accepted, never sharp)
+    open_end = _truth(x, 11.0, 9.2, 12.8, False, 0.5)
+    assert not open_end.grid_resolvable and open_end.accepted() == ("gradual", "unresolved")
+    assert not _truth(x, 10.0, 8.8, 11.2, False, 0.5).grid_resolvable  # its 10 % point before the first
     left = _truth(x, 8.5, 8.0, 9.0, False, 0.5)
     right = _truth(x, 12.4, 12.3, 12.5, False, 0.5)
     assert (left.censored, left.position, left.accepted()) == ("left", "before", ("none",))

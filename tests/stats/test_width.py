@@ -139,3 +139,55 @@ def test_boundary_test_asks_whether_a_rise_of_width_c_fits_nearly_as_well():
     assert boundary_p(tok, ramp, n, 1.0, C, "gradual") < 1e-6 and boundary_p(tok, ramp, n, 1.0, C, "sharp") == 0.5
     small = np.round(step_probability(tok, 0.05, 0.25, 4) * 16)  # a step of 3 heads of 16: the noise does not tell
     assert boundary_p(tok, small, np.full(10, 16), 4.0, C, "sharp") > 0.05
+
+
+def test_the_boundary_fit_keeps_the_share_of_heads_between_0_and_1():
+    """A step from 3 % to about half the heads with an overdispersed plateau (one study of the sampled
+    space): a rise of width C fits it only with a negative floor (the unconstrained profile gave
+    p = 0.05 at the data's dispersion); held to a floor >= 0 and a ceiling <= 1 it is far off."""
+    from stats.width import boundary_p
+
+    tok = 10 ** np.array([6.72, 6.99, 7.25, 7.52, 7.78, 8.05, 8.31, 8.58, 8.84, 9.11])
+    k = np.array([20, 361, 327, 351, 317, 335, 306, 322, 387, 301.])
+    n = np.full(10, 649.0)
+    assert boundary_p(tok, k, n, 6.0, C, "sharp") < 1e-4
+    # a fall is a rise of the complement: the same answer
+    assert boundary_p(tok, n - k, n, 6.0, C, "sharp") == pytest.approx(boundary_p(tok, k, n, 6.0, C, "sharp"))
+
+
+def _late_rise(extra: int):
+    """40 of 96 followed heads switching on over the last 0.2 decades of a 8-revision grid (0.1
+    decades apart at the end), then ``extra`` revisions on which they stay."""
+    x = list(np.linspace(9.0, 9.7, 8)) + [9.7 + 0.1 * (i + 1) for i in range(extra)]
+    f = np.zeros((len(x), 96), bool)
+    f[6:, :20] = True  # 20 heads at the revision before the last of the first 8
+    f[7:, 20:40] = True  # 20 more at its last
+    return curve_of(f, 10 ** np.array(x))
+
+
+def test_a_rise_still_under_way_at_the_last_revision_has_no_upper_bound():
+    """Half the heads switch on in the last interval: the rise may go on after the range, so the
+    heads' spread (0.1 decades) bounds its width from below only; with two more revisions on which
+    they stay, its end is seen and the width is bounded (sharp). Adding revisions never flips it."""
+    open_end = analyse_curve(_late_rise(0), CFG, np.random.default_rng(0)).verdict
+    assert open_end.shape != "sharp", open_end.reason
+    assert open_end.evidence.get("rise_end_unseen") == "end"
+    seen = analyse_curve(_late_rise(2), CFG, np.random.default_rng(0)).verdict
+    assert seen.shape == "sharp", seen.reason
+    assert "rise_end_unseen" not in seen.evidence
+
+
+def test_heads_on_at_the_first_revision_but_not_before_training_open_the_rise_start():
+    """Heads off at step 0, 30 of them on at the first revision and 30 more in the first interval: the
+    rise began before the range, its width has no upper bound; without step 0 the first revision's
+    heads may be always on (a floor) and the rise is bounded by the grid."""
+    tok = np.logspace(9, 11, 6)
+    f = np.zeros((6, 128), bool)
+    f[0:, :30] = True
+    f[1:, 30:60] = True
+    unknown = analyse_curve(curve_of(f, tok), CFG, np.random.default_rng(0)).verdict
+    assert unknown.evidence.get("rise_end_unseen") is None
+    c = curve_of(f, tok)
+    c.flags_at_init = np.zeros(128, bool)
+    known = analyse_curve(c, CFG, np.random.default_rng(0)).verdict
+    assert known.evidence.get("rise_end_unseen") == "start" and known.shape != "sharp", known.reason
