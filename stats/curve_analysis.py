@@ -213,8 +213,27 @@ def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
 
 def _ends_known(curve: Curve, rise: Curve) -> dict:
     """What the curve shows of its rise's ends (:func:`stats.shape.classify_shape`): its start where the
-    heads' flags before training are known, its end where a decline follows."""
-    return {"start_known": curve.flags_at_init is not None, "end_known": len(rise) < len(curve)}
+    heads' flags before training are known, its end where a decline follows or no more heads arrive
+    at the last revision than flicker brings (:func:`_still_arriving`)."""
+    return {"start_known": curve.flags_at_init is not None,
+            "end_known": len(rise) < len(curve) or not _still_arriving(curve)}
+
+
+def _still_arriving(curve: Curve, share: float = 0.1) -> bool:
+    """Heads still switch on at the curve's last revision: those on there and off at the revision
+    before, less the median number that arrive at an earlier revision and are off again at the
+    next (flicker), are at least ``share`` of the heads switched on by then (heads on before
+    training left out). Their switch-on cannot be confirmed (:mod:`stats.switching` needs two
+    revisions), but they show the rise going on at the end of the range."""
+    if curve.flags is None or len(curve) < 3:
+        return False
+    f = np.asarray(curve.flags, bool)
+    if curve.flags_at_init is not None:
+        f = f[:, ~np.asarray(curve.flags_at_init, bool)]
+    arrive = f[1:] & ~f[:-1]  # newly on at revisions 1 .. m-1
+    flicker = float(np.median((arrive[:-1] & ~f[2:]).sum(1)))
+    new = float(arrive[-1].sum()) - flicker
+    return new > 0 and new >= share * (switched_counts(f)[-1] + new)
 
 
 def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: TestResult, **parts) -> CurveAnalysis:

@@ -162,9 +162,9 @@ def _width_cell(c: dict) -> str:
     """The 10-90 width the verdict read: its limits (decades), or the fitted width where there are none."""
     lo, hi = c.get("width_lower"), c.get("width_upper")
     hi = float("inf") if hi is None else hi  # no upper limit (written as null): a rise that may go on
-    if lo is not None and (lo > 0 or hi < float("inf")):
+    if lo is not None:
         if hi == float("inf"):
-            return f">= {lo:.2f}"
+            return f">= {lo:.2f}" if lo > 0 else "-"  # no limit on either side: nothing to print
         return f"<= {hi:.2f}" if lo <= 0 else f"{lo:.2f} to {hi:.2f}"
     if c.get("width_decades") is None:
         return "-"

@@ -184,7 +184,7 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
                      switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0, start_known: bool = False,
-                     end_known: bool = False) -> ShapeVerdict:
+                     end_known: bool = True) -> ShapeVerdict:
     """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
     (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
     :func:`stats.switching.switched_counts`, where the heads' flags are known): the fitted width's
@@ -239,19 +239,20 @@ def _end_unseen(switched, start_known: bool, end_known: bool, share: float = 0.1
     None: ``switched`` counts the heads switched on at each revision (heads on before training
     left out). The start is unseen where heads are switching in the first interval and those
     already on at the first revision hold at least ``share`` of the heads switched by the last: the
-    rise's 10 % point may lie before the range. The end is unseen where the last interval in which a
-    head can be seen to settle (the one before the last: a head on at the last revision alone is
-    not settled, :mod:`stats.switching`) holds at least ``share`` of them: the rise is under way at
-    the end of the range, its ceiling (and 90 % point) may lie after it. Either way the heads seen bound the width from below only; the logistic,
-    fitted to what is seen, cannot bound it from above."""
+    rise's 10 % point may lie before the range. The end is unseen where ``end_known`` is false: no
+    decline follows the rise and heads are still arriving at the last revision (beyond flicker, at
+    least ``share`` of the heads, :func:`stats.curve_analysis._still_arriving`): the rise is under
+    way at the end of the range, its ceiling (and 90 % point) may lie after it. Either way the
+    heads seen bound the width from below only; the logistic, fitted to what is seen, cannot bound
+    it from above."""
     c = np.asarray(switched, float)
     total = c[-1]
     if c.size < 2 or total <= 0:
         return None
     if start_known and c[1] > c[0] and c[0] >= share * total:
         return "start"
-    if not end_known and c.size >= 3 and c[-2] - c[-3] >= share * total:  # a head on at the last revision
-        return "end"  # alone is not settled yet: the last interval whose switches show is the one before
+    if not end_known:
+        return "end"
     return None
 
 
@@ -289,7 +290,7 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
                    change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
                    alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
                    boot=None, switched=None, start_known: bool = False,
-                     end_known: bool = False) -> ShapeVerdict:
+                     end_known: bool = True) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's

@@ -267,12 +267,15 @@ def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
     whatever the shape of the rise between checkpoints) and revisions outside it on both sides show
     its floor and its ceiling: without them the data cannot tell that the last revision lies below
     the rise's 90 % point (or the first above its 10 %), and a rise still under way at the end of
-    the range reads, scaled to what is seen, narrower than it is."""
+    the range reads, scaled to what is seen, narrower than it is. Either shape needs two revisions
+    at or after the 90 % point: at the last revision alone heads may still be arriving, and only a
+    revision after it shows that they stopped (:func:`stats.curve_analysis._still_arriving`)."""
     before, after = x[x <= x10], x[x >= x90]
+    ceiling = after.size >= 2  # a revision past the 90 % point, and one more that shows the rise has stopped
     if x90 - x10 <= criterion:
-        return bool(before.size and after.size and after[0] - before[-1] <= criterion)
+        return bool(before.size and ceiling and after[0] - before[-1] <= criterion)
     inside = x[(x > x10) & (x < x90)]
-    return bool(before.size and after.size and inside.size >= 2 and inside[-1] - inside[0] > criterion)
+    return bool(before.size and ceiling and inside.size >= 2 and inside[-1] - inside[0] > criterion)
 
 
 def oracle_z(expected, variance) -> float:

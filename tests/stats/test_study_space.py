@@ -82,8 +82,13 @@ def test_truths_on_constructed_cases():
     sharp = _truth(x, 9.8, 9.75, 9.85, False, 0.5)
     assert (sharp.shape, sharp.censored, sharp.position, sharp.resolvable) == ("sharp", None, "inside", True)
     assert sharp.accepted() == ("sharp",) and sharp.t50 == pytest.approx(10**9.8)
-    gradual = _truth(x, 10.2, 9.2, 11.2, False, 0.5)
-    assert gradual.width_decades == pytest.approx(2.0) and gradual.accepted() == ("gradual",)
+    gradual = _truth(x, 10.1, 9.2, 10.9, False, 0.5)
+    assert gradual.width_decades == pytest.approx(1.7) and gradual.accepted() == ("gradual",)
+    # a sharp rise whose 90 % point only the last revision follows: heads may still arrive there, and
+    # a revision after it shows they stopped
+    short = np.array([9.0, 9.5, 10.0, 10.2, 10.45])
+    assert not _truth(short, 10.2, 10.05, 10.35, False, 0.5).grid_resolvable
+    assert _truth(np.append(short, 10.7), 10.2, 10.05, 10.35, False, 0.5).accepted() == ("sharp",)
     border = _truth(x, 10.2, 9.9, 10.5, False, 0.5)  # 0.6 decades: within [C / 1.5, 1.5 C]
     assert border.borderline and set(border.accepted()) == {"sharp", "gradual", "unresolved"}
     # a 0.3-decade rise (sharp by C = 0.5) inside the last interval, 1 decade wide: not resolvable
