@@ -41,3 +41,14 @@ def test_report_lists_every_curve_and_gap(reference_csv):
         assert f"| {c.model} | {c.head_class} | **{c.verdict.shape}**" in text
     for g in analysis.gaps:
         assert f"| {g.model} |" in text
+
+
+def test_a_width_without_an_upper_limit_prints_as_a_lower_bound():
+    """A rise that may go on outside the range has no upper limit (null in summary.json): the table
+    and the summary line print what the data bound, never the fitted width as if it were measured."""
+    from stats.report import _width_cell
+
+    assert _width_cell({"width_lower": 0.81, "width_upper": None, "width_decades": 1.2}) == ">= 0.81"
+    assert _width_cell({"width_lower": 0.0, "width_upper": None, "width_decades": 0.13}) == "-"
+    assert _width_cell({"width_lower": 0.81, "width_upper": 1.63, "width_decades": 1.2}) == "0.81 to 1.63"
+    assert _width_cell({"width_lower": 0.0, "width_upper": 0.26}) == "<= 0.26"
