@@ -62,7 +62,7 @@ from stats.change import test_label
 from stats.hypotheses import TestResult
 from stats.phases import CurvePhases
 from stats.results import Results
-from stats.switching import SETTLED_REVISIONS, settled_at_end
+from stats.switching import SETTLED_REVISIONS, settled_at_end, switch_on
 from stats.tracked import Curve
 
 SIDES = ("left", "right")
@@ -167,8 +167,32 @@ def censoring_from_fit(curve: Curve, log10_t50: float, draws=None, level: float 
     where, seen, rel = ("before the first", "end", "<=") if left else ("after the last", "start", ">")
     head = f"{side}-censored: the fitted midpoint lies {where} revision ({rev}); only the {seen} of the rise is seen"
     limit = None if draws is None else float(np.quantile(draws, level if left else 1 - level))
+    first = None if left else _first_switch_before(curve)
+    if first is not None and (limit is None or x[first[0]] > limit):  # the heads bound it more tightly
+        j, rev_j = first
+        return Censoring(side, f"{head} (t50 > {rev_j}: no head of the rise switched on before it, the first "
+                               "settling after it)", bound_tokens=float(10**x[j]))
     if limit is not None and (limit > end if left else limit < end):
         bound = min(limit, x[-1]) if left else max(limit, x[0])
         return Censoring(side, f"{head} (t50 {rel} {10**limit:.3g} tokens, the {'upper' if left else 'lower'} "
                                f"{level:.0%} limit of its bootstrap)", bound_tokens=float(10**bound))
     return Censoring(side, f"{head} (t50 {rel} {rev})")
+
+
+def _first_switch_before(curve: Curve) -> Optional[tuple]:
+    """Where the followed heads bound the midpoint of a rise still under way from below: the index and
+    revision before the first settled switch-on after the first revision (heads on before training,
+    and heads on at the first revision, the rise's floor, left out). The rise's midpoint is its
+    median head's switch-on, which no earlier than the first head's; None without the heads' flags
+    or a switch-on inside the range."""
+    if curve.flags is None:
+        return None
+    f = np.asarray(curve.flags, bool)
+    if curve.flags_at_init is not None:
+        f = f[:, ~np.asarray(curve.flags_at_init, bool)]
+    j = switch_on(f)
+    j = j[j > 0]
+    if j.size == 0:
+        return None
+    i = int(j.min()) - 1
+    return i, curve.revisions[i]

@@ -267,3 +267,32 @@ def test_gap_direction_of_a_right_censored_early_class_is_an_upper_bound():
     assert early.censored == "right"
     g = fitted_gap("m", late, early, CFG)
     assert g.bound == "upper" and g.ratio_ci[0] is None and g.p_value > 0.5  # no evidence that BOS comes later
+
+
+def test_a_rise_under_way_at_the_end_is_bounded_by_its_first_head():
+    """Twenty heads on throughout (the floor), then heads switching on at an accelerating pace over the
+    last 8 of 30 revisions, the fitted midpoint after the range: the heads bound it from below by the
+    revision before the first switch-on (the median head switches no earlier than the first) where
+    the logistic bootstrap's lower limit is weaker (a wide bootstrap), and the bootstrap's limit
+    stands where it is the tighter one."""
+    from stats.censoring import censoring_from_fit
+
+    tokens = np.logspace(8, 12, 30)
+    flags = np.zeros((30, 64), bool)
+    flags[:, :20] = True
+    flags[22:, 20] = True  # the first switch-on, at r22
+    flags[25:, 21] = True
+    flags[27:, 22:24] = True
+    flags[28:, 24:28] = True
+    flags[29:, 28:36] = True
+    curve = Curve("sim", "bos", np.array([f"r{i}" for i in range(30)]), tokens, flags.sum(1).astype(float),
+                  np.full(30, 64.0), identity=True, flags=flags)
+    wide = np.linspace(8.0, 14.0, 200)  # a bootstrap whose 5 % limit lies near the first revision
+    c = censoring_from_fit(curve, 12.5, wide)
+    assert c.side == "right" and c.bound_tokens == pytest.approx(tokens[21]), c.reason
+    assert "no head of the rise switched on before it" in c.reason
+    narrow = np.linspace(11.7, 12.5, 200)
+    assert censoring_from_fit(curve, 12.5, narrow).bound_tokens > tokens[21]
+    # without the heads' flags, the bootstrap's limit alone
+    counts = Curve("sim", "bos", curve.revisions, tokens, curve.k, curve.n)
+    assert censoring_from_fit(counts, 12.5, wide).bound_tokens < tokens[3]
