@@ -246,9 +246,9 @@ def _end_unseen(switched, start_known: bool, end_known: bool, share: float = 0.1
     heads seen bound the width from below only; the logistic, fitted to what is seen, cannot bound
     it from above."""
     c = np.asarray(switched, float)
-    total = c[-1]
-    if c.size < 2 or total <= 0:
+    if c.size < 2 or c[-1] <= 0:
         return None
+    total = c[-1]
     if start_known and c[1] > c[0] and c[0] >= share * total:
         return "start"
     if not end_known:
@@ -289,16 +289,15 @@ def model_evidence(fits: Optional[dict]) -> tuple:
 def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
                    change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
                    alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
-                   boot=None, switched=None, start_known: bool = False,
-                     end_known: bool = True) -> ShapeVerdict:
+                   boot=None, switched=None, start_known: bool = False, end_known: bool = True) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
     :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
     ``switched``: the count of heads switched on at the revisions, where their flags are known
     (``start_known``: the heads' flags before training are known, so that heads on at the first
-    revision are the rise's; ``end_known``: a decline follows the rise, whose ceiling is then seen;
-    :func:`_end_unseen`);
+    revision are the rise's; ``end_known``: a decline follows the rise, or no more heads arrive at
+    the last revision than flicker brings, so that its ceiling is seen; :func:`_end_unseen`);
     ``change``: the :func:`stats.change.change_test` result (None: not run, and no
     transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
     ``boot``: the logistic's bootstrap (the aggregate share's interval).
