@@ -15,9 +15,11 @@ not of the checkpoints, so the verdict is one the grid can only *resolve* or not
   below 0.9 and the next, so the width lies in ``[x_b - x_a+1, x_b+1 - x_a]`` (log10
   tokens). Adding revisions only narrows these bounds; a rise inside one checkpoint
   interval of ``s`` decades has bounds ``[0, s]``. The upper bound holds only for a rise
-  that lies inside the range: where the fitted rise's 10 % or 90 % point lies outside it,
-  the heads seen switching are part of a rise that goes on beyond, and their spread bounds
-  the width from below only (:func:`stats.shape.sharp_or_gradual` drops the upper bound).
+  that lies inside the range: where the fitted rise's 10 % or 90 % point lies outside it, or
+  the heads show that the rise began before the first revision or goes on after the last
+  (:func:`stats.shape._end_unseen`), the heads seen switching are part of a rise that goes on
+  beyond, and their spread bounds the width from below only
+  (:func:`stats.shape.sharp_or_gradual` drops the upper bound, the fit's included).
 
 Where the counts follow the same heads both count (the fit models the rise; the heads' own
 switch-on times bound it, and can show a tail or a second phase that a symmetric logistic
