@@ -21,7 +21,7 @@ midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
 the screened range, against a floor:
 
 - identity known, with the heads' flags: *settled* heads that were not flagged at step 0
-  (a head flagged at 0 tokens, before any training, is background: :func:`background`;
+  (a head flagged at 0 tokens, before any training, is background: :attr:`Curve.background`;
   without a step 0 revision heads flagged from the first revision are counted, as formed
   before it or on by construction cannot be told apart) (:mod:`stats.switching`: a head's
   switch-on from its own flags, settled when at least two revisions follow it and its run
@@ -96,21 +96,11 @@ def _heads(v: float) -> str:
     return f"{v:.3g} head" + ("" if abs(v - 1) < 1e-9 else "s")
 
 
-def background(curve: Curve) -> np.ndarray:
-    """Which of ``curve``'s followed heads are background: flagged at a revision at 0 tokens (step 0),
-    before any training, where the curve has one (none otherwise: without step 0, heads flagged from
-    the first revision may have formed before it or be on by construction, and are counted)."""
-    init = curve.flags_at_init
-    if init is None or curve.flags is None or init.shape != curve.flags.shape[1:]:
-        return np.zeros(0 if curve.flags is None else curve.flags.shape[1], bool)
-    return np.asarray(init, bool)
-
-
 def presence(curve: Curve, phases: CurvePhases) -> tuple:
     """(at the start, at the end, what): the class's heads present at the first and at the
     last revisions (module docstring)."""
     if curve.flags is not None and len(curve) >= SETTLED_REVISIONS:
-        member = ~background(curve)
+        member = ~curve.background
         start = (settled_at_end(curve.flags[::-1]) & member).sum()
         end = (settled_at_end(curve.flags) & member).sum()
         bg = "" if member.all() else f"; not counting the {(~member).sum()} heads flagged at step 0, before any training"
@@ -187,10 +177,7 @@ def _first_switch_before(curve: Curve) -> Optional[tuple]:
     or a switch-on inside the range."""
     if curve.flags is None:
         return None
-    f = np.asarray(curve.flags, bool)
-    if curve.flags_at_init is not None:
-        f = f[:, ~np.asarray(curve.flags_at_init, bool)]
-    j = switch_on(f)
+    j = switch_on(curve.trained_flags)
     j = j[j > 0]
     if j.size == 0:
         return None

@@ -201,39 +201,45 @@ def _after_last_but_one(curve: Curve, single: str) -> Censoring:
 
 def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
     """The count of the curve's heads switched on (:func:`stats.switching.switched_counts`, over the whole
-    curve, so a head that switches on at the rise's last revision and stays counts) at its first
-    ``stop`` revisions; None without the heads' flags."""
-    if curve.flags is None:
+    curve, so a head that switches on at the rise's last revision and stays counts; heads on before
+    training left out) at its first ``stop`` revisions; None without the heads' flags."""
+    return None if curve.flags is None else switched_counts(curve.trained_flags)[:stop]
+
+
+def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
+                     share: float = 0.1) -> Optional[str]:
+    """Which end of the followed heads' rise (``switched``: :func:`_switched`) the range does not show
+    (``"start"``, ``"end"``), or None (:func:`stats.shape.sharp_or_gradual`: the heads seen then bound the width from below only, and a
+    logistic fitted to the part seen cannot bound it from above). The start is unseen where the
+    heads' flags before training are known, heads are switching in the first interval, and those
+    already on at the first revision hold at least ``share`` of the heads switched by the rise's
+    end: its 10 % point may lie before the range (without step 0, heads on at the first revision
+    are the rise's floor). The end is unseen where no decline follows the rise and heads are still
+    arriving at the last revision (:func:`_still_arriving`): its ceiling and 90 % point may lie
+    after the range."""
+    c = switched
+    if c is None or c.size < 2 or c[-1] <= 0:
         return None
-    flags = np.asarray(curve.flags)
-    if curve.flags_at_init is not None:  # heads on before training are not the rise's
-        flags = flags[:, ~np.asarray(curve.flags_at_init, bool)]
-    return switched_counts(flags)[:stop]
+    if curve.flags_at_init is not None and c[1] > c[0] and c[0] >= share * c[-1]:
+        return "start"
+    if len(rise) == len(curve) and _still_arriving(curve, c[-1], share):
+        return "end"
+    return None
 
 
-def _ends_known(curve: Curve, rise: Curve) -> dict:
-    """What the curve shows of its rise's ends (:func:`stats.shape.classify_shape`): its start where the
-    heads' flags before training are known, its end where a decline follows or no more heads arrive
-    at the last revision than flicker brings (:func:`_still_arriving`)."""
-    return {"start_known": curve.flags_at_init is not None,
-            "end_known": len(rise) < len(curve) or not _still_arriving(curve)}
-
-
-def _still_arriving(curve: Curve, share: float = 0.1) -> bool:
+def _still_arriving(curve: Curve, switched: float, share: float = 0.1) -> bool:
     """Heads still switch on at the curve's last revision: those on there and off at the revision
     before, less the median number that arrive at an earlier revision and are off again at the
-    next (flicker), are at least ``share`` of the heads switched on by then (heads on before
-    training left out). Their switch-on cannot be confirmed (:mod:`stats.switching` needs two
+    next (flicker), are at least ``share`` of them and the ``switched`` heads switched on by then
+    (heads on before training left out). Their switch-on cannot be confirmed (:mod:`stats.switching` needs two
     revisions), but they show the rise going on at the end of the range."""
     if curve.flags is None or len(curve) < 3:
         return False
-    f = np.asarray(curve.flags, bool)
-    if curve.flags_at_init is not None:
-        f = f[:, ~np.asarray(curve.flags_at_init, bool)]
+    f = curve.trained_flags
     arrive = f[1:] & ~f[:-1]  # newly on at revisions 1 .. m-1
     flicker = float(np.median((arrive[:-1] & ~f[2:]).sum(1)))
     new = float(arrive[-1].sum()) - flicker
-    return new > 0 and new >= share * (switched_counts(f)[-1] + new)
+    return new > 0 and new >= share * (switched + new)
 
 
 def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: TestResult, **parts) -> CurveAnalysis:
@@ -246,8 +252,9 @@ def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: Tes
     ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
     ev.update({"n_points": len(rise), "p_change": change.p_value,
                **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
+    switched = _switched(curve, len(rise))
     verdict = sharp_or_gradual(ev, cfg.shape, rise.tokens, rise.k, rise.n, rise.revisions, "identity",
-                               switched=_switched(curve, len(rise)), **_ends_known(curve, rise))
+                               switched=switched, unseen=_rise_end_unseen(curve, rise, switched))
     return CurveAnalysis(curve, verdict, times=times, change=change, **parts)
 
 
@@ -324,7 +331,8 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
         return _censored(curve, censor, pre, cfg, **parts)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
+    switched = _switched(curve, len(rise))
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,
-                             switched=_switched(curve, len(rise)), **_ends_known(curve, rise), **rule)
+                             switched=switched, unseen=_rise_end_unseen(curve, rise, switched), **rule)
     verdict = qualify_verdict(verdict, cont)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)

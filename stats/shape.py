@@ -183,8 +183,8 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 
 
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
-                     switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0, start_known: bool = False,
-                     end_known: bool = True) -> ShapeVerdict:
+                     switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0,
+                     unseen: Optional[str] = None) -> ShapeVerdict:
     """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
     (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
     :func:`stats.switching.switched_counts`, where the heads' flags are known): the fitted width's
@@ -205,7 +205,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
             ci = None  # "inside one interval" is the fit's reading; the heads' switch-on times show where they are
     if regime == "identity":
         grid = grid_bounds(tokens, k if switched is None else switched, direction)
-        unseen = _end_unseen(switched, start_known, end_known) if switched is not None and direction > 0 else None
+        unseen = unseen if direction > 0 else None
         if unseen is not None:  # the heads' rise may go on beyond the range: its width has no upper bound
             ev["rise_end_unseen"] = unseen
             ci = None if ci is None else [ci[0], float("inf")]
@@ -232,28 +232,6 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
         a, b = ev["max_jump_revisions"]
         reason += f"; the largest jump ({a} -> {b}) holds {_pct(ev['max_jump_share'])} of the rise"
     return ShapeVerdict(shape, reason, ev)
-
-
-def _end_unseen(switched, start_known: bool, end_known: bool, share: float = 0.1) -> Optional[str]:
-    """Which end of the followed heads' rise the range does not show (``"start"``, ``"end"``), or
-    None: ``switched`` counts the heads switched on at each revision (heads on before training
-    left out). The start is unseen where heads are switching in the first interval and those
-    already on at the first revision hold at least ``share`` of the heads switched by the last: the
-    rise's 10 % point may lie before the range. The end is unseen where ``end_known`` is false: no
-    decline follows the rise and heads are still arriving at the last revision (beyond flicker, at
-    least ``share`` of the heads, :func:`stats.curve_analysis._still_arriving`): the rise is under
-    way at the end of the range, its ceiling (and 90 % point) may lie after it. Either way the
-    heads seen bound the width from below only; the logistic, fitted to what is seen, cannot bound
-    it from above."""
-    c = np.asarray(switched, float)
-    if c.size < 2 or c[-1] <= 0:
-        return None
-    total = c[-1]
-    if start_known and c[1] > c[0] and c[0] >= share * total:
-        return "start"
-    if not end_known:
-        return "end"
-    return None
 
 
 def _beyond_range(times, x) -> bool:
@@ -289,15 +267,14 @@ def model_evidence(fits: Optional[dict]) -> tuple:
 def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
                    change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
                    alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
-                   boot=None, switched=None, start_known: bool = False, end_known: bool = True) -> ShapeVerdict:
+                   boot=None, switched=None, unseen: Optional[str] = None) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
     :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
     ``switched``: the count of heads switched on at the revisions, where their flags are known
-    (``start_known``: the heads' flags before training are known, so that heads on at the first
-    revision are the rise's; ``end_known``: a decline follows the rise, or no more heads arrive at
-    the last revision than flicker brings, so that its ceiling is seen; :func:`_end_unseen`);
+    (``unseen``: which end of their rise lies outside the range, ``"start"`` or ``"end"``, or None,
+    :func:`stats.curve_analysis._rise_end_unseen`);
     ``change``: the :func:`stats.change.change_test` result (None: not run, and no
     transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
     ``boot``: the logistic's bootstrap (the aggregate share's interval).
@@ -330,8 +307,7 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     if reason is not None:
         return ShapeVerdict("none", reason, ev)
     phi = 1.0 if fits is None else float(fits["logistic"].dispersion)
-    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched, alpha, phi, start_known,
-                            end_known)
+    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched, alpha, phi, unseen)
 
 
 def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:

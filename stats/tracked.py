@@ -72,6 +72,21 @@ class Curve(Results):
     flags_at_init: Optional[np.ndarray] = None
 
     @property
+    def background(self) -> np.ndarray:
+        """Which followed heads are background: flagged at a revision at 0 tokens (step 0), before any
+        training, where the curve has one (none otherwise: without step 0, heads flagged from the
+        first revision may have formed before it or be on by construction, and are counted)."""
+        init = self.flags_at_init
+        if init is None or self.flags is None or np.shape(init) != np.shape(self.flags)[1:]:
+            return np.zeros(0 if self.flags is None else np.shape(self.flags)[1], bool)
+        return np.asarray(init, bool)
+
+    @property
+    def trained_flags(self) -> Optional[np.ndarray]:
+        """The flags of the followed heads that are not :attr:`background` (None without flags)."""
+        return None if self.flags is None else np.asarray(self.flags, bool)[:, ~self.background]
+
+    @property
     def x(self) -> np.ndarray:
         return np.log10(self.tokens)
 

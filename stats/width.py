@@ -17,8 +17,8 @@ not of the checkpoints, so the verdict is one the grid can only *resolve* or not
   interval of ``s`` decades has bounds ``[0, s]``. The upper bound holds only for a rise
   that lies inside the range: where the fitted rise's 10 % or 90 % point lies outside it, or
   the heads show that the rise began before the first revision or goes on after the last
-  (:func:`stats.shape._end_unseen`), the heads seen switching are part of a rise that goes on
-  beyond, and their spread bounds the width from below only
+  (:func:`stats.curve_analysis._rise_end_unseen`), the heads seen switching are part of a
+  rise that goes on beyond, and their spread bounds the width from below only
   (:func:`stats.shape.sharp_or_gradual` drops the upper bound, the fit's included).
 
 Where the counts follow the same heads both count (the fit models the rise; the heads' own
