@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from scipy.stats import poisson
 
 from emergence.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
 from stats.bootstrap import BootstrapResults
@@ -222,24 +223,42 @@ def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
         return None
     if curve.flags_at_init is not None and c[1] > c[0] and c[0] >= share * c[-1]:
         return "start"
-    if len(rise) == len(curve) and _still_arriving(curve, c[-1], share):
+    if len(rise) == len(curve) and _still_arriving(curve, c):
         return "end"
     return None
 
 
-def _still_arriving(curve: Curve, switched: float, share: float = 0.1) -> bool:
-    """Heads still switch on at the curve's last revision: those on there and off at the revision
-    before, less the median number that arrive at an earlier revision and are off again at the
-    next (flicker), are at least ``share`` of them and the ``switched`` heads switched on by then
-    (heads on before training left out). Their switch-on cannot be confirmed (:mod:`stats.switching` needs two
-    revisions), but they show the rise going on at the end of the range."""
+def _still_arriving(curve: Curve, switched: np.ndarray, share: float = 0.25, level: float = 0.95) -> bool:
+    """Heads still switch on at the curve's last revision, at a rate in log10 tokens of at least
+    ``share`` of the rise's mean rate (``switched``: the heads switched on by each revision).
+
+    The arrivals are the heads on at the last revision for the first time (a head back from a
+    dropout was on before; heads on before training are left out). Flicker, the heads on for the
+    first time at an earlier revision and off at the next, ``lam`` a revision on average, is what
+    arrives under no rise: the arrivals must exceed its Poisson ``level`` quantile, and those beyond
+    ``lam``, over the last interval's width in decades, must come at ``share`` or more of the rate
+    at which the switched heads arrived from the revision before the first of them to the last.
+    Rates, not counts a revision, so that a denser grid reads the same rise as still under way: a
+    logistic rise arrives at a quarter of its mean 10-90 rate near its 95 % point. The last heads'
+    switch-on cannot be confirmed (:mod:`stats.switching` needs two revisions), but they show the
+    rise going on at the end of the range."""
     if curve.flags is None or len(curve) < 3:
         return False
     f = curve.trained_flags
-    arrive = f[1:] & ~f[:-1]  # newly on at revisions 1 .. m-1
-    flicker = float(np.median((arrive[:-1] & ~f[2:]).sum(1)))
-    new = float(arrive[-1].sum()) - flicker
-    return new > 0 and new >= share * (switched + new)
+    ever = np.logical_or.accumulate(f, axis=0)
+    first = f[1:] & ~ever[:-1]  # on for the first time at revisions 1 .. m-1
+    lam = float(np.mean((first[:-1] & ~f[2:]).sum(1)))
+    arrived = float(first[-1].sum())
+    new = arrived - lam
+    if arrived <= poisson.ppf(level, lam) or new <= 0:
+        return False
+    x = np.log10(np.maximum(np.asarray(curve.tokens, float), 1.0))
+    positive = np.flatnonzero(np.asarray(curve.tokens) > 0)
+    start = max(int(np.argmax(switched > 0)) - 1, int(positive[0]) if positive.size else 0)
+    span, last = x[-1] - x[start], x[-1] - x[-2]
+    if span <= 0 or last <= 0:
+        return True
+    return new / last >= share * (switched[-1] + new) / span
 
 
 def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: TestResult, **parts) -> CurveAnalysis:
@@ -333,6 +352,6 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
     switched = _switched(curve, len(rise))
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,
-                             switched=switched, unseen=_rise_end_unseen(curve, rise, switched), **rule)
+                             switched=switched, unseen=_rise_end_unseen(curve, rise, switched), rng=rng, **rule)
     verdict = qualify_verdict(verdict, cont)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)

@@ -184,7 +184,7 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
                      switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0,
-                     unseen: Optional[str] = None) -> ShapeVerdict:
+                     unseen: Optional[str] = None, rng: Optional[np.random.Generator] = None) -> ShapeVerdict:
     """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
     (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
     :func:`stats.switching.switched_counts`, where the heads' flags are known): the fitted width's
@@ -192,7 +192,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
     the grid's bounds of the settled heads' rise, and for aggregate counts bounded by the
     spacing where the fitted rise lies inside one checkpoint interval. For aggregate counts a
     claim must besides exclude its boundary (:func:`stats.width.boundary_p` at ``alpha``, with
-    the dispersion ``phi``): the parametric bootstrap refits draws from the fitted curve, so a
+    the dispersion ``phi``, its null simulated from ``rng``): the parametric bootstrap refits draws from the fitted curve, so a
     step fitted to noise bootstraps as a step; the boundary test asks whether a rise of width C
     fits nearly as well."""
     x = np.log10(np.asarray(tokens, float))
@@ -218,7 +218,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
     shape, reason, wev = width_verdict(width, ci, grid, cfg.sharp_width_decades, [str(r) for r in revisions])
     ev.update(wev)
     if regime != "identity" and shape in ("sharp", "gradual"):  # fresh draws: the claim must exclude its boundary
-        p_b = boundary_p(tokens, k, n, phi, cfg.sharp_width_decades, shape)
+        p_b = boundary_p(tokens, k, n, phi, cfg.sharp_width_decades, shape, rng)
         ev["p_boundary"] = p_b
         if p_b > alpha:
             shape, reason = "unresolved", (f"unresolved: read {shape} ({reason}), but a rise of 10-90 width "
@@ -267,7 +267,8 @@ def model_evidence(fits: Optional[dict]) -> tuple:
 def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_step: Optional[float] = None,
                    change: Optional[TestResult] = None, config: Optional[ShapeConfig] = None,
                    alpha: float = DEFAULTS.alpha, level: float = DEFAULTS.level, regime: str = "identity",
-                   boot=None, switched=None, unseen: Optional[str] = None) -> ShapeVerdict:
+                   boot=None, switched=None, unseen: Optional[str] = None,
+                   rng: Optional[np.random.Generator] = None) -> ShapeVerdict:
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
@@ -277,7 +278,8 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     :func:`stats.curve_analysis._rise_end_unseen`);
     ``change``: the :func:`stats.change.change_test` result (None: not run, and no
     transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
-    ``boot``: the logistic's bootstrap (the aggregate share's interval).
+    ``boot``: the logistic's bootstrap (the aggregate share's interval); ``rng``: the boundary
+    test's simulations (:func:`stats.width.boundary_p`; None: a fixed seed).
     """
     cfg = ShapeConfig() if config is None else config
     if regime not in REGIMES:
@@ -307,7 +309,7 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     if reason is not None:
         return ShapeVerdict("none", reason, ev)
     phi = 1.0 if fits is None else float(fits["logistic"].dispersion)
-    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched, alpha, phi, unseen)
+    return sharp_or_gradual(ev, cfg, tokens, k, n, revisions, regime, times, switched, alpha, phi, unseen, rng)
 
 
 def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:
