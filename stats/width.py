@@ -133,10 +133,10 @@ def _profile_fits(x, y, w, slopes, midpoints: int = 161) -> tuple:
     ``slopes`` and a fine grid of midpoints, for a rise of fractions ``y`` in [0, 1], and its fitted
     values: ``floor >= 0``, ``amplitude >= 0``, ``floor + amplitude <= 1`` (a share of heads is
     neither negative nor above one). ``w``: the weights, one a revision or one a revision for each
-    slope and midpoint; ``midpoints`` spread over the range and a range's width on either side. Given the shape, the floor and amplitude are a two-parameter weighted least
-    squares under three linear constraints; its minimum is the unconstrained solution where
-    feasible, else the best feasible one on an edge (each edge's one-parameter solution clipped to
-    it) or a vertex."""
+    slope and midpoint; ``midpoints`` spread over the range and a range's width on either side.
+    Given the shape, the floor and amplitude are a two-parameter weighted least squares under three
+    linear constraints; its minimum is the unconstrained solution where feasible, else the best
+    feasible one on an edge (each edge's one-parameter solution clipped to it) or a vertex."""
     span = max(float(x[-1] - x[0]), 0.1)
     x50 = np.linspace(x[0] - span, x[-1] + span, midpoints)
     g = 1.0 / (1.0 + np.exp(-np.clip(slopes[:, None, None] * (x[None, None, :] - x50[None, :, None]), -50, 50)))
@@ -233,9 +233,10 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
     rho = np.clip((max(phi, 1.0) - 1.0) / np.maximum(n - 1.0, 1.0), 0.0, 0.99)
     reached = 0
     for draw in range(1, n_sim + 1):
-        level = mu if not rho.any() else rng.beta(mu * (1 - rho) / np.maximum(rho, 1e-12),
-                                                 (1 - mu) * (1 - rho) / np.maximum(rho, 1e-12))
-        level = np.where(rho > 0, level, mu)
+        level = mu
+        if rho.any():  # beta-binomial: each revision's level drawn around the fit's
+            r = np.maximum(rho, 1e-12)
+            level = np.where(rho > 0, rng.beta(mu * (1 - r) / r, (1 - mu) * (1 - r) / r), mu)
         y_sim = rng.binomial(n.astype(int), np.clip(level, 0.0, 1.0)) / n
         reached += _boundary_stat(x, y_sim, n, held, free)[0] >= stat
         if reached >= stop_after:
