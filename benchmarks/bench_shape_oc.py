@@ -1,6 +1,7 @@
 """Operating characteristic of the shape verdict (sharp / gradual / none).
 
     .venv/bin/python benchmarks/bench_shape_oc.py [--datasets 200] [--n-boot 300] [--seed 0]
+    .venv/bin/python benchmarks/bench_shape_oc.py --space-only [--studies 400] [--thinned]
 
 Every curve goes through :func:`stats.curve_analysis.analyse_curve`, exactly as the
 analysis runs it (``--n-boot`` sets its bootstrap replicates, which give the times'
@@ -47,13 +48,15 @@ E. The sampled space (:mod:`stats.study_space`): ``--studies`` whole studies dra
    for a borderline truth or a rise inside one interval wider than C; ``unresolved`` on a
    resolvable truth is wrong), the same over resolvable truths inside the range, the
    censoring side, detection of change (not ``none``, t50 inside the range), false
-   changes (not ``none``) on flat curves, and the t50 coverage of the calibration benchmark
-   on the same studies (informational here); ``claims right``: the share of the verdicts
+   changes (not ``none``) on flat curves, and the t50 coverage where a t50 is reported; ``claims right``: the share of the verdicts
    ``sharp`` and ``gradual`` that are right (a wrong claim, not an abstention). ``none`` is also right for a rise in the last
    interval (seen at the last revision alone) and for a change the noise hides (oracle z <
    4, :func:`stats.study_space.oracle_z`). Criteria: shape accuracy >= 0.90 over the space
-   and over the detectable changes; false changes <= 0.05 (the nominal level, within two
-   binomial standard errors).
+   and over the detectable changes; t50 coverage >= 0.90; false changes <= 0.05 (the nominal
+   level, within two binomial standard errors).
+F. ``--thinned``: the same studies of 10 revisions or more read on every other revision and
+   on all of them; the verdicts' cross table and the count of sharp <-> gradual flips
+   (criterion: none; refining may resolve a verdict or add doubt).
 """
 
 import argparse
@@ -73,11 +76,15 @@ def main():
     ap.add_argument("--families-only", action="store_true", help="only section D (the two regimes on the families)")
     ap.add_argument("--space-only", action="store_true", help="only section E (the sampled space)")
     ap.add_argument("--studies", type=int, default=400, help="studies drawn from the space (section E)")
+    ap.add_argument("--thinned", action="store_true",
+                    help="with --space-only: also read each study on every other revision (section F)")
     args = ap.parse_args()
     D = args.datasets
     if args.space_only:
         t_start = time.perf_counter()
         failed = space_section(args.studies, args.n_boot, np.random.default_rng(args.seed))
+        if args.thinned:
+            failed += thinned_section(args.studies, args.n_boot, np.random.default_rng(args.seed))
         print(f"done in {time.perf_counter() - t_start:.0f} s" + (f": {failed} criteria fail" if failed else ": criteria pass"))
         return 1 if failed else 0
 
@@ -225,6 +232,24 @@ def space_section(n: int, n_boot: int, rng) -> int:
     for error, count in errors(records):
         print(f"  analysis raised on {count} studies (counted as wrong): {error}")
     return report_criteria(records)
+
+
+def thinned_section(n: int, n_boot: int, rng) -> int:
+    """Section F: the sampled studies of 10 revisions or more read on every other revision and on
+    all of them (:func:`stats.space_scores.thinned_verdicts`); fails where any verdict flips between
+    sharp and gradual."""
+    from stats.config import AnalysisConfig
+    from stats.space_scores import thinned_verdicts
+
+    pairs = thinned_verdicts(n, AnalysisConfig(n_boot=n_boot, progress=False), rng, progress=True)
+    print(f"\nF. the same studies (10 revisions or more, not flat: {sum(pairs.values())}) on every other revision "
+          "-> on all of them")
+    for (coarse, fine), count in sorted(pairs.items()):
+        print(f"  {coarse:>10} -> {fine:<10} {count}")
+    flips = sum(c for (a, b), c in pairs.items() if {a, b} == {"sharp", "gradual"})
+    print(f"  {'sharp <-> gradual when checkpoints are added':<45} {flips:6d}  [0] {'PASS' if flips == 0 else 'FAIL'}",
+          flush=True)
+    return int(flips > 0)
 
 
 def report_criteria(records) -> int:

@@ -6,11 +6,13 @@ and :func:`pair_records` run the analysis (:func:`stats.curve_analysis.analyse_c
 pairs :func:`stats.gaps.fitted_gap`) on studies drawn at random and return one record a study:
 its factor bins (:func:`factor_bins`) and its scores. :func:`factor_table` prints any criterion
 over all records and by the bins of every factor (grid kind, revisions, position, switching
-heads, regime, true width).
+heads, regime, true width). :func:`thinned_verdicts` reads each study on every other revision
+and on all of them (a verdict must not flip when checkpoints are added).
 """
 
 from __future__ import annotations
 
+import collections
 from typing import Callable, Optional
 
 import numpy as np
@@ -111,6 +113,30 @@ def study_records(n: int, cfg, rng: np.random.Generator, space: StudySpace = Stu
         except Exception as e:  # counted as wrong, and said: a benchmark reports what fails
             out.append(record | _failed(study, e))
     return out
+
+
+def thinned_verdicts(n: int, cfg, rng: np.random.Generator, space: StudySpace = StudySpace(),
+                     progress: bool = False) -> collections.Counter:
+    """The shape verdicts of ``n`` studies drawn from ``space`` read on every other revision (the
+    first and last kept) and on all of them: a count of ``(coarse, fine)`` pairs over the studies of
+    10 revisions or more that are not flat. Refining the grid may resolve a verdict or add doubt;
+    it must never turn ``sharp`` into ``gradual`` or back."""
+    from tqdm.auto import tqdm
+
+    from stats.curve_analysis import analyse_curve
+
+    C, pairs = criterion_of(cfg), collections.Counter()
+    for draw, analysis in tqdm(_streams(n, rng), total=n, desc="thinned studies", disable=not progress, leave=False):
+        study = sample_study(draw, space, C)
+        curve = study.curve()
+        m = len(curve)
+        if m < 10 or study.truth.flat:
+            continue
+        coarse = curve.at(np.unique(np.r_[np.arange(0, m, 2), m - 1]))
+        seed = int(analysis.integers(2**63))
+        pairs[(analyse_curve(coarse, cfg, np.random.default_rng(seed)).verdict.shape,
+               analyse_curve(curve, cfg, np.random.default_rng(seed)).verdict.shape)] += 1
+    return pairs
 
 
 def _failed(study: SampledStudy, error: Exception) -> dict:

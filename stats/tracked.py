@@ -112,8 +112,12 @@ class Curve(Results):
 
     def head(self, stop: int) -> "Curve":
         """The curve's first ``stop`` revisions (the rise of a curve that falls again)."""
-        return Curve(self.model, self.head_class, self.revisions[:stop], self.tokens[:stop], self.k[:stop], self.n[:stop],
-                     self.corpus, list(self.dropped), self.identity, None if self.flags is None else self.flags[:stop],
+        return self.at(slice(0, stop))
+
+    def at(self, index) -> "Curve":
+        """The curve at the revisions ``index`` (a slice or indices in order), the same heads."""
+        return Curve(self.model, self.head_class, self.revisions[index], self.tokens[index], self.k[index], self.n[index],
+                     self.corpus, list(self.dropped), self.identity, None if self.flags is None else self.flags[index],
                      self.flags_at_init)
 
     @classmethod

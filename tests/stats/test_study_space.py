@@ -278,3 +278,27 @@ def test_a_pair_the_counts_noise_hides_is_not_detectable():
             assert b["detectable"] == "no"
         seen.add(gap_z < DETECTABLE_Z)
     assert seen == {True, False}  # the space holds both
+
+
+def test_sampled_studies_keep_their_shape_when_checkpoints_are_added():
+    """Studies drawn from the space (10 revisions or more), read on every other revision and on all
+    of them: refining may resolve a verdict or add doubt, never turn sharp into gradual or back."""
+    from stats.config import AnalysisConfig
+    from stats.space_scores import thinned_verdicts
+
+    pairs = thinned_verdicts(24, AnalysisConfig(n_boot=20, progress=False), np.random.default_rng(7))
+    assert sum(pairs.values()) >= 8
+    assert not any({coarse, fine} == {"sharp", "gradual"} for coarse, fine in pairs), pairs
+    assert any(coarse == fine != "none" for coarse, fine in pairs), pairs  # some verdicts are read on both grids
+
+
+def test_a_curve_at_some_revisions_keeps_its_heads():
+    from stats.tracked import Curve
+
+    flags = np.arange(12).reshape(4, 3) % 2 == 0
+    c = Curve("m", "bos", np.array(list("abcd")), np.array([1e9, 2e9, 4e9, 8e9]), flags.sum(1).astype(float),
+              np.full(4, 3.0), identity=True, flags=flags, flags_at_init=np.zeros(3, bool))
+    sub = c.at(np.array([0, 2, 3]))
+    assert list(sub.revisions) == ["a", "c", "d"] and list(sub.k) == [2, 2, 1]
+    assert (sub.flags == flags[[0, 2, 3]]).all() and sub.flags_at_init is c.flags_at_init
+    assert list(c.head(2).revisions) == ["a", "b"]
