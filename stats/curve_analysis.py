@@ -212,16 +212,16 @@ def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
     """Which end of the followed heads' rise (``switched``: :func:`_switched`) the range does not show
     (``"start"``, ``"end"``), or None (:func:`stats.shape.sharp_or_gradual`: the heads seen then bound the width from below only, and a
     logistic fitted to the part seen cannot bound it from above). The start is unseen where the
-    heads' flags before training are known, heads are switching in the first interval, and those
-    already on at the first revision hold at least ``share`` of the heads switched by the rise's
-    end: its 10 % point may lie before the range (without step 0, heads on at the first revision
-    are the rise's floor). The end is unseen where no decline follows the rise and heads are still
+    heads' flags before training are known and heads off then and on at the first revision hold
+    at least ``share`` of the heads switched by the rise's end: they switched on somewhere before
+    the range, so its 10 % point may lie there, whether or not others follow in the first interval
+    (without step 0, heads on at the first revision are the rise's floor). The end is unseen where no decline follows the rise and heads are still
     arriving at the last revision (:func:`_still_arriving`): its ceiling and 90 % point may lie
     after the range."""
     c = switched
     if c is None or c.size < 2 or c[-1] <= 0:
         return None
-    if curve.flags_at_init is not None and c[1] > c[0] and c[0] >= share * c[-1]:
+    if curve.flags_at_init is not None and c[0] >= share * c[-1]:
         return "start"
     if len(rise) == len(curve) and _still_arriving(curve, c):
         return "end"

@@ -197,6 +197,21 @@ def test_a_rise_still_under_way_at_the_last_revision_has_no_upper_bound():
     assert "rise_end_unseen" not in seen.evidence
 
 
+def test_heads_that_switched_on_before_the_range_open_the_rise_start_after_a_pause():
+    """Heads off at step 0: one of four on at the first revision, the next two switching together
+    two decades later, the last after the range (one study of the sampled space, 2.6 decades wide):
+    the first head's switch-on lies somewhere before the range, so the two seen together do not
+    bound the rise's width (it read sharp: <= 0.19 decades)."""
+    tok = np.logspace(9, 11, 21)
+    f = np.zeros((21, 154), bool)
+    f[:, 0] = True
+    f[14:, 1:3] = True
+    c = curve_of(f, tok)
+    c.flags_at_init = np.zeros(154, bool)
+    v = analyse_curve(c, CFG, np.random.default_rng(0)).verdict
+    assert v.evidence.get("rise_end_unseen") == "start" and v.shape != "sharp", v.reason
+
+
 def test_flicker_at_the_last_revision_is_not_a_rise_going_on():
     """6 of 601 heads switch on between the 3rd and 4th of 23 revisions and stay; 40 others flicker
     on and off (one study of the sampled space read `unresolved` because two flickering heads were
