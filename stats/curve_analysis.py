@@ -215,9 +215,9 @@ def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
     heads' flags before training are known and heads off then and on at the first revision hold
     at least ``share`` of the heads switched by the rise's end: they switched on somewhere before
     the range, so its 10 % point may lie there, whether or not others follow in the first interval
-    (without step 0, heads on at the first revision are the rise's floor). The end is unseen where no decline follows the rise and heads are still
-    arriving at the last revision (:func:`_still_arriving`): its ceiling and 90 % point may lie
-    after the range."""
+    (without step 0, heads on at the first revision are the rise's floor). The end is unseen
+    where no decline follows the rise and heads are still arriving at the last revision
+    (:func:`_still_arriving`): its ceiling and 90 % point may lie after the range."""
     c = switched
     if c is None or c.size < 2 or c[-1] <= 0:
         return None
@@ -342,16 +342,19 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
         return CurveAnalysis(curve, pre, **parts)
     times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, cfg.shape.width_factor,
                                              cfg.fit.overdispersion)
+    switched = _switched(curve, len(rise))
+    unseen = _rise_end_unseen(curve, rise, switched)
     if rule["regime"] == "identity" and rise.flags is not None:  # followed heads: their own switch-on times
-        to_come = float(params["ceiling"] - fits["logistic"].predict(rise.tokens[:1])[0]) * float(np.median(rise.n))
-        times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng, to_come)
+        # heads to come after the range, as many as the logistic's rise exceeds the switched heads by, only where the
+        # heads show the rise going on at its end: where it has ended, the heads seen are the rise
+        n_rise = float(params["ceiling"] - fits["logistic"].predict(rise.tokens[:1])[0]) * float(np.median(rise.n))
+        times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng, n_rise if unseen == "end" else 0.0)
     censor = censoring_from_fit(rise, float(params["log10_t50"]), times.draws_t50, cfg.level)
     if censor is not None:
         return _censored(curve, censor, pre, cfg, **parts)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0
     test = step_vs_logistic(*args[:3], cfg.n_boot, rng, test_phi, fits, studentize=cfg.fit.overdispersion)
-    switched = _switched(curve, len(rise))
     verdict = classify_shape(*args, fits=fits, times=times, p_step=test.p_value, change=change, boot=boot,
-                             switched=switched, unseen=_rise_end_unseen(curve, rise, switched), rng=rng, **rule)
+                             switched=switched, unseen=unseen, rng=rng, **rule)
     verdict = qualify_verdict(verdict, cont)
     return CurveAnalysis(curve, verdict, times=times, step_test=test, boot=boot, **parts)

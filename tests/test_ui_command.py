@@ -43,8 +43,26 @@ def test_ui_starts_on_the_last_jobs_store_and_prints_the_latest_report(tmp_path,
     assert f"runs table: {experiment_url(store, exp_id, f'http://127.0.0.1:{port}')}" in out
     assert "viewStateShareKey=emergence-runs&workflowType=machine_learning" in out
     assert f"MLflow UI on {store}" in out
-    with socket.socket() as s:  # --check stopped the UI it started
-        s.bind(("127.0.0.1", port))
+    _port_freed(port)  # --check stopped the UI it started
+
+
+def _port_freed(port: int, wait: float = 20.0) -> None:
+    """Bind ``port`` (no server listening on it) within ``wait`` seconds: the stopped UI's processes may
+    take a moment to exit, and its closed connections linger in TIME_WAIT (SO_REUSEADDR allows those,
+    not a listener)."""
+    deadline = time.time() + wait
+    while True:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                s.listen()
+                return
+            except OSError:
+                if time.time() > deadline:
+                    raise
+        time.sleep(0.2)
+
 
 def test_a_ui_that_does_not_answer_in_time_is_one_error(tmp_path):
     env = {**os.environ, "EMERGENCE_HOME": str(tmp_path)}

@@ -212,6 +212,24 @@ def test_heads_that_switched_on_before_the_range_open_the_rise_start_after_a_pau
     assert v.evidence.get("rise_end_unseen") == "start" and v.shape != "sharp", v.reason
 
 
+def test_a_rise_whose_end_is_seen_takes_its_times_from_the_heads_seen():
+    """Three heads switch on together at the 15th of 16 revisions and stay, beside 18 always-on heads
+    and 6 flickering ones: the heads show the rise ended (sharp), so its t50 draws are the three
+    heads' interval. The logistic, fitted to counts with the flicker, put more heads after the range
+    and replaced the draws with its own from the whole range (7.03 to 8.48), and a 5x gap to a class
+    before it was not found."""
+    rng = np.random.default_rng(1)
+    x = np.linspace(7.03, 8.48, 16)
+    f = np.zeros((16, 100), bool)
+    f[:, :18] = True
+    f[:, 18:24] = rng.random((16, 6)) < 0.3
+    f[14:, 24:27] = True
+    a = analyse_curve(curve_of(f, 10 ** x), AnalysisConfig(n_boot=200, progress=False), np.random.default_rng(0))
+    assert a.verdict.shape == "sharp", a.verdict.reason
+    d = a.times.draws_t50
+    assert d.min() >= x[13] - 1e-9 and d.max() <= x[14] + 1e-9
+
+
 def test_flicker_at_the_last_revision_is_not_a_rise_going_on():
     """6 of 601 heads switch on between the 3rd and 4th of 23 revisions and stay; 40 others flicker
     on and off (one study of the sampled space read `unresolved` because two flickering heads were
