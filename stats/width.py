@@ -165,39 +165,32 @@ def _profile_fits(x, y, w, slopes, midpoints: int = 161) -> tuple:
 
 
 def _profile_deviance(x, y, n, p, slopes, rounds: int = 2) -> tuple:
-    """The least binomial deviance of a logistic rise of the ``slopes`` (:func:`_profile_fits`) for
-    fractions ``y`` of ``n`` heads, and the fitted levels that reach it. For each slope and midpoint
-    the floor and amplitude are fitted by iterated reweighting: weighted least squares with weights
-    ``n / (mu (1 - mu))``, first at the levels ``p``, then ``rounds`` times at the candidate's own
-    fitted levels ``mu`` (kept half a head from 0 and from ``n``), whose fixed point solves the
-    binomial score equations; the deviance ``2 sum [k log(k / n mu) + (n - k) log((n - k) / n (1 -
-    mu))]`` of the last fit is its likelihood ratio against the saturated model, so that a candidate
-    that puts heads where the counts are zero pays what the likelihood charges (a weighted squared
-    error charges a zero count half of it)."""
+    """The binomial deviance of the best logistic rise for each of ``slopes`` and midpoint
+    (:func:`_profile_fits`) for fractions ``y`` of ``n`` heads, and its fitted levels. For each slope
+    and midpoint the floor and amplitude are fitted by iterated reweighting: weighted least squares
+    with weights ``n / (mu (1 - mu))``, first at the levels ``p``, then ``rounds`` times at the
+    candidate's own fitted levels ``mu`` (kept half a head from 0 and from ``n``), whose fixed point
+    solves the binomial score equations; the deviance ``2 sum [k log(k / n mu) + (n - k) log((n - k)
+    / n (1 - mu))]`` of the last fit is its likelihood ratio against the saturated model, so that a
+    candidate that puts heads where the counts are zero pays what the likelihood charges (a weighted
+    squared error charges a zero count half of it)."""
     w = n / (p * (1 - p))
     for _ in range(rounds + 1):
         _, mu = _profile_fits(x, y, w, slopes)
         m = np.clip(mu, 0.5 / n, 1 - 0.5 / n)
         w = n / (m * (1 - m))
     mu = np.clip(mu, 1e-12, 1 - 1e-12)
-    dev = (2 * n * (xlogy(y, y) - xlogy(y, mu) + xlogy(1 - y, 1 - y) - xlogy(1 - y, 1 - mu))).sum(-1)
-    best = np.unravel_index(int(np.argmin(dev)), dev.shape)
-    return float(dev[best]), mu[best]
+    return (2 * n * (xlogy(y, y) - xlogy(y, mu) + xlogy(1 - y, 1 - y) - xlogy(1 - y, 1 - mu))).sum(-1), mu
 
 
-def _monotone_levels(y, n) -> np.ndarray:
-    """The non-decreasing fit's levels of the fractions ``y`` (:func:`stats.isotonic.isotonic_fit`),
-    kept in [0.01, 0.99]: where the reweighted fits start."""
-    return np.clip(isotonic_fit(y, n)[0], 0.01, 0.99)
-
-
-def _boundary_stat(x, y, n, held, free) -> tuple:
-    """The deviance by which the best rise of the ``held`` slopes fits the rise ``y`` worse than the
-    best of the ``free`` ones, and the held fit's levels."""
-    p = _monotone_levels(y, n)
-    d_held, mu = _profile_deviance(x, y, n, p, held)
-    d_free, _ = _profile_deviance(x, y, n, p, free)
-    return max(d_held - min(d_free, d_held), 0.0), mu
+def _boundary_stat(x, y, n, slopes, held) -> tuple:
+    """The deviance by which the best rise of the ``held`` slopes (a mask of ``slopes``) fits the rise
+    ``y`` worse than the best of all, and the held fit's levels; the reweighted fits start from the
+    non-decreasing fit's levels (:func:`stats.isotonic.isotonic_fit`), kept in [0.01, 0.99]."""
+    dev, mu = _profile_deviance(x, y, n, np.clip(isotonic_fit(y, n)[0], 0.01, 0.99), slopes)
+    dev_held, mu_held = dev[held], mu[held]
+    best = np.unravel_index(int(np.argmin(dev_held)), dev_held.shape)
+    return max(float(dev_held[best] - dev.min()), 0.0), mu_held[best]
 
 
 def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
@@ -225,8 +218,9 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
     span = max(float(x[-1] - x[0]), 0.1)
     gentle = np.geomspace(2 * np.log(9.0) / (10 * span), s_c, 16)
     steep = np.geomspace(s_c, 2 * np.log(9.0) / 1e-3, 16)
-    held, free = (gentle if shape == "sharp" else steep), np.concatenate([gentle, steep])
-    stat, mu = _boundary_stat(x, y, n, held, free)
+    slopes = np.concatenate([gentle, steep])
+    held = np.arange(slopes.size) < gentle.size if shape == "sharp" else np.arange(slopes.size) >= gentle.size
+    stat, mu = _boundary_stat(x, y, n, slopes, held)
     if stat <= 0:
         return 1.0
     rng = np.random.default_rng(0) if rng is None else rng
@@ -238,7 +232,7 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
             r = np.maximum(rho, 1e-12)
             level = np.where(rho > 0, rng.beta(mu * (1 - r) / r, (1 - mu) * (1 - r) / r), mu)
         y_sim = rng.binomial(n.astype(int), np.clip(level, 0.0, 1.0)) / n
-        reached += _boundary_stat(x, y_sim, n, held, free)[0] >= stat
+        reached += _boundary_stat(x, y_sim, n, slopes, held)[0] >= stat
         if reached >= stop_after:
             return reached / draw
     return (1 + reached) / (1 + n_sim)
