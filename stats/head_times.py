@@ -4,17 +4,17 @@ Where a per-head table follows the same heads, the class's rise is made of heads
 switched on once (:mod:`stats.switching`): head ``h`` settled at revision ``j_h >= 1``, so
 its switch-on lies in the checkpoint interval ``(x_{j-1}, x_j]`` (log10 tokens), and the
 rise's t50 is the median of these times, its onset and saturation their 10th and 90th
-percentiles. Heads on from the first revision (``j = 0``) are the level the rise starts
-from, not part of it.
+percentiles (interpolated between neighbouring heads, :func:`head_draws`). Heads on from the
+first revision (``j = 0``) are the level the rise starts from, not part of it.
 
-Two things are unknown, and the bootstrap carries both: which heads a class has (the
-heads are resampled with replacement) and where inside its checkpoint interval the
-resampled median (10th, 90th percentile) head switched on: anywhere, drawn uniformly in
-log10 tokens inside it, one draw a replicate (the heads of a sharp rise switch on together,
-so their positions are not independent draws: the interval, not the count, limits what the
-checkpoints tell). The interval runs from the lower percentile of the replicates' interval
-starts to the upper percentile of their ends: where all heads switch inside one checkpoint
-interval, that interval.
+Two things are unknown, and the bootstrap carries both: which heads a class has (the heads are
+resampled with replacement) and where inside its checkpoint interval the resampled median (10th,
+90th percentile) head switched on: anywhere, drawn uniformly in log10 tokens inside it, one draw
+a replicate, shared by the two heads a percentile falls between (the heads of a sharp rise
+switch on together, so their positions are not independent draws: the interval, not the count,
+limits what the checkpoints tell). The interval runs from the lower percentile of the
+replicates' interval starts to the upper percentile of their ends: where all heads switch inside
+one checkpoint interval, that interval.
 
 The logistic's parametric bootstrap (:mod:`stats.times`) draws each revision's count
 afresh (binomial), the noise of counts of fresh draws; counts of followed heads are
@@ -62,20 +62,27 @@ def head_draws(intervals: np.ndarray, n_boot: int, rng: np.random.Generator, n_r
     """Bootstrap draws (module docstring) of log10 ``t50``, ``onset`` (10 %) and ``saturation`` (90 %):
     ``{name: (draws, starts, ends)}``, the draw and the bounds of its checkpoint interval a replicate.
     ``n_rise`` (at least the switching heads): the heads the whole rise holds, those beyond the
-    switching ones switching on after the last revision; a replicate whose percentile head is one
-    of them draws +inf, its interval ``(inf, inf)`` (the time lies after the range)."""
+    switching ones switching on after the last revision; a replicate whose percentile needs one
+    of them draws +inf, its interval ``(inf, inf)`` (the time lies after the range).
+
+    The q-th percentile of ``n`` ranked times is numpy's default (linear): rank ``p = q (n - 1)``,
+    between heads ``floor(p)`` and ``floor(p) + 1`` with weight ``p - floor(p)``, in log10 tokens.
+    With an even number of heads the median is midway between the two middle heads (the lower of
+    them alone would put t50 early: two heads, t50 the first one's time), and onset and saturation
+    sit at mirrored ranks."""
     h = intervals.shape[0]
     total = max(h, int(n_rise))
     intervals = intervals[np.lexsort((intervals[:, 0], intervals[:, 1]))]  # in time order
     ranked = np.sort(rng.integers(0, total, (n_boot, total)), axis=1)  # a resample's heads, in time order
+    padded = np.vstack([intervals, np.full((total - h + 1, 2), np.inf)])  # heads after the range: (inf, inf)
     out = {}
     for name, q in (("onset", 0.1), ("t50", 0.5), ("saturation", 0.9)):
-        at = ranked[:, int(np.clip(np.ceil(q * total) - 1, 0, total - 1))]
-        seen = at < h
-        lo, hi, draw = np.full((3, n_boot), np.inf)
-        lo[seen], hi[seen] = intervals[at[seen], 0], intervals[at[seen], 1]
-        u = rng.random(n_boot)
-        draw[seen] = lo[seen] + (hi[seen] - lo[seen]) * u[seen]
+        p = q * (total - 1)
+        i, w = int(np.floor(p)), p - np.floor(p)
+        below, above = padded[ranked[:, i]], padded[ranked[:, min(i + 1, total - 1)]]
+        with np.errstate(invalid="ignore"):  # inf - inf: the percentile lies after the range
+            lo, hi = (below if w == 0 else (1 - w) * below + w * above).T
+            draw = np.where(np.isfinite(lo), lo + (hi - lo) * rng.random(n_boot), np.inf)
         out[name] = (draw, lo, hi)
     return out
 

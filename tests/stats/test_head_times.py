@@ -38,6 +38,18 @@ def test_the_median_head_decides_and_resampling_moves_it_between_intervals():
     assert np.mean(lo == X[6]) > 0.5
 
 
+def test_an_even_number_of_heads_puts_the_median_midway_between_the_middle_two():
+    """Two heads, one switching at revision 2 and one at 8: t50 lies between them (the lower head
+    alone, rank ceil(n/2) - 1, put OLMo's induction t50 at its first head's time)."""
+    iv = switch_intervals(flags_switching_at(2, 8), TOK)
+    draws, lo, hi = head_draws(iv, 4000, np.random.default_rng(2))["t50"]
+    both = ~np.isclose(lo, X[1]) & ~np.isclose(lo, X[7])  # replicates holding both heads
+    assert np.allclose(lo[both], (X[1] + X[7]) / 2) and np.allclose(hi[both], (X[2] + X[8]) / 2)
+    assert 0.4 < both.mean() < 0.6
+    assert abs(np.mean(np.isclose(lo, X[1])) - np.mean(np.isclose(lo, X[7]))) < 0.05  # no side favoured
+    assert abs(np.median(draws) - (X[1] + X[8]) / 2) < 0.5 * (X[1] - X[0])
+
+
 def test_too_few_heads_leave_the_times_alone():
     assert switch_intervals(flags_switching_at(3, extra_off=5), TOK) is None
     t = TransitionTimes(1e10, 1e10, 1e10, [1e9, 1e11], [9e9, 2e10], [1e9, 1e11], 0.2, False, 0.3,
