@@ -12,7 +12,9 @@ midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
   against noise, :func:`stats.shape.level_change_test`, or a rise below
   ``min_rise_heads`` heads) while the class is already present at the first
   revision; or a rise whose fitted logistic midpoint lies before ``t_1`` (only the
-  end of the rise is seen).
+  end of the rise is seen); or, for followed heads with step 0, a rise most of whose
+  heads were off before training and are on from the first revision: its median head
+  switched on before ``t_1`` (:func:`censoring_from_heads`).
 - ``right``: ``t50 > t_m``. Either no rise and the class never present (nothing
   has formed by the last revision), or a rise whose fitted midpoint lies after
   ``t_m`` (only the start of the rise is seen).
@@ -59,6 +61,7 @@ from typing import Optional
 import numpy as np
 
 from stats.change import test_label
+from stats.head_times import head_draws
 from stats.hypotheses import TestResult
 from stats.phases import CurvePhases
 from stats.results import Results
@@ -167,6 +170,35 @@ def censoring_from_fit(curve: Curve, log10_t50: float, draws=None, level: float 
         return Censoring(side, f"{head} (t50 {rel} {10**limit:.3g} tokens, the {'upper' if left else 'lower'} "
                                f"{level:.0%} limit of its bootstrap)", bound_tokens=float(10**bound))
     return Censoring(side, f"{head} (t50 {rel} {rev})")
+
+
+def censoring_from_heads(curve: Curve, n_boot: int, rng: np.random.Generator, level: float = 0.95) -> Optional[Censoring]:
+    """Left censoring read from the followed heads themselves: where their flags before training
+    (step 0) are known, a head off then and on, settled, from the first revision switched on before
+    it. When such heads are more than half of the heads switched on (settled) by the curve's end,
+    the rise's median head, its t50 (:mod:`stats.head_times`), switched on before the first
+    revision: ``t50 <= t_1``, whatever a logistic fitted to the counts seen says (it takes the first
+    revision's count for its floor, and puts the midpoint inside the range). The bound is the
+    one-sided ``level`` limit of the heads' bootstrap (heads resampled; one before the range counts
+    at ``t_1``) where that reaches into the range. None without step 0 (heads on from the first
+    revision may be on by construction), or with half the heads or fewer on from the first
+    revision; the caller leaves out a rise still under way at its end (heads to come move the
+    median later)."""
+    if curve.flags is None or curve.flags_at_init is None:
+        return None
+    j = switch_on(curve.trained_flags)
+    j = j[j >= 0]
+    before = int(np.sum(j == 0))
+    if before <= j.size / 2:
+        return None
+    x = curve.x
+    intervals = np.column_stack([x[np.maximum(j - 1, 0)], x[j]])
+    limit = float(np.quantile(head_draws(intervals, n_boot, rng)["t50"][2], level))
+    rev = curve.revisions[0]
+    where = f"t50 <= {rev}" if limit <= x[0] else f"t50 <= {10**limit:.3g} tokens, the upper {level:.0%} limit of its bootstrap"
+    return Censoring("left", f"left-censored: {before} of the {j.size} heads of the rise (off before training) are on "
+                             f"from the first revision ({rev}): the median head switched on before it; only the end of "
+                             f"the rise is seen ({where})", bound_tokens=None if limit <= x[0] else float(10**limit))
 
 
 def _first_switch_before(curve: Curve) -> Optional[tuple]:

@@ -21,7 +21,7 @@ from scipy.stats import poisson
 
 from emergence.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
 from stats.bootstrap import BootstrapResults
-from stats.censoring import Censoring, censoring_from_fit, censoring_without_rise
+from stats.censoring import Censoring, censoring_from_fit, censoring_from_heads, censoring_without_rise
 from stats.changepoint import ChangePoints, detect_changepoints
 from stats.change import change_test, describe_single, single_revision
 from stats.config import DEFAULTS, AnalysisConfig, ShapeConfig, check_options
@@ -340,9 +340,14 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, **parts)
+    switched = _switched(curve, len(rise))
+    going_on = len(rise) == len(curve) and switched is not None and _still_arriving(curve, switched)
+    if rule["regime"] == "identity" and switched is not None and not going_on:
+        censor = censoring_from_heads(rise, cfg.n_boot, rng, cfg.level)  # most heads switched on before the range
+        if censor is not None:
+            return _censored(curve, censor, pre, cfg, **parts)
     times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, cfg.shape.width_factor,
                                              cfg.fit.overdispersion)
-    switched = _switched(curve, len(rise))
     unseen = _rise_end_unseen(curve, rise, switched)
     if rule["regime"] == "identity" and rise.flags is not None:  # followed heads: their own switch-on times
         # heads to come after the range, as many as the logistic's rise exceeds the switched heads by, only where the

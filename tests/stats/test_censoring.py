@@ -296,3 +296,33 @@ def test_a_rise_under_way_at_the_end_is_bounded_by_its_first_head():
     # without the heads' flags, the bootstrap's limit alone
     counts = Curve("sim", "bos", curve.revisions, tokens, curve.k, curve.n)
     assert censoring_from_fit(counts, 12.5, wide).bound_tokens < tokens[3]
+
+
+def _followed(on_from: dict, n_heads: int = 256, m: int = 10):
+    """Followed heads' flags: ``on_from[j]`` heads switch on at revision j (0: on from the first) and stay."""
+    flags = np.zeros((m, n_heads), bool)
+    h = 0
+    for j, count in on_from.items():
+        flags[j:, h:h + count] = True
+        h += count
+    revisions = np.array([f"r{i}" for i in range(m)])
+    return ("sim", "bos", revisions, TOK, flags.sum(1).astype(float), np.full(m, float(n_heads))), flags
+
+
+def test_most_heads_switched_on_before_the_first_revision_is_a_rise_seen_at_its_end():
+    """Step 0 known (no head on before training): 30 heads on from the first revision and 10 more
+    switching at the 4th. Their median head switched on before the first revision, so t50 <= r0
+    (left-censored), not the 4th revision where a logistic through the counts (30 -> 40) puts its
+    midpoint. With 10 on from the first and 30 at the 4th, the median is inside the range; without
+    step 0 the 30 may be on by construction, and the rise is the 10 that switch."""
+    args, flags = _followed({0: 30, 4: 10})
+    init = np.zeros(256, bool)
+    ca = analyse_curve(Curve(*args, identity=True, flags=flags, flags_at_init=init), CFG, np.random.default_rng(0))
+    assert ca.censored == "left" and ca.verdict.shape == "none", ca.verdict.reason
+    assert "30 of the 40 heads" in ca.verdict.reason and ca.times.t50_ci[1] <= TOK[3]
+    args, flags = _followed({0: 10, 4: 30})
+    inside = analyse_curve(Curve(*args, identity=True, flags=flags, flags_at_init=init), CFG, np.random.default_rng(0))
+    assert inside.censored is None and TOK[2] < inside.times.t50 <= TOK[4], inside.verdict.reason
+    args, flags = _followed({0: 30, 4: 10})
+    without = analyse_curve(Curve(*args, identity=True, flags=flags), CFG, np.random.default_rng(0))
+    assert without.censored is None and TOK[3] < without.times.t50 <= TOK[4], without.verdict.reason
