@@ -210,22 +210,21 @@ def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
 def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
                      share: float = 0.1) -> Optional[str]:
     """Which end of the followed heads' rise (``switched``: :func:`_switched`) the range does not show
-    (``"start"``, ``"end"``), or None (:func:`stats.shape.sharp_or_gradual`: the heads seen then bound the width from below only, and a
-    logistic fitted to the part seen cannot bound it from above). The start is unseen where the
-    heads' flags before training are known and heads off then and on at the first revision hold
-    at least ``share`` of the heads switched by the rise's end: they switched on somewhere before
-    the range, so its 10 % point may lie there, whether or not others follow in the first interval
-    (without step 0, heads on at the first revision are the rise's floor). The end is unseen
-    where no decline follows the rise and heads are still arriving at the last revision
-    (:func:`_still_arriving`): its ceiling and 90 % point may lie after the range."""
+    (``"start"``, ``"end"``, ``"both"``), or None (:func:`stats.shape.sharp_or_gradual`: the heads
+    seen then bound the width from below only, and a logistic fitted to the part seen cannot bound
+    it from above). The start is unseen where the heads' flags before training are known and heads
+    off then and on at the first revision hold at least ``share`` of the heads switched by the
+    rise's end: they switched on somewhere before the range, so its 10 % point may lie there,
+    whether or not others follow in the first interval (without step 0, heads on at the first
+    revision are the rise's floor). The end is unseen where no decline follows the rise and heads
+    are still arriving at the last revision (:func:`_still_arriving`): its ceiling and 90 % point
+    may lie after the range."""
     c = switched
     if c is None or c.size < 2 or c[-1] <= 0:
         return None
-    if curve.flags_at_init is not None and c[0] >= share * c[-1]:
-        return "start"
-    if len(rise) == len(curve) and _still_arriving(curve, c):
-        return "end"
-    return None
+    start = curve.flags_at_init is not None and c[0] >= share * c[-1]
+    end = len(rise) == len(curve) and _still_arriving(curve, c)
+    return {(True, True): "both", (True, False): "start", (False, True): "end"}.get((start, end))
 
 
 def _still_arriving(curve: Curve, switched: np.ndarray, share: float = 0.25, level: float = 0.95) -> bool:
@@ -353,7 +352,7 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
         # heads to come after the range, as many as the logistic's rise exceeds the switched heads by, only where the
         # heads show the rise going on at its end: where it has ended, the heads seen are the rise
         n_rise = float(params["ceiling"] - fits["logistic"].predict(rise.tokens[:1])[0]) * float(np.median(rise.n))
-        times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng, n_rise if unseen == "end" else 0.0)
+        times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng, n_rise if unseen in ("end", "both") else 0.0)
     censor = censoring_from_fit(rise, float(params["log10_t50"]), times.draws_t50, cfg.level)
     if censor is not None:
         return _censored(curve, censor, pre, cfg, **parts)

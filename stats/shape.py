@@ -225,9 +225,11 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
                                            f"{cfg.sharp_width_decades:g} decades, the criterion, fits nearly as well "
                                            f"(boundary test p = {p_b:.3g} > {alpha}): the noise does not tell")
     if ev.get("rise_end_unseen") and shape != "none":
-        reason += (f"; the rise's {ev['rise_end_unseen']} lies outside the range ("
-                   + ("heads off before training are on at the first revision" if ev["rise_end_unseen"] == "start"
-                      else "heads are still switching on at its end") + "): the width has no upper bound")
+        unseen = ev["rise_end_unseen"]
+        why = {"start": "heads off before training are on at the first revision",
+               "end": "heads are still switching on at its end"}
+        reason += (f"; the rise's {'start and end lie' if unseen == 'both' else unseen + ' lies'} outside the range ("
+                   + ", and ".join(why[k] for k in why if unseen in (k, "both")) + "): the width has no upper bound")
     if ev.get("max_jump_revisions"):
         a, b = ev["max_jump_revisions"]
         reason += f"; the largest jump ({a} -> {b}) holds {_pct(ev['max_jump_share'])} of the rise"
@@ -274,7 +276,7 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
     :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
     ``switched``: the count of heads switched on at the revisions, where their flags are known
-    (``unseen``: which end of their rise lies outside the range, ``"start"`` or ``"end"``, or None,
+    (``unseen``: which end of their rise lies outside the range, ``"start"``, ``"end"`` or ``"both"``, or None,
     :func:`stats.curve_analysis._rise_end_unseen`);
     ``change``: the :func:`stats.change.change_test` result (None: not run, and no
     transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);

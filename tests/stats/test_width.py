@@ -274,3 +274,23 @@ def test_heads_on_at_the_first_revision_but_not_before_training_open_the_rise_st
     c.flags_at_init = np.zeros(128, bool)
     known = analyse_curve(c, CFG, np.random.default_rng(0)).verdict
     assert known.evidence.get("rise_end_unseen") == "start" and known.shape != "sharp", known.reason
+
+
+def test_a_rise_begun_before_the_range_and_going_on_after_it_counts_its_heads_to_come():
+    """Heads off at step 0: 10 on from the first revision, then two a revision over the last 20 of
+    30 revisions (0.02 decades apart), still arriving at the last. Both ends lie outside the range:
+    the width has no upper bound, and the t50 counts the heads the logistic puts after the range
+    (it read the heads seen alone, as when only the start was unseen)."""
+    tok = 10 ** np.linspace(9.0, 9.58, 30)
+    f = np.zeros((30, 256), bool)
+    f[:, :10] = True
+    for h in range(40):
+        f[10 + h // 2:, 10 + h] = True
+    c = curve_of(f, tok)
+    c.flags_at_init = np.zeros(256, bool)
+    a = analyse_curve(c, CFG, np.random.default_rng(0))
+    v = a.verdict
+    assert v.evidence.get("rise_end_unseen") == "both" and v.shape != "sharp", v.reason
+    assert "start and end lie outside the range" in v.reason and "still switching on" in v.reason
+    seen_median = np.median(np.log10(tok)[[0] * 10 + [10 + h // 2 for h in range(40)]])
+    assert a.times is None or a.times.t50 is None or np.log10(a.times.t50) > seen_median, a.times
