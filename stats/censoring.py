@@ -19,6 +19,10 @@ midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
   has formed by the last revision), or a rise whose fitted midpoint lies after
   ``t_m`` (only the start of the rise is seen).
 
+A logistic's midpoint outside the range does not censor a followed-heads rise that the heads
+show whole (:func:`stats.curve_analysis._heads_seen_whole`: heads switching inside the range,
+none arriving at its end, and against ``left`` step 0 known): its t50 is the median head's.
+
 "Present" is judged by regime (:mod:`stats.shape`), at the start and at the end of
 the screened range, against a floor:
 

@@ -25,7 +25,7 @@ from stats.censoring import Censoring, censoring_from_fit, censoring_from_heads,
 from stats.changepoint import ChangePoints, detect_changepoints
 from stats.change import change_test, describe_single, single_revision
 from stats.config import DEFAULTS, AnalysisConfig, ShapeConfig, check_options
-from stats.head_times import with_head_times
+from stats.head_times import switch_intervals, with_head_times
 from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
 from stats.phases import CurvePhases, curve_phases
@@ -227,6 +227,24 @@ def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
     return {(True, True): "both", (True, False): "start", (False, True): "end"}.get((start, end))
 
 
+def _heads_seen_whole(rise: Curve, unseen: Optional[str], side: str) -> bool:
+    """Whether the followed heads show the whole rise inside the range, so that its midpoint, the
+    median head's switch-on (:mod:`stats.head_times`), lies inside whatever a logistic through the
+    counts puts on ``side`` of it: at least :data:`~stats.head_times.MIN_HEADS` heads switch on
+    inside the range and none are still arriving at its end (``unseen``: :func:`_rise_end_unseen`);
+    against a midpoint before the range (``left``), the heads' flags before training known besides,
+    so that fewer than half the heads switched on before it (more:
+    :func:`stats.censoring.censoring_from_heads`). Without step 0, heads on from the first revision
+    may be on by construction or the end of a rise before the range, which the heads cannot tell,
+    and the logistic's reading of the counts' curvature stands. The logistic takes the first
+    revision's count for its floor and its last for its ceiling: with few heads beside always-on
+    ones it put the midpoint of a rise seen whole (three heads switching two revisions before the
+    last) after the range."""
+    if rise.flags is None or unseen in ("end", "both") or switch_intervals(rise.flags, rise.tokens) is None:
+        return False
+    return side == "right" or rise.flags_at_init is not None
+
+
 def _still_arriving(curve: Curve, switched: np.ndarray, share: float = 0.25, level: float = 0.95) -> bool:
     """Heads still switch on at the curve's last revision, at a rate in log10 tokens of at least
     ``share`` of the rise's mean rate (``switched``: the heads switched on by each revision).
@@ -354,6 +372,11 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
         n_rise = float(params["ceiling"] - fits["logistic"].predict(rise.tokens[:1])[0]) * float(np.median(rise.n))
         times = with_head_times(times, rise.flags, rise.tokens, cfg.n_boot, rng, n_rise if unseen in ("end", "both") else 0.0)
     censor = censoring_from_fit(rise, float(params["log10_t50"]), times.draws_t50, cfg.level)
+    if censor is not None and rule["regime"] == "identity" and _heads_seen_whole(rise, unseen, censor.side):
+        parts["notes"].append(f"the logistic's midpoint lies {'before' if censor.side == 'left' else 'after'} the range, "
+                              "but the rise's heads switched on inside it and none arrive at its end: their median "
+                              "switch-on is the t50")
+        censor = None
     if censor is not None:
         return _censored(curve, censor, pre, cfg, **parts)
     test_phi = disp.phi_raw if cfg.fit.overdispersion else 1.0

@@ -326,3 +326,28 @@ def test_most_heads_switched_on_before_the_first_revision_is_a_rise_seen_at_its_
     args, flags = _followed({0: 30, 4: 10})
     without = analyse_curve(Curve(*args, identity=True, flags=flags), CFG, np.random.default_rng(0))
     assert without.censored is None and TOK[3] < without.times.t50 <= TOK[4], without.verdict.reason
+
+
+def test_a_rise_the_heads_show_whole_is_inside_whatever_the_logistic_says():
+    """Followed heads beside always-on ones (flagged at step 0 too): a logistic through the counts
+    takes the first revision's count for its floor and the last one's for its ceiling, and can put
+    the midpoint of a rise outside the range though every head of it switched on inside and none
+    arrive at its end: one head at the 23rd of 29 revisions and two at the 28th read right-censored
+    (t50 > 1.87e10 tokens; a study of the sampled space). The median head decides: there, and for
+    4 heads on from the first revision and 20 more at the second, in the first interval."""
+    tok = logspaced_tokens(2e6, 3e11, 29)
+    init = np.zeros(256, bool)
+    init[:18] = True  # background: on before training and throughout
+    for on_from, median_in in (({0: 4, 1: 20}, (0, 1)), ({22: 1, 27: 2}, (26, 27))):
+        flags = np.zeros((29, 256), bool)
+        flags[:, :18] = True
+        h = 18
+        for j, count in on_from.items():
+            flags[j:, h:h + count] = True
+            h += count
+        c = Curve("sim", "bos", np.array([f"r{i}" for i in range(29)]), tok, flags.sum(1).astype(float),
+                  np.full(29, 256.0), identity=True, flags=flags, flags_at_init=init)
+        a = analyse_curve(c, CFG, np.random.default_rng(0))
+        assert a.censored is None and a.verdict.shape != "none", a.verdict.reason
+        lo, hi = tok[list(median_in)]
+        assert lo <= a.times.t50 <= hi, (a.times.t50, lo, hi)
