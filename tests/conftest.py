@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+
+# A test run started in the background by a non-interactive shell (`.ci/run &`) inherits SIGINT
+# ignored, and so would the jobs the tests start: a Ctrl-C the tests send them (tests/test_interrupt.py,
+# tests/test_team_store.py) would never arrive, and the interrupted run would finish. Jobs started
+# from a terminal have the default disposition; give the test run's children that.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from tiny_models import FAMILIES  # noqa: E402
 
