@@ -358,14 +358,13 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, **parts)
     switched = _switched(curve, len(rise))
-    going_on = len(rise) == len(curve) and switched is not None and _still_arriving(curve, switched)
-    if rule["regime"] == "identity" and switched is not None and not going_on:
+    unseen = _rise_end_unseen(curve, rise, switched)
+    if rule["regime"] == "identity" and switched is not None and unseen not in ("end", "both"):
         censor = censoring_from_heads(rise, cfg.n_boot, rng, cfg.level)  # most heads switched on before the range
         if censor is not None:
             return _censored(curve, censor, pre, cfg, **parts)
     times, boot = bootstrap_transition_times(fits["logistic"], disp, cfg.n_boot, rng, cfg.level, cfg.shape.width_factor,
                                              cfg.fit.overdispersion)
-    unseen = _rise_end_unseen(curve, rise, switched)
     if rule["regime"] == "identity" and rise.flags is not None:  # followed heads: their own switch-on times
         # heads to come after the range, as many as the logistic's rise exceeds the switched heads by, only where the
         # heads show the rise going on at its end: where it has ended, the heads seen are the rise
