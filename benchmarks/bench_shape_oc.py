@@ -44,7 +44,8 @@ E. The sampled space (:mod:`stats.study_space`): ``--studies`` whole studies dra
    10-90 widths 0.02-3 decades), every one analysed as the analysis runs it. Over the
    whole space and by factor (grid, revisions, position, switching heads, regime, true
    width against C = ``analysis.shape.sharp_width_decades``): shape accuracy (the
-   verdict is the truth's: ``none`` for a censored truth; ``unresolved`` or either shape
+   verdict is the truth's: ``none`` for a censored truth, its true shape or ``unresolved``
+   besides where part of its rise lies inside the range; ``unresolved`` or either shape
    for a borderline truth or a rise inside one interval wider than C; ``unresolved`` on a
    resolvable truth is wrong), the same over resolvable truths inside the range, the
    censoring side, detection of change (not ``none``, t50 inside the range), false

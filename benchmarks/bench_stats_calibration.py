@@ -35,7 +35,9 @@ pairs of classes of one study whose true t50s are 5x apart (separation power) or
 overall and by factor. Criteria: coverage >= 0.90 and power >= 0.90 over the space; false
 separations <= 0.05 (the nominal level, within two binomial standard errors). Power is held to
 the detectable pairs (both changes detectable, :attr:`stats.study_space.StudyTruth.detectable`,
-and a revision between the two t50s, without which the checkpoints cannot order them) and
+a revision between the two t50s, without which the checkpoints cannot order them, and a gap of
+at least 4 oracle standard errors: the counts' noise for aggregate counts, the spread of a few
+followed heads' median, :func:`stats.study_space.oracle_median_se`) and
 printed over the whole space besides; coverage is over the studies that report a t50 (the
 share that do is a column).
 

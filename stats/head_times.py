@@ -107,11 +107,15 @@ def with_head_times(times, flags, tokens, n_boot: int, rng: np.random.Generator,
         return times
     d = head_draws(intervals, len(times.draws_t50), rng, int(round(n_rise)))
     a = (1 - times.level) / 2
-    new, own = {}, []
+    new, own, floors, seen = {}, [], [], None
     for k, (draws, lo, hi) in d.items():
         after = np.isinf(draws)  # replicates whose percentile head switches on after the range
-        if after.mean() >= 0.5:
-            continue  # most replicates put this time after the range: the logistic's stands
+        if after.mean() >= 0.5:  # most replicates put this time after the range: the logistic's stands,
+            if k != "saturation":  # no earlier than the heads seen put it (heads to come only move it later)
+                seen = head_draws(intervals, len(draws), rng) if seen is None else seen
+                new |= _floored(times, k, float(np.quantile(seen[k][1], a, method="lower")))
+                floors.append(k)
+            continue
         if k != "saturation":  # the draws gap ratios pair: a replicate after the range takes the logistic's
             logistic = getattr(times, f"draws_{k}")
             draws = draws if logistic is None else np.where(after, logistic, draws)
@@ -120,8 +124,27 @@ def with_head_times(times, flags, tokens, n_boot: int, rng: np.random.Generator,
                     10 ** np.quantile(hi, 1 - a, method="higher"))
         new |= {k: float(10 ** np.median(draws)), f"{k}_ci": [c if c is None or np.isfinite(c) else None for c in ci]}
         own.append(k)
-    if "t50" not in own:
+    if "t50" not in own + floors:
         return times
-    note = (f"{', '.join(own)} from the {len(intervals)} switching heads' own switch-on times (each inside its "
-            "checkpoint interval; heads resampled); intervals also hold the logistic's bootstrap")
-    return dataclasses.replace(times, **new, notes=list(times.notes) + [note])
+    notes = [f"{', '.join(own)} from the {len(intervals)} switching heads' own switch-on times (each inside its "
+             "checkpoint interval; heads resampled); intervals also hold the logistic's bootstrap"] if own else []
+    if floors:
+        notes.append(f"{', '.join(floors)} from the logistic (heads still arriving at the last revision), no earlier "
+                     f"than the lower limit of the {len(intervals)} heads switched so far (heads to come move it later)")
+    return dataclasses.replace(times, **new, notes=list(times.notes) + notes)
+
+
+def _floored(times, k: str, floor: float) -> dict:
+    """The logistic's time ``k`` of ``times`` (point, interval and draws), no earlier than ``floor`` (log10
+    tokens): where most of the heads' replicates put the time after the range, the logistic's midpoint
+    through the counts seen may still lie early (a jump at the last revision fits a midpoint long before
+    it), while the heads switched so far bound it from below: the lower limit of their own percentile
+    (resampled), which heads still to come can only move later."""
+    draws = getattr(times, f"draws_{k}")
+    lo, hi = getattr(times, f"{k}_ci")
+    out = {k: float(max(getattr(times, k), 10**floor)),
+           f"{k}_ci": [float(10**floor) if lo is None else float(max(lo, 10**floor)),
+                       None if hi is None else float(max(hi, 10**floor))]}
+    if draws is not None:
+        out[f"draws_{k}"] = np.maximum(draws, floor)
+    return out

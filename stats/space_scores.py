@@ -158,10 +158,11 @@ def errors(records: list) -> list:
 def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
     """A pair's bins: the early class's grid, revisions, position and regime, the fewer switching heads
     of the two, the wider true width of the two, and ``detectable``: both changes are detectable, a
-    revision lies between the two t50s (else the checkpoints cannot order them) and, for aggregate
-    counts, the gap is at least :data:`~stats.study_space.DETECTABLE_Z` oracle standard errors
-    (:func:`~stats.study_space.oracle_t50_se` of both t50s: a gap the counts' noise hides is not
-    one a test can find, whatever the grid)."""
+    revision lies between the two t50s (else the checkpoints cannot order them) and the gap is at
+    least :data:`~stats.study_space.DETECTABLE_Z` oracle standard errors of both t50s
+    (:func:`~stats.study_space.oracle_t50_se` for aggregate counts, a gap the counts' noise hides;
+    :func:`~stats.study_space.oracle_median_se` for followed heads, a gap the spread of a few heads'
+    median hides: neither is one a test can find, whatever the grid)."""
     bins, other = factor_bins(early), factor_bins(late)
     order = ("sharp", "borderline", "gradual")
     fewer = early if early.factors["n_switch"] <= late.factors["n_switch"] else late

@@ -38,7 +38,9 @@ sharp rise whose bracketing revisions are more than C apart, a gradual one witho
 revisions inside it more than C apart or without revisions outside it on both sides, which
 show its floor and its ceiling) accepts ``unresolved`` or its true shape, never the other;
 ``none`` is not accepted (:func:`stats.space_scores.score_study`); ``unresolved`` on a
-resolvable truth counts as not right.
+resolvable truth counts as not right. A censored truth expects ``none``; where part of its rise
+lies inside the range (:attr:`StudyTruth.partly_seen`: the start of a rise after it, the end of
+one before it) the grid cannot resolve it, and its true shape or ``unresolved`` is right besides.
 ``none`` is accepted besides where the data cannot show the change: a rise in the last
 interval (seen at the last revision alone, which the analysis reports as such) or one the
 noise hides (:func:`oracle_z` below :data:`DETECTABLE_Z`; the benchmarks print the criteria
@@ -191,10 +193,13 @@ class StudyTruth:
     grid_resolvable: bool = True
     #: the change's size against the noise at the grid's revisions (:func:`oracle_z`; inf: no noise)
     z: float = float("inf")
+    #: a censored rise partly inside the range (its 10 % point before the last revision, or its 90 % point
+    #: after the first): its start or its end is seen
+    partly_seen: bool = False
     #: heads on from the first revision whatever the rise (followed heads' background; 0 for aggregates)
     present_at_start: float = 0.0
-    #: the oracle standard error of log10 t50 (:func:`oracle_t50_se`; 0 for followed heads, whose t50 the
-    #: grid alone brackets)
+    #: the oracle standard error of log10 t50: :func:`oracle_t50_se` for aggregate counts,
+    #: :func:`oracle_median_se` for followed heads
     t50_se: float = 0.0
 
     @property
@@ -226,9 +231,14 @@ class StudyTruth:
         the range), the true shape where resolvable, either shape or ``unresolved`` where borderline,
         else the true shape or ``unresolved``; besides,
         ``none`` for a change the noise hides (not :attr:`detectable`) or one in the last interval
-        (seen at the last revision alone, which the analysis reports as such)."""
-        if self.flat or self.censored:
+        (seen at the last revision alone, which the analysis reports as such). A censored rise
+        :attr:`partly_seen` is one the grid cannot resolve (no revisions on its far side): like any
+        such rise it accepts its true shape or ``unresolved`` (either shape where borderline) besides
+        ``none``; where its analysis places t50 is for t50 coverage to judge."""
+        if self.flat or (self.censored and not self.partly_seen):
             return ("none",)
+        if self.censored:
+            return ("none",) + (("sharp", "gradual", "unresolved") if self.borderline else (self.shape, "unresolved"))
         if self.borderline:
             shapes = ("sharp", "gradual", "unresolved")
         else:
@@ -254,8 +264,9 @@ def _truth(x, x50: float, x10: float, x90: float, decline: bool, criterion: floa
     """The truth of a rise with midpoint ``x50`` and 10 % / 90 % points ``x10`` / ``x90`` on positive
     log10 tokens ``x``."""
     censored = "left" if x50 < x[0] else ("right" if x50 > x[-1] else None)
+    seen = (censored == "right" and x10 < x[-1]) or (censored == "left" and x90 > x[0])
     return StudyTruth(float(10**x50), censored, float(x90 - x10), position_of(x50, x), decline, criterion,
-                      float(x10), float(x90), grid_resolves(x, x10, x90, criterion))
+                      float(x10), float(x90), grid_resolves(x, x10, x90, criterion), partly_seen=bool(seen))
 
 
 def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
@@ -303,6 +314,18 @@ def oracle_t50_se(tokens, n_heads: int, curve: AggregateCurve) -> float:
     v = np.maximum(curve.dispersion * n_heads * p * (1.0 - p), 0.25)
     info = float(np.sum((n_heads * dp) ** 2 / v))
     return float("inf") if info <= 0 else float(1.0 / np.sqrt(info))
+
+
+def oracle_median_se(spread_decades: float, n_switch: int) -> float:
+    """The standard error of log10 t50 of ``n_switch`` followed heads whose switch-on times are drawn
+    from ``Normal(log10 t50, spread_decades)``: the spread of their median, ``sqrt(pi / 2) spread /
+    sqrt(n)`` (the sample median's asymptotic standard error; over the exact one by 7 % at three heads,
+    1 % at twenty). Which heads a class has is itself measured (a flickering head may settle by chance,
+    a switched head drop out, a threshold pass one and not its neighbour), so the analysis resamples the
+    heads (:mod:`stats.head_times`) and is held to gaps of at least :data:`DETECTABLE_Z` of these
+    (:func:`stats.space_scores.pair_bins`): three heads over a gradual rise place their median no better
+    than this, however fine the grid."""
+    return float(np.sqrt(np.pi / 2) * spread_decades / np.sqrt(max(n_switch, 1)))
 
 
 def _flat_truth(x, criterion: float) -> StudyTruth:
@@ -360,10 +383,12 @@ def _identity_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, c
 
 
 def _identity_truth(truth: StudyTruth, pop: HeadPopulation, switch, x) -> StudyTruth:
-    """``truth`` with the oracle z of followed heads (noise: flicker and dropout) and their background."""
+    """``truth`` with the oracle z of followed heads (noise: flicker and dropout), their background and the
+    oracle standard error of their median (:func:`oracle_median_se`)."""
     on = (np.asarray(switch)[None, :] <= x[:, None]).sum(1) * (1 - pop.dropout)
     noise = pop.n_flicker * pop.flicker_p * (1 - pop.flicker_p) + pop.dropout * (1 - pop.dropout) * (on + pop.n_always)
-    return dataclasses.replace(truth, z=oracle_z(on, noise), present_at_start=float(pop.n_always))
+    return dataclasses.replace(truth, z=oracle_z(on, noise), present_at_start=float(pop.n_always),
+                               t50_se=oracle_median_se(pop.spread_decades, len(switch)))
 
 
 def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion):

@@ -116,3 +116,17 @@ def test_a_rise_still_under_way_counts_its_heads_to_come_after_the_range():
     seen = with_head_times(t, flags, TOK, 300, rng, n_rise=12)
     assert TOK[5] < seen.t50 <= TOK[6] and seen.t50_ci[0] <= seen.t50 <= (seen.t50_ci[1] or np.inf)
     assert "t50" in seen.notes[-1] and "saturation" not in seen.notes[-1]  # the 90 % head is still to come
+
+
+def test_heads_still_arriving_bound_the_logistics_time_from_below():
+    """Two heads settled at the 9th of 10 revisions, a rise the logistic sizes at 8 heads (six still to
+    come): the median head is one to come, so the logistic's t50 stands, but its early midpoint (a jump at
+    the end fits one long before it) cannot precede the heads switched so far: draws, point and interval
+    are floored at their own lower limit, the 8th revision (the old reading kept the logistic's 1e9)."""
+    t = TransitionTimes(1e10, 1e10, 5e11, [1e9, None], [1e9, None], [1e10, None], 0.8, False, 0.3,
+                        draws_t50=np.linspace(9.0, 12.0, 300), draws_onset=np.full(300, 9.5))
+    out = with_head_times(t, flags_switching_at(8, 8, extra_off=3), TOK, 300, np.random.default_rng(3), n_rise=8)
+    assert out.t50_ci[0] == pytest.approx(TOK[7]) and out.t50 >= TOK[7] and out.t50_ci[1] is None
+    assert out.draws_t50.min() == pytest.approx(X[7]) and out.draws_t50.max() == pytest.approx(12.0)
+    assert "t50 from the logistic" in out.notes[-1] and "no earlier than" in out.notes[-1]
+    assert TOK[7] < out.onset <= TOK[8]  # the 10 % head is one of the two seen: the heads' own
