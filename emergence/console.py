@@ -135,15 +135,19 @@ def interrupted_line(done: int, total: int, unit: str) -> str:
 
 
 def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[str]] = None, n_jobs: int = 0) -> None:
-    """The end of a run (nothing with ``report=false``). ``failed`` None: one job (``python -m
+    """The end of a run (nothing printed with ``report=false``; the statistics still run with
+    ``stats=true``). ``failed`` None: one job (``python -m
     emergence``), whose table is printed with its results, then when circuits form and the
     statistics of its models (``stats``) when it screened more than one revision; a list: a
     ``-m`` sweep's failed jobs (``#<job> (<overrides>): <error>``) of its ``n_jobs`` jobs, after
     the summary of every job's results. Then where to open the runs."""
     remember_job(cfg.tracking.uri, cfg.tracking.experiment)  # what `python -m emergence.ui` opens
+    sweep = failed is not None
+    # the statistics run whenever stats=true, printed or not (report=false prints nothing)
+    statistics = (stats_report(cfg, sorted({r.model for r in results}))
+                  if cfg.stats and results and (sweep or len(results) > 1) else None)
     if not cfg.report:
         return
-    sweep = failed is not None
     if sweep and results:
         print("\n=== sweep summary ===")
     if results or not sweep:
@@ -151,8 +155,8 @@ def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[
     if results and (sweep or len(results) > 1):
         print("\nWhen circuits form (first screened revision with at least one head flagged):")
         print(format_markdown(formation_rows(results)))
-        if cfg.stats:
-            print(stats_report(cfg, sorted({r.model for r in results})))
+        if statistics is not None:
+            print(statistics)
     skipped = skipped_line(results, "job(s)" if sweep else "revision(s)")
     if skipped:
         print(f"\n{skipped}")

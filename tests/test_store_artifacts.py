@@ -17,8 +17,10 @@ import pytest
 from emergence.contract.store import artifact_location, local_store_dir
 
 
-@pytest.mark.parametrize("layers, heads", [(6, 8), (2, 2)])
-def test_main_job_on_other_toy_shapes_writes_the_report_and_keeps_artifacts_beside_the_store(tmp_path, layers, heads):
+@pytest.mark.parametrize("layers, heads, printed", [(6, 8, True), (2, 2, False)])
+def test_main_job_on_other_toy_shapes_writes_the_report_and_keeps_artifacts_beside_the_store(tmp_path, layers, heads, printed):
+    """``printed`` False: ``report=false``, which prints no summary; the statistics run all the same
+    (``stats=true``: they were started from the summary printer, and skipped)."""
     import mlflow
 
     store = tmp_path / "study"
@@ -28,14 +30,17 @@ def test_main_job_on_other_toy_shapes_writes_the_report_and_keeps_artifacts_besi
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
     cmd = [sys.executable, "-m", "emergence", "model=toy_neox", "recipe@model.recipe=fast_neox",
            f"model.recipe.n_layers={layers}", f"model.recipe.n_heads={heads}", f"cache.toy_dir={tmp_path}/toy",
-           f"tracking.uri={uri}", "corpus.n_sequences=64", "corpus.batch_size=32"]
+           f"tracking.uri={uri}", "corpus.n_sequences=64", "corpus.batch_size=32"] + ([] if printed else ["report=false"])
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "stats report failed" not in out, out[-3000:]
-    summary_line = next(line for line in proc.stdout.splitlines() if line.startswith("stats: "))
-    report = Path(summary_line.split("report: ")[1].split(";")[0])
-    assert report.is_file() and "## Curves" in report.read_text()
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("stats: ")]
+    if printed:
+        report = Path(summary[0].split("report: ")[1].split(";")[0])
+        assert report.is_file() and "## Curves" in report.read_text()
+    else:
+        assert not summary and "When circuits form" not in proc.stdout
 
     client = mlflow.MlflowClient(uri)
     runs = client.search_runs([client.get_experiment_by_name("emergence").experiment_id])
