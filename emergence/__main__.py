@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from emergence import EmergenceError, OutputError, emergence_home
-from emergence.config import EmergenceConfig
+from emergence.config import EmergenceConfig, trains_live
 from emergence.console import format_plan, format_table, print_summary
 from emergence.contract.checks import discard_run_dir, run_folder_problem
 from emergence.contract.checks import precheck as compose_and_check
@@ -61,6 +61,7 @@ def main(cfg: DictConfig):
     # (torch, transformers and mlflow once a job runs: precheck, --help and --cfg stay without them)
     from emergence.job import plan_jobs, run_job
     from emergence.parent_run import job_parent
+    from emergence.preflight import validate
     from emergence.screening import JobFailed
 
     quiet_logs(verbose())  # (again: Hydra has configured logging since)
@@ -84,8 +85,9 @@ def main(cfg: DictConfig):
         except Exception as exc:  # a plain, picklable error comes back to the launcher
             raise JobFailed(f"{type(exc).__name__}: {exc}") from exc
     try:
-        with job_parent(cfg) as parent:  # the job's parent run, its curves and figures (emergence/parent_run.py)
-            results = parent.results = run_job(cfg)
+        revisions = None if trains_live(cfg) else validate(cfg)  # the input checked once, before any run is opened
+        with job_parent(cfg, revisions) as parent:  # the job's parent run, its curves and figures (emergence/parent_run.py)
+            results = parent.results = run_job(cfg, revisions=revisions)
     except EmergenceError as exc:
         refuse(exc)
     except (StoreError, OutputError) as exc:  # the store or a folder failed mid-job: what was written before stays

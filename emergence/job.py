@@ -10,7 +10,7 @@ input leaves nothing behind; a dry run plans instead (emergence/planning.py).
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from omegaconf import DictConfig
 
@@ -23,14 +23,16 @@ from emergence.registry import model_label
 from emergence.screening import RevisionResult, screen_revisions
 
 
-def run_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
+def run_job(cfg: DictConfig, progress: bool = True, revisions: Optional[List] = None) -> List[RevisionResult]:
     """Screen the selected revisions (:func:`emergence.screening.screen_revisions`), or refine a
     screened model's transitions round by round (``revision=refine`` without a pinned revision:
     :func:`emergence.refinement.refine_job`); with ``live=adaptive``, train the toy with live
-    screening first (emergence/live/job.py)."""
+    screening first (emergence/live/job.py). ``revisions``: the selection
+    :func:`emergence.preflight.validate` returned where the caller checked the input already
+    (emergence/__main__.py checks it once, before it opens the job's parent run); None: checked here."""
     if trains_live(cfg):
         return live_job.run(cfg, progress)
-    revisions = validate(cfg)
+    revisions = validate(cfg) if revisions is None else revisions
     if refines(cfg):
         return labelled(cfg, refine_job(cfg, progress))
     return labelled(cfg, screen_revisions(cfg, revisions, progress))

@@ -25,11 +25,10 @@ cannot take them (a full disk) the partial artifacts are removed and the job fai
 
 from __future__ import annotations
 
-import io
 import sys
 import tempfile
 import time
-from contextlib import contextmanager, redirect_stderr
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional
 
@@ -40,7 +39,6 @@ from emergence.config import refines, trains_live
 from emergence.console import interrupted_line
 from emergence.contract.store import StoreError, log_artifacts_whole
 from emergence.parent_figures import curve_table, draw
-from emergence.preflight import validate
 from emergence.screening import JobFailed, sweep_id
 from emergence.tracking import Tracker, config_hash, end_parent, parent_heartbeat, start_parent
 
@@ -54,19 +52,6 @@ class JobParent:
     def __init__(self, run_id: Optional[str]):
         self.run_id = run_id
         self.results: List = []
-
-
-def _checked(cfg: DictConfig) -> List:
-    """The job's own input check (emergence.preflight.validate: raises on bad input, before any run
-    is opened); its notes are held back (the job's check prints them again). Returns the revisions
-    selected."""
-    held = io.StringIO()
-    try:
-        with redirect_stderr(held):
-            return list(validate(cfg))
-    except BaseException:
-        sys.stderr.write(held.getvalue())
-        raise
 
 
 def all_finished(cfg: DictConfig, revisions: List) -> bool:
@@ -85,13 +70,15 @@ def opens_parent(cfg: DictConfig) -> bool:
 
 
 @contextmanager
-def job_parent(cfg: DictConfig) -> Iterator[JobParent]:
-    """Open the job's parent run (see the module notes) and set ``cfg.tracking.parent_run`` for the
-    job's runs; set ``.results`` on what it yields to get the figures; the run is ended on leaving."""
+def job_parent(cfg: DictConfig, revisions: List) -> Iterator[JobParent]:
+    """Open the job's parent run (see the module notes) for the ``revisions`` its input check
+    (:func:`emergence.preflight.validate`, run once by the caller before) selected, and set
+    ``cfg.tracking.parent_run`` for the job's runs; set ``.results`` on what it yields to get the
+    figures; the run is ended on leaving."""
     if not opens_parent(cfg):
         yield JobParent(None)
         return
-    revisions = _checked(cfg)
+    revisions = list(revisions)
     if all_finished(cfg, revisions):
         yield JobParent(None)
         return
