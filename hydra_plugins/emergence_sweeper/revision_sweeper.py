@@ -71,6 +71,20 @@ ConfigStore.instance().store(group="hydra/sweeper", name="revisions", node=Revis
                              provider="emergence")
 
 
+#: The override by which the sweeper hands each job its group's parent run.
+PARENT = "tracking.parent_run="
+
+
+def parent_run_of(job: Sequence[str]) -> str:
+    """The parent run a job's overrides name (:data:`PARENT`, added by the sweeper), read by its key."""
+    return next(o[len(PARENT):] for o in job if o.startswith(PARENT))
+
+
+def own_overrides(job: Sequence[str]) -> List[str]:
+    """A job's overrides without the parent run the sweeper added."""
+    return [o for o in job if not o.startswith(PARENT)]
+
+
 def describe(overrides: Sequence[str]) -> str:
     """The overrides that tell jobs apart (model, revision, corpus, screen), for messages."""
     keep = [o for o in overrides if o.split("=")[0].lstrip("+") in
@@ -161,7 +175,7 @@ class RevisionSweeper(BasicSweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         parents, parent_of, beats = self._open_parents(groups, str(self.config.tracking.sweep or sweep_dir))
-        batches = [[job + [f"tracking.parent_run={parent_of[tuple(job)]}"] for job in batch] for batch in batches]
+        batches = [[job + [f"{PARENT}{parent_of[tuple(job)]}"] for job in batch] for batch in batches]
 
         outcome = SweepOutcome({p: [] for p in parents.values()})
         try:
@@ -266,16 +280,16 @@ class RevisionSweeper(BasicSweeper):
         from emergence.registry import model_revisions, selected_revisions
 
         jobs: List[Refinement] = []
-        bases: Dict[int, List[str]] = {}  # id(refinement) -> its job's overrides, its parent run last
+        bases: Dict[int, List[str]] = {}  # id(refinement) -> its job's overrides, with its parent run
         for base in self.refine_bases:
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(base))
             jobs.append(Refinement(cfg, model_revisions(cfg.model)))
-            # every refine job's store has a parent run (sweep()); _launch reads it from the last override
-            bases[id(jobs[-1])] = [*base, f"tracking.parent_run={parent_of[tuple(base)]}"]
+            # every refine job's store has a parent run (sweep()); _launch reads it back by its key
+            bases[id(jobs[-1])] = [*base, f"{PARENT}{parent_of[tuple(base)]}"]
 
         def pinned(job: Refinement, revisions) -> List[List[str]]:
             base = bases[id(job)]
-            return [[*base[:-1], f"revision.pin={r.name}", base[-1]] for r in revisions]
+            return [[*own_overrides(base), f"revision.pin={r.name}", f"{PARENT}{parent_run_of(base)}"] for r in revisions]
 
         start = [overrides for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
                  for overrides in pinned(job, selected_revisions(job.cfg.model, job.cfg.revision))]
@@ -333,9 +347,9 @@ class RevisionSweeper(BasicSweeper):
                     results.append(ret)
             for idx, (job, ret) in enumerate(zip(batch, results)):
                 if ret.status != JobStatus.COMPLETED:
-                    line = f"#{initial_job_idx + idx} ({describe(job[:-1])}): {job_error(ret)}"
+                    line = f"#{initial_job_idx + idx} ({describe(own_overrides(job))}): {job_error(ret)}"
                     outcome.failed.append(line)
-                    outcome.failed_of.setdefault(job[-1].split("=", 1)[1], []).append(line)
+                    outcome.failed_of.setdefault(parent_run_of(job), []).append(line)
             initial_job_idx += len(batch)
             outcome.returns.append(results)
             if outcome.store_failed():  # every later job would wait out the same timeouts: stop here
