@@ -100,8 +100,8 @@ def with_head_times(times, flags, tokens, n_boot: int, rng: np.random.Generator,
     the rise's size in heads after the first revision by the logistic (its ceiling less its level at
     the first revision, as the heads on there are not the rise's); where it exceeds the switching heads,
     the rest switch on after the range, and a time whose heads lie there more often than not keeps
-    the logistic's. Unchanged with fewer than :data:`MIN_HEADS` switching heads or without bootstrap
-    draws."""
+    the logistic's, no earlier than the heads switched so far allow (:func:`_floored`). Unchanged with
+    fewer than :data:`MIN_HEADS` switching heads or without bootstrap draws."""
     intervals = switch_intervals(flags, tokens)
     if intervals is None or times.draws_t50 is None:
         return times
