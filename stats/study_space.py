@@ -237,13 +237,11 @@ class StudyTruth:
         ``none``; where its analysis places t50 is for t50 coverage to judge."""
         if self.flat or (self.censored and not self.partly_seen):
             return ("none",)
-        if self.censored:
-            return ("none",) + (("sharp", "gradual", "unresolved") if self.borderline else (self.shape, "unresolved"))
         if self.borderline:
             shapes = ("sharp", "gradual", "unresolved")
-        else:
+        else:  # (a censored truth is never grid-resolvable: no revisions on its far side)
             shapes = (self.shape,) if self.grid_resolvable else (self.shape, "unresolved")
-        return shapes + (("none",) if not self.detectable or self.position == "last" else ())
+        return shapes + (("none",) if self.censored or not self.detectable or self.position == "last" else ())
 
 
 @dataclass

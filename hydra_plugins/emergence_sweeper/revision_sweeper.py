@@ -289,7 +289,7 @@ class RevisionSweeper(BasicSweeper):
 
         def pinned(job: Refinement, revisions) -> List[List[str]]:
             base = bases[id(job)]
-            return [[*own_overrides(base), f"revision.pin={r.name}", f"{PARENT}{parent_run_of(base)}"] for r in revisions]
+            return [[*base, f"revision.pin={r.name}"] for r in revisions]
 
         start = [overrides for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
                  for overrides in pinned(job, selected_revisions(job.cfg.model, job.cfg.revision))]
