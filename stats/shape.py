@@ -204,7 +204,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
         if regime == "identity" and times.width_is_bound:
             ci = None  # "inside one interval" is the fit's reading; the heads' switch-on times show where they are
     if regime == "identity":
-        grid = grid_bounds(tokens, k if switched is None else switched, direction)
+        grid = grid_bounds(tokens, k if switched is None else switched, direction, heads=True)
         unseen = unseen if direction > 0 else None
         if unseen is not None:  # the heads' rise may go on beyond the range: its width has no upper bound
             ev["rise_end_unseen"] = unseen

@@ -13,7 +13,9 @@ not of the checkpoints, so the verdict is one the grid can only *resolve* or not
   :func:`stats.switching.switched_counts`): with the rise's monotone fit scaled to [0, 1], the 10 % point
   lies between the last revision below 0.1 and the next, the 90 % point between the last
   below 0.9 and the next, so the width lies in ``[x_b - x_a+1, x_b+1 - x_a]`` (log10
-  tokens). Adding revisions only narrows these bounds; a rise inside one checkpoint
+  tokens); for heads, the 10th and 90th percentiles of their switch-on times as
+  :func:`numpy.quantile` interpolates them (:func:`grid_bounds`), as the simulated truths
+  define the width. Adding revisions only narrows these bounds; a rise inside one checkpoint
   interval of ``s`` decades has bounds ``[0, s]``. The upper bound holds only for a rise
   that lies inside the range: where the fitted rise's 10 % or 90 % point lies outside it, or
   the heads show that the rise began before the first revision or goes on after the last
@@ -55,25 +57,48 @@ from stats.isotonic import isotonic_fit
 LOW, HIGH = 0.1, 0.9
 
 
-def grid_bounds(tokens, values, direction: float = 1.0) -> Optional[dict]:
+def grid_bounds(tokens, values, direction: float = 1.0, heads: bool = False) -> Optional[dict]:
     """Bounds of the 10-90 width of a rise from its values at the revisions (module docstring).
 
-    ``values`` (counts or a continuous metric) are fitted non-decreasing in ``direction`` and
-    scaled to [0, 1]; returns ``{"lower", "upper", "low_between", "high_between"}`` (decades; the
-    index pairs of revisions bracketing the 10 % and 90 % points), or None without a rise."""
+    ``values`` (counts or a continuous metric) are fitted non-decreasing in ``direction``; the
+    rise above the first fitted value, ``R_i`` at revision ``i``, is a cumulative distribution
+    of where it happens: its rank ``h`` lies between the last revision with ``R <= h`` and the
+    next. The p-quantile has rank ``h = p N`` of a rise of ``N`` (a continuous metric, scaled to
+    N = 1) or, with ``heads`` (the values count heads switched on), ``h = p (N - 1)`` between the
+    heads ranked ``floor(h)`` and ``ceil(h)`` (0-based), interpolated as :func:`numpy.quantile`
+    does: the 10-90 width of the heads' switch-on times, which for a few heads is narrower than
+    their whole spread. Each quantile lies in ``[q_lo, q_hi]`` (its ranks at the start and at the
+    end of their intervals), so that the width lies in ``[q90_lo - q10_hi, q90_hi - q10_lo]``
+    (log10 tokens, the lower bound at least 0). Returns ``{"lower", "upper", "low_between",
+    "high_between"}`` (decades; the revisions bracketing the 10 % and 90 % points), or None
+    without a rise."""
     x = np.log10(np.asarray(tokens, float))
     v = np.asarray(values, float) * (1.0 if direction >= 0 else -1.0)
     if len(v) < 2 or not np.all(np.isfinite(v)):
         return None
     fit = isotonic_fit(v, np.ones_like(v))[0]
-    span = fit[-1] - fit[0]
-    if span <= 0:
+    rise = fit - fit[0]
+    n = float(rise[-1])
+    if n <= 0:
         return None
-    level = (fit - fit[0]) / span
-    a = int(np.flatnonzero(level < LOW)[-1])  # level[0] = 0 < LOW
-    b = int(np.flatnonzero(level < HIGH)[-1])
-    return {"lower": float(max(0.0, x[b] - x[a + 1])), "upper": float(x[b + 1] - x[a]),
-            "low_between": [a, a + 1], "high_between": [b, b + 1]}
+    if not heads:
+        rise, n = rise / n, 1.0
+
+    def after(rank: float) -> int:  # the first revision whose rise exceeds ``rank``
+        return int(np.flatnonzero(rise > rank + 1e-9 * n)[0])
+
+    def quantile(p: float) -> tuple:
+        h = p * (n - 1) if heads and n > 1 else p * n
+        ranks = (np.floor(h), np.ceil(h)) if heads else (h, h)
+        i, j = after(min(ranks[0], n - 1e-6 * n)), after(min(ranks[1], n - 1e-6 * n))
+        f = h - ranks[0]
+        return (1 - f) * x[i - 1] + f * x[j - 1], (1 - f) * x[i] + f * x[j], [i - 1, j]
+
+    lo10, hi10, low_between = quantile(LOW)
+    lo90, hi90, high_between = quantile(HIGH)
+    lower = lo90 - hi10
+    return {"lower": float(lower if lower > 1e-12 else 0.0), "upper": float(hi90 - lo10),
+            "low_between": low_between, "high_between": high_between}
 
 
 def _fmt(v: float) -> str:

@@ -35,6 +35,34 @@ def test_grid_bounds_of_a_spread_rise():
     assert g["lower"] == pytest.approx(1.0) and g["upper"] == pytest.approx(2.0)
 
 
+def test_grid_bounds_of_heads_hold_the_10_90_width_of_their_switch_on_times():
+    """Known answer: heads switched on at random times, counted at the revisions; the bounds are the
+    10-90 width (numpy's quantiles) with each head placed at the start or the end of its interval,
+    and they hold the width of the heads' actual times. For a few heads the 10-90 width is narrower
+    than their whole spread, which the bounds of the levels alone (10 % of 5 heads: the first head)
+    would give."""
+    rng = np.random.default_rng(3)
+    x = np.linspace(8.0, 11.0, 13)
+    for n in (1, 2, 3, 5, 9, 40, 300):
+        for _ in range(20):
+            t = rng.normal(9.5, rng.uniform(0.05, 0.8), n).clip(x[0] + 1e-6, x[-1] - 1e-6)
+            counts = (t[None, :] <= x[:, None]).sum(1)
+            g = grid_bounds(10**x, counts, heads=True)
+            i = np.searchsorted(x, t)  # each head switched between x[i - 1] and x[i]
+            lo, hi = x[i - 1], x[i]
+            q = lambda v, p: float(np.quantile(v, p))  # noqa: E731
+            assert g["upper"] == pytest.approx(q(hi, 0.9) - q(lo, 0.1))
+            assert g["lower"] == pytest.approx(max(0.0, q(lo, 0.9) - q(hi, 0.1)), abs=1e-9)
+            width = q(t, 0.9) - q(t, 0.1)
+            assert g["lower"] - 1e-9 <= width <= g["upper"] + 1e-9
+    # five heads: one at r1 -> r2, three at r2 -> r3, one at r3 -> r4 (0.25 decades apart)
+    tok = 10 ** np.arange(8.0, 10.0, 0.25)
+    g = grid_bounds(tok, [0, 0, 1, 4, 5, 5, 5, 5], heads=True)
+    q10_lo, q90_hi = 0.6 * 0.25 + 0.4 * 0.5, 0.4 * 0.75 + 0.6 * 1.0  # ranks 0.4 and 3.6 of 0..4
+    assert g["upper"] == pytest.approx(q90_hi - q10_lo) and g["upper"] < 0.75  # the whole spread: 0.75
+    assert grid_bounds(tok, [0, 0, 1, 4, 5, 5, 5, 5])["upper"] == pytest.approx(0.75)  # levels alone
+
+
 @pytest.mark.parametrize("upper, shape", [(0.35, "sharp"), (0.77, "unresolved")])
 def test_one_interval_is_sharp_at_this_resolution_or_unresolved(upper, shape):
     grid = {"lower": 0.0, "upper": upper, "low_between": [3, 4], "high_between": [3, 4]}
