@@ -65,7 +65,7 @@ CONFIGS = {
         max_position_embeddings=4096, rope_theta=10000.0, clip_qkv=None, rms_norm_eps=1e-5,
         tie_word_embeddings=False, pad_token_id=1, eos_token_id=50279)),
 }
-#: The study's induction heads (its per-head data: README "Reproduction of Xu (2026)"), as the ablation group.
+#: The study's induction heads (its per-head data: docs/reproduction.md), as the ablation group.
 GROUPS = {"pythia_1b": ["4.4", "7.1", "7.0"], "olmo_1b_0724": ["2.11", "4.12", "12.8"],
           "olmoe_1b_7b": ["2.11", "4.12", "12.8"]}
 #: --tiny: the same families at toy size, for the CPU check of the script's logic.

@@ -202,7 +202,7 @@ class AblationConfig:
     #: Default ``[previous_token]``, a deliberate departure from METHODS section 7 (controls
     #: from every other head): previous-token heads are the upstream half of the induction
     #: circuit, and a control group holding them breaks induction as the group itself does
-    #: (README, "Group ablation"). ``[]`` restores the METHODS pool.
+    #: (docs/definitions.md, "Group ablation"). ``[]`` restores the METHODS pool.
     control_exclude: List[str] = field(default_factory=lambda: ["previous_token"],
                                        metadata={"items": {"choices": head_classes.names}})
     #: Probe sequences used by the ablation passes (the first ones of the probe).

@@ -99,14 +99,14 @@ def test_stats_on_the_bundled_data_writes_to_the_working_folder_or_emergence_hom
     assert report.resolve().is_relative_to((home / "outputs" / "stats").resolve())
 
 
-# --- the README's "Adding a model", as written, from another folder ------------------------------
+# --- the guide's "Adding a model" (docs/running-studies.md), as written, from another folder -------
 
 def readme_adding_a_model():
-    """(the YAML of myconf/model/my_run.yaml, the commands of the bash block after it), from the README."""
+    """(the YAML of myconf/model/my_run.yaml, the commands of the bash block after it), from the guide."""
     import re
 
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("### Adding a model"):text.index("### Revisions")]
+    text = (ROOT / "docs" / "running-studies.md").read_text()
+    section = text[text.index("## Adding a model"):text.index("## Revisions")]
     yaml_text = re.search(r"```yaml\n# myconf/model/my_run.yaml\n(.*?)```", section, re.S)[1]
     block = re.search(r"```bash\n(.*?)```", section[section.index("myconf/model/my_run.yaml"):], re.S)[1]
     return yaml_text, [line.strip() for line in block.splitlines() if line.strip()]
@@ -114,7 +114,7 @@ def readme_adding_a_model():
 
 def test_readme_adding_a_model_works_as_written_from_another_folder(installed, tmp_path):
     """A tiny GPT-2 checkpoint series added through --config-dir from a folder outside the package
-    (the README's YAML and commands, with its example path replaced by the tiny series): the dry
+    (the guide's YAML and commands, with its example path replaced by the tiny series): the dry
     run lists it, the screen logs it with the family its config.json names, the family check
     passes; $EMERGENCE_HOME/conf and --help see it too."""
     import sqlite3

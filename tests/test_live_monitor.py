@@ -208,18 +208,18 @@ def test_a_store_that_fails_is_reported_once_and_written_when_it_is_back(tmp_pat
 
 
 def readme_example(marker):
-    """The README's python block that holds ``marker`` (README "Live screening during training")."""
+    """The python block of docs/live.md ("Live screening during training") that holds ``marker``."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "live.md").read_text()
     blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if marker in b]
-    assert len(blocks) == 1, f"README: {len(blocks)} python blocks hold {marker!r}"
+    assert len(blocks) == 1, f"docs/live.md: {len(blocks)} python blocks hold {marker!r}"
     return blocks[0]
 
 
 def test_the_plain_loop_example_of_the_readme_runs_as_written(tmp_path, store, monkeypatch):
-    """The README's plain-loop example, run as written on a tiny GPT-NeoX; only the store and a
+    """The plain-loop example of docs/live.md, run as written on a tiny GPT-NeoX; only the store and a
     shorter watch grid and probe (for a 30-step run of a 64-position model) are added to its overrides."""
     from transformers import AutoModelForCausalLM
 
@@ -241,7 +241,7 @@ def test_the_plain_loop_example_of_the_readme_runs_as_written(tmp_path, store, m
     data = torch.randint(1, 128, (n_steps + 1, B, T), generator=torch.Generator().manual_seed(0))
     scope = {"torch": torch, "model": model, "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-3),
              "B": B, "T": T, "n_steps": n_steps, "batch": lambda step: data[step]}
-    exec(compile(example, "README.md (plain loop)", "exec"), scope)
+    exec(compile(example, "docs/live.md (plain loop)", "exec"), scope)
     monitor, run = scope["monitor"], tmp_path / "runs" / "my_run"
     data_ = listing(run)
     names = [r["name"] for r in data_["revisions"]]

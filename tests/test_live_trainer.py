@@ -151,7 +151,7 @@ def test_the_saved_checkpoints_are_screened_once(trained):
 
 
 def test_the_trainer_example_of_the_readme_runs_as_written(tmp_path, monkeypatch):
-    """The README's HF Trainer example, run as written on a tiny GPT-NeoX: only the number of
+    """The HF Trainer example of docs/live.md, run as written on a tiny GPT-NeoX: only the number of
     steps (and the CPU, a batch size, no progress bar) and, in its overrides, the store and a
     shorter watch grid and probe are changed. Tokens come from ``include_num_input_tokens_seen``."""
     import re
@@ -163,7 +163,7 @@ def test_the_trainer_example_of_the_readme_runs_as_written(tmp_path, monkeypatch
     import emergence.live
     from tiny_models import tiny_config
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "live.md").read_text()
     (example,) = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "LiveCallback(cfg)" in b]
     assert len([line for line in example.splitlines() if line.strip()]) <= 10
     real_args, real_config = transformers.TrainingArguments, emergence.live.folder_config
@@ -180,7 +180,7 @@ def test_the_trainer_example_of_the_readme_runs_as_written(tmp_path, monkeypatch
     model = AutoModelForCausalLM.from_config(tiny_config("gpt_neox", vocab_size=128, max_positions=64),
                                              attn_implementation="sdpa")
     scope = {"model": model, "data": Sequences(n=64)}
-    exec(compile(example, "README.md (HF Trainer)", "exec"), scope)
+    exec(compile(example, "docs/live.md (HF Trainer)", "exec"), scope)
     listing = json.loads((tmp_path / "runs" / "my_model" / "revisions.json").read_text())
     steps = [r["step"] for r in listing["revisions"]]
     assert listing["complete"] and steps[0] == 0 and steps[-1] == 12

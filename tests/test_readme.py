@@ -1,7 +1,8 @@
-"""Every command of the README is run here or is a documented check (docs/checks.md).
+"""Every command of the README and the documentation site is run here or is a documented check
+(docs/checks.md); the README stays a short front page; the site builds without a warning.
 
-The commands are the lines of the README's ``bash`` blocks (continuations joined,
-comments dropped). Three levels:
+The commands are the lines of the ``bash`` blocks of ``README.md`` and ``docs/*.md``
+(continuations joined, comments dropped). Three levels:
 
 - ``RUN``: cheap and offline; run as written (``python`` is this venv's), from a
   temporary folder with ``EMERGENCE_HOME`` there, a few with settings that make them
@@ -30,6 +31,10 @@ from omegaconf import OmegaConf
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 CHECKS = ROOT / "docs" / "checks.md"
+#: The pages whose commands count: the README and the site's pages (docs/checks.md lists the checks).
+PAGES = [README] + sorted(p for p in (ROOT / "docs").rglob("*.md") if p != CHECKS)
+#: The page holding the reproduction table of the study's findings.
+REPRODUCTION = ROOT / "docs" / "reproduction.md"
 
 #: Run as written (with CHEAPER's settings added); the regex its output must match.
 RUN = {
@@ -63,7 +68,7 @@ def readme_commands(text: str):
     return out
 
 
-COMMANDS = readme_commands(README.read_text())
+COMMANDS = [c for page in PAGES for c in readme_commands(page.read_text())]
 
 
 def python_command(command: str):
@@ -75,19 +80,45 @@ def python_command(command: str):
     return None
 
 
-def test_the_readme_has_commands_and_no_reference_outside_the_repository():
+def test_the_pages_have_commands_and_no_reference_outside_the_repository():
     assert len(COMMANDS) > 20
+    for page in PAGES:
+        text = page.read_text()
+        assert "../shared" not in text and "shared/reference" not in text, page
+        for target in re.findall(r"\]\(([^)#]+)\)", text):
+            if not re.match(r"https?://", target):
+                assert (page.parent / target).resolve().is_relative_to(ROOT), f"{page.name} links {target}, outside"
+                assert (page.parent / target).exists(), f"{page.name} links {target}, which is not in the repository"
+
+
+def test_the_readme_is_a_short_front_page():
+    """At most 200 lines (what it is, install, the quick start, next commands, outputs, links); the
+    manual is the site's. No issue numbers and no dated tables: those belong to the notes and the
+    benchmarks page."""
     text = README.read_text()
-    assert "../" not in text and "shared/reference" not in text
-    for target in re.findall(r"\]\(([^)#]+)\)", text):
-        if not re.match(r"https?://", target):
-            assert (ROOT / target).exists(), f"README links {target}, which is not in the repository"
+    assert len(text.splitlines()) <= 200
+    assert not re.search(r"\bissues? \d+|#\d+\b", text, re.I)
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b", text)
+    for command in ("bash scripts/setup.sh && .venv/bin/python -m emergence",
+                    'bash scripts/setup.sh && .venv/bin/python -m pytest -m "not slow"'):
+        assert command in readme_commands(text)
+
+
+def test_the_documentation_site_builds_strict(tmp_path):
+    """`mkdocs build --strict` (mkdocs.yml: Material, mkdocstrings' API reference): a broken link,
+    a page missing from the navigation or an API path that does not import fails the build."""
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "site" / "statistics" / "index.html").exists()
+    assert "grid_bounds" in (tmp_path / "site" / "api" / "stats" / "index.html").read_text()
 
 
 def test_every_command_is_run_here_or_a_documented_check():
     documented = {re.sub(r"\s+", " ", c) for c in readme_commands(CHECKS.read_text())}
     missing = [c for c in COMMANDS if c not in RUN and c not in documented]
-    assert not missing, "README commands neither run by tests/test_readme.py nor listed in docs/checks.md:\n" + \
+    assert not missing, "Documented commands neither run by tests/test_readme.py nor listed in docs/checks.md:\n" + \
         "\n".join(missing)
     assert all(c in COMMANDS for c in RUN), [c for c in RUN if c not in COMMANDS]
 
@@ -124,7 +155,7 @@ def compose(app: str, args):
     return cfg
 
 
-#: Commands naming the reader's own config folder (README "Adding a model"): tests/test_install.py runs them
+#: Commands naming the reader's own config folder (docs/running-studies.md "Adding a model"): tests/test_install.py runs them
 #: as written with that folder made (docs/checks.md), so they are not composed here.
 OWN_FOLDER = "--config-dir myconf"
 
@@ -154,10 +185,10 @@ def test_cheap_commands_run_as_written(command, tmp_path):
 
 
 def check_reproduction_table(report: str):
-    """The README's reproduction table is the one the command prints: every row verbatim,
+    """The reproduction table (docs/reproduction.md) is the one the command prints: every row verbatim,
     except the fitted gaps, whose bootstrap intervals and p-values depend on the number of
-    replicates (the README quotes the full run's: docs/checks.md)."""
-    rows = [line for line in README.read_text().splitlines() if line.startswith("| F")]
+    replicates (the page quotes the full run's: docs/checks.md)."""
+    rows = [line for line in REPRODUCTION.read_text().splitlines() if line.startswith("| F")]
     assert len(rows) >= 30
     for row in rows:
         tool = row.split(" | ")[4]
@@ -165,19 +196,19 @@ def check_reproduction_table(report: str):
             assert row.split(" | ")[:4] == next(r for r in report.splitlines() if r.startswith(" | ".join(
                 row.split(" | ")[:4]))).split(" | ")[:4]
             continue
-        assert row in report, f"README row not printed by `python -m stats source=xu2026`:\n{row}"
+        assert row in report, f"docs/reproduction.md row not printed by `python -m stats source=xu2026`:\n{row}"
 
 
 @pytest.mark.slow
 def test_the_full_xu2026_command_prints_the_readme_table_and_figures(tmp_path):
     """`python -m stats source=xu2026` as written (1000 replicates; about a minute): every row of
-    the README's reproduction table, bootstrap figures included, and the verdicts it quotes."""
+    the reproduction table of docs/reproduction.md, bootstrap figures included, and the verdicts it quotes."""
     env = dict(os.environ, EMERGENCE_HOME=str(tmp_path))
     proc = subprocess.run([sys.executable, "-m", "stats", "source=xu2026", "figures.enabled=false", "tracking.log=false"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = Path(proc.stdout.strip().splitlines()[-1].split("report: ")[1].split(";")[0]).read_text()
-    rows = [line for line in README.read_text().splitlines() if line.startswith("| F")]
+    rows = [line for line in REPRODUCTION.read_text().splitlines() if line.startswith("| F")]
     missing = [row for row in rows if row not in report]
     assert not missing, "\n".join(missing)
     for quoted in ("olmo_1b_0724 / bos: sharp - sharp: 10-90 width <= 0.43 decades <= 0.5",

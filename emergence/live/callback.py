@@ -10,7 +10,7 @@ checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=True
 with it (tested: tests/test_live_trainer.py). The lookback copy (the screen before a jump) is written by the monitor itself
 as ``checkpoint-<M>/`` (weights and config only). The last step is always saved.
 
-An HF ``Trainer`` (the README's example, which tests/test_live_trainer.py runs as written)::
+An HF ``Trainer`` (the example of docs/live.md, which tests/test_live_trainer.py runs as written)::
 
     from transformers import Trainer, TrainingArguments
     from emergence.live import LiveCallback, folder_config

@@ -9,8 +9,8 @@ Modules: ``recipe`` (config dataclasses), ``corpus`` (synthetic training text),
 ``models`` (HF configs of the three families), ``train`` (training, layout, caching).
 
 What the recipes (``conf/recipe/{neox,olmo,olmoe}.yaml``, seed 0, 2 CPU threads) form,
-as measured by the tool itself: the formation table in the README, section "The
-embedded toy suite" (a record of one run; the slow tests re-check toy_neox).
+as measured by the tool itself: the formation table of docs/toy-suite.md (a record of
+one run; the slow tests re-check toy_neox).
 
 Calibration notes (from the recipe search, per-head tables not re-checked here):
 lowering ``rope_theta`` from 10000 to 500 (more rotary frequencies that resolve 64

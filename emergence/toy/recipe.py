@@ -89,7 +89,7 @@ def init_seed(recipe) -> int:
 
 #: The cost model of a toy's training on 2 quiet CPU cores (a dry run's estimate): a fixed cost per
 #: optimizer update (Python, the optimizer over every tensor, the data) and a rate of training
-#: FLOPs; fitted to trainings measured on the 2-core machine (README, "The embedded toy suite").
+#: FLOPs; fitted to trainings measured on the 2-core machine (docs/toy-suite.md).
 STEP_OVERHEAD_S = 0.012
 TRAINING_FLOPS_PER_S = 8e10
 #: Feed-forward matrices per expert: GPT-NeoX's MLP has 2, OLMo's and OLMoE's SwiGLU 3.
