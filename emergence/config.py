@@ -27,6 +27,7 @@ from emergence import EmergenceError, families, sources
 from emergence.contract import SEED_KINDS, head_classes
 from emergence.contract.head_classes import local
 from emergence.contract.checks import SEED, check, constraint, problem
+from emergence.contract.plugins import Registry
 from emergence.revisions import MIN_LOGSPACED, SELECTIONS
 from emergence.sources import crfm_gpt2, polypythia
 from emergence.toy.recipe import ToyRecipeConfig
@@ -46,12 +47,14 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: ``screen.ablation.mode`` and ``screen.ablation.group`` choices.
 ABLATION_MODES = ("zero", "mean")
 ABLATION_GROUPS = ("induction", "list")
-#: ``corpus.kind`` choices: one probe builder each in emergence/probes.py (``BUILDERS``; tests/test_config.py
-#: checks that they agree).
-CORPUS_KINDS = ("synthetic_induction", "text_file", "xu2026")
-#: ``screen.recipe`` choices: one recipe each in emergence/screens/recipes.py (``RECIPES``; tests/test_config.py
-#: checks that they agree).
-SCREEN_RECIPES = ("project", "xu2026")
+#: ``corpus.kind``: one :class:`emergence.probes.CorpusKind` each (its check and builder), imported on
+#: first use, so that the schema offers the names without importing torch.
+CORPUS_KINDS = Registry("corpus kind", error=EmergenceError, lazy={
+    "synthetic_induction": "emergence.probes:SYNTHETIC_INDUCTION", "text_file": "emergence.probes:TEXT_FILE",
+    "xu2026": "emergence.probes:XU2026"})
+#: ``screen.recipe``: one :class:`emergence.screens.recipes.ScreenRecipe` each, imported on first use.
+SCREEN_RECIPES = Registry("screen.recipe", error=EmergenceError, lazy={
+    "project": "emergence.screens.recipes:PROJECT", "xu2026": "emergence.screens.recipes:XU2026"})
 #: ``device`` values (the schema's pattern, and emergence/loading.py ``choose_device``).
 DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
 DEVICE_HINT = "auto, cpu, cuda, cuda:<i>, mps"
@@ -125,7 +128,7 @@ class ModelConfig:
 class CorpusConfig:
     #: ``synthetic_induction`` (METHODS section 4), ``text_file`` or ``xu2026`` (the
     #: reference study's probe, ``[filler] A B [filler] A``; emergence/probes.py).
-    kind: str = field(default="synthetic_induction", metadata={"choices": CORPUS_KINDS})
+    kind: str = field(default="synthetic_induction", metadata={"choices": CORPUS_KINDS.names()})
     #: At most MAX_PROBE_SEQUENCES, and the probe's tokens must fit in a quarter of the memory (:func:`check_corpus`).
     n_sequences: int = field(default=2000, metadata={"min": 1, "max": 1_000_000})
     #: Length n of the repeated segment; sequences are ``[first] a1..an a1..an``.
@@ -228,7 +231,7 @@ class ScreenConfig:
     name: str = "all"
     #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe:
     #: last query, fixed random baseline, exp-entropy PR, per-layer matched ablation).
-    recipe: str = field(default="project", metadata={"choices": SCREEN_RECIPES})
+    recipe: str = field(default="project", metadata={"choices": SCREEN_RECIPES.names()})
     xu2026: Xu2026ScreenConfig = field(default_factory=Xu2026ScreenConfig)
     #: Classes reported (printed); every registered class is computed and logged anyway.
     classes: List[str] = field(default_factory=lambda: list(head_classes.names()),

@@ -7,7 +7,8 @@ seeded; position 0 holds a fixed first token (default the model's bos id, else e
 ``xu2026``: the reference study's own probe, ``[filler] A B [filler] A`` (see
 :func:`xu2026_batch`), with its pair layout (:class:`PairLayout`) for ``screen=xu2026``.
 
-The corpus kind picks its builder from :data:`BUILDERS` (name -> function).
+The corpus kind picks its :class:`CorpusKind` (check and builder) from the table
+:data:`emergence.config.CORPUS_KINDS`.
 
 Class targets are not stored here: the screen derives them from the tokens (the
 earlier copy of token q, the key after it), so one definition serves both corpora.
@@ -19,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Optional, Sequence, Tuple
+from typing import Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from emergence import EmergenceError
-from emergence.config import XU2026_MIN_SEQ_LEN, check_corpus, check_xu2026_values
+from emergence.config import CORPUS_KINDS, XU2026_MIN_SEQ_LEN, check_corpus, check_xu2026_values
 from emergence.sources import ModelLimits
 
 @dataclass(frozen=True)
@@ -303,33 +304,29 @@ def _xu2026(corpus, config, tokenizer) -> Probe:
                   corpus.batch_size, note)
 
 
-#: Corpus kind -> check(corpus config, ModelLimits or None) -> note ("" if none); raises on bad values.
-CHECKS: Dict[str, Callable[..., str]] = {
-    "synthetic_induction": check_synthetic_induction,
-    "text_file": check_text_file,
-    "xu2026": lambda corpus, limits: xu2026_shape(corpus, limits).note,
-}
+@dataclass(frozen=True)
+class CorpusKind:
+    """One ``corpus.kind`` (an entry of emergence/config.py ``CORPUS_KINDS``).
+
+    check: ``check(corpus config, ModelLimits or None) -> note`` ("" if none); raises on bad values.
+    build: ``build(corpus config, model config, tokenizer) -> Probe``."""
+
+    name: str
+    check: Callable[..., str]
+    build: Callable[..., Probe]
+
+
+SYNTHETIC_INDUCTION = CorpusKind("synthetic_induction", check_synthetic_induction, _synthetic_induction)
+TEXT_FILE = CorpusKind("text_file", check_text_file, _text_file)
+XU2026 = CorpusKind("xu2026", lambda corpus, limits: xu2026_shape(corpus, limits).note, _xu2026)
 
 
 def check_probe(corpus, limits: Optional[ModelLimits] = None) -> str:
     """Check the probe a corpus config describes against a model's limits (when given) without
     building it; returns a note to print ("" if none)."""
-    check = CHECKS.get(corpus.kind)
-    return check(corpus, limits) if check else ""
-
-
-#: Corpus kind (``corpus.kind``: emergence/config.py ``CORPUS_KINDS``) -> builder(corpus config, model
-#: config, tokenizer) -> Probe.
-BUILDERS: Dict[str, Callable[..., Probe]] = {
-    "synthetic_induction": _synthetic_induction,
-    "text_file": _text_file,
-    "xu2026": _xu2026,
-}
-CORPORA = tuple(BUILDERS)
+    return CORPUS_KINDS.get(corpus.kind).check(corpus, limits)
 
 
 def build_probe(corpus, config, tokenizer=None) -> Probe:
     """The probe a corpus config describes, for a model's config and tokenizer."""
-    if corpus.kind not in BUILDERS:
-        raise EmergenceError(f"unknown corpus kind {corpus.kind!r}; valid: {', '.join(CORPORA)}")
-    return BUILDERS[corpus.kind](corpus, config, tokenizer)
+    return CORPUS_KINDS.get(corpus.kind).build(corpus, config, tokenizer)

@@ -170,6 +170,22 @@ def test_no_function_is_longer_than_the_limit():
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(sorted(long))
 
 
+def test_one_registry_class_holds_every_plug_in_table():
+    """Every table of plug-ins by name is an ``emergence.contract.plugins.Registry``: no other class
+    named as a registry, and no module keeps a registry dict of its own (``_REGISTRY``) beside it."""
+    others, dicts = [], []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and "registry" in node.name.lower() \
+                    and module != "emergence.contract.plugins":
+                others.append(f"{module}.{node.name}")
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+            dicts += [f"{module}.{t.id}" for t in targets if isinstance(t, ast.Name) and t.id.endswith("REGISTRY")]
+    assert not others and not dicts, others + dicts
+
+
 def test_the_graph_sees_the_imports_it_should():
     """The walker itself: known edges of the flow are found (a graph of no edges has no cycles)."""
     assert "emergence.contract" in GRAPH["stats.tracked"]

@@ -118,12 +118,16 @@ def test_run_identity_hashes_are_those_of_earlier_stores(overrides, digest):
 
 
 def test_each_corpus_kind_and_screen_recipe_has_its_implementation():
-    """The schema's choices (emergence/config.py, torch-free) are the keys of the probe builders and
-    of the screen recipes, in the same order."""
-    from emergence.config import CORPUS_KINDS, SCREEN_RECIPES
-    from emergence.probes import BUILDERS, CHECKS
-    from emergence.screens.recipes import RECIPES
+    """The schema's choices are the names of the corpus kinds' and screen recipes' tables (emergence/config.py,
+    imported without torch), and each name imports the entry of that name; an unknown one is one line."""
+    from emergence import EmergenceError
+    from emergence.config import CORPUS_KINDS, SCREEN_RECIPES, CorpusConfig, ScreenConfig
 
-    assert tuple(BUILDERS) == tuple(CHECKS) == CORPUS_KINDS
-    assert tuple(RECIPES) == SCREEN_RECIPES
-    assert all(recipe.name == name for name, recipe in RECIPES.items())
+    assert CORPUS_KINDS.names() == ("synthetic_induction", "text_file", "xu2026")
+    assert SCREEN_RECIPES.names() == ("project", "xu2026")
+    for table, schema_field in ((CORPUS_KINDS, CorpusConfig.__dataclass_fields__["kind"]),
+                                (SCREEN_RECIPES, ScreenConfig.__dataclass_fields__["recipe"])):
+        assert schema_field.metadata["choices"] == table.names()
+        assert all(entry.name == name for name, entry in table.entries().items())
+    with pytest.raises(EmergenceError, match="unknown corpus kind 'books'; valid: synthetic_induction, text_file, xu2026"):
+        CORPUS_KINDS.get("books")

@@ -33,7 +33,7 @@ def test_registry_finds_one_file_per_family_and_the_config_uses_it():
     assert families.family_for_model_type("qwen2").name == "llama"
     assert families.family_for_model_type("olmo2").name == "olmo"
     assert families.family_for_model_type("starcoder2") is None  # (the generic family's, after its check)
-    with pytest.raises(EmergenceError, match="unsupported family 'bert'; supported: bloom, gemma, generic, gpt2"):
+    with pytest.raises(EmergenceError, match="unknown family 'bert'; valid: bloom, gemma, generic, gpt2"):
         families.get("bert")
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from emergence import EmergenceError
-from emergence.contract.plugins import external_entries, package_entries
+from emergence.contract.plugins import Registry, external_entries, package_entries
 
 #: dtype names a model config may ask for besides ``auto``.
 DTYPE_NAMES = ("float32", "bfloat16", "float16")
@@ -114,61 +114,41 @@ class Family:
         return [get(layer) for layer in self.decoder_layers(model)]
 
 
-_REGISTRY: Dict[str, Family] = {}
-_DISCOVERED = False
-
-
-def _discover() -> None:
-    """Import every module of this package once and register its ``FAMILY``."""
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    _DISCOVERED = True
+def _discover(table: Registry) -> None:
+    """Import every module of this package and register its ``FAMILY``, then user code's."""
     for family in package_entries(__name__, __path__, "FAMILY", Family):
-        if family.name not in _REGISTRY:
-            register(family)
+        if family.name not in table:
+            table.register(family)
     for family in external_entries("emergence.families", "FAMILY", Family):  # user code (entry points, $EMERGENCE_PLUGINS)
-        register(family, replace=True)
+        table.register(family, replace=True)
 
 
-def register(family: Family, replace: bool = False) -> Family:
-    """Add ``family`` to the registry (``replace``: over one of the same name).
-
-    A model type may belong to one family only: a clash with another family is an error."""
-    _discover()
-    if not replace and family.name in _REGISTRY:
-        raise EmergenceError(f"family {family.name!r} is already registered")
-    for other in _REGISTRY.values():
+def _check(family: Family, table: Registry) -> None:
+    """A model type may belong to one family only: a clash with another family is an error."""
+    for other in table.entries().values():
         clash = set(other.model_types) & set(family.model_types)
         if other.name != family.name and clash:
             raise EmergenceError(f"model type(s) {', '.join(sorted(clash))} of family {family.name!r} "
                                  f"already belong to family {other.name!r}")
-    _REGISTRY[family.name] = family
-    return family
 
 
-def unregister(name: str) -> None:
-    """Remove a family added with :func:`register` (tests clean up with it)."""
-    _REGISTRY.pop(name, None)
+#: The architecture families, by name.
+FAMILIES = Registry("family", discover=_discover, check=_check, order=lambda f: f.name, error=EmergenceError)
+#: Add a family (``replace``: over one of the same name); a model type of another family is refused.
+register = FAMILIES.register
+#: Remove a family added with :func:`register` (tests clean up with it).
+unregister = FAMILIES.unregister
+#: The family called ``name`` (a model config's ``model.family``); one line naming the valid ones otherwise.
+get = FAMILIES.get
 
 
 def families() -> Dict[str, Family]:
     """Every registered family, by name (sorted)."""
-    _discover()
-    return {name: _REGISTRY[name] for name in sorted(_REGISTRY)}
+    return FAMILIES.entries()
 
 
 def family_names() -> Tuple[str, ...]:
-    return tuple(families())
-
-
-def get(name: str) -> Family:
-    """The family called ``name`` (a model config's ``model.family``)."""
-    known = families()
-    try:
-        return known[name]
-    except KeyError:
-        raise EmergenceError(f"unsupported family {name!r}; supported: {', '.join(known)}") from None
+    return FAMILIES.names()
 
 
 def supported_model_types() -> Tuple[str, ...]:

@@ -1,7 +1,7 @@
 """Head screens: a streaming pass of per-layer reducers, then classification.
 
 ``screen()`` is the one entry point: the recipe ``screen.recipe`` names
-(:data:`emergence.screens.recipes.RECIPES`: ``project`` or ``xu2026``) builds the
+(:data:`emergence.config.SCREEN_RECIPES`: ``project`` or ``xu2026``) builds the
 reducers, they run in one forward pass over the probe, and the per-head table and
 whole-model metrics come back (with the recipe's group ablation when configured).
 
@@ -26,9 +26,9 @@ from emergence.contract import LOGGED_CLASSES_PARAM, PR_INDUCTION_MEAN_METRIC, s
 from emergence.loading import matmul_precision
 from emergence.screens.base import Reducer, ScreenPart, run_pass
 from emergence.screens.classify import all_thresholds, class_metrics, computed_classes, head_table
-from emergence.screens.recipes import RECIPES, build_reducers, flagged, recipe_for
+from emergence.screens.recipes import build_reducers, flagged, recipe_for
 
-__all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "build_reducers", "flagged", "RECIPES",
+__all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "build_reducers", "flagged",
            "recipe_for"]
 
 

@@ -1,6 +1,6 @@
 """Screen recipes: which reducers run in the pass and how a group is ablated.
 
-``screen.recipe`` names one entry of :data:`RECIPES`:
+``screen.recipe`` names one entry of :data:`emergence.config.SCREEN_RECIPES`:
 
 - ``project`` (default): METHODS sections 5-7 (every second-half query, baseline of
   every visible non-target key, covariance PR, ablation against controls from all heads);
@@ -11,7 +11,7 @@
 A recipe checks the corpus it needs before any model is loaded (:meth:`ScreenRecipe.check`;
 each field's own bounds are the schema's, emergence/config.py), builds the reducers of
 the one streaming pass, and runs the group ablation, returning its metrics. The names
-are ``screen.recipe``'s choices (emergence/config.py ``SCREEN_RECIPES``).
+are ``screen.recipe``'s choices.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from emergence import EmergenceError
+from emergence.config import SCREEN_RECIPES
 from emergence.contract import selectivity_column
 from emergence.screens.ablation import group_ablation, parse_heads
 from emergence.screens.base import Reducer, rows_for
@@ -159,12 +160,10 @@ def build_reducers(screen_cfg) -> List[Reducer]:
     return reducers
 
 
-#: ``screen.recipe`` (emergence/config.py ``SCREEN_RECIPES``) -> the recipe.
-RECIPES: Dict[str, ScreenRecipe] = {"project": ProjectRecipe(), "xu2026": Xu2026Recipe()}
+#: The recipes, entries of emergence/config.py ``SCREEN_RECIPES``.
+PROJECT, XU2026 = ProjectRecipe(), Xu2026Recipe()
 
 
 def recipe_for(screen_cfg) -> ScreenRecipe:
-    name = getattr(screen_cfg, "recipe", None) or "project"
-    if name not in RECIPES:
-        raise EmergenceError(f"unknown screen.recipe {name!r}; valid: {', '.join(RECIPES)}")
-    return RECIPES[name]
+    """The recipe ``screen.recipe`` names (default ``project``)."""
+    return SCREEN_RECIPES.get(getattr(screen_cfg, "recipe", None) or "project")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from emergence import EmergenceError
-from emergence.contract.plugins import external_entries, package_entries
+from emergence.contract.plugins import Registry, external_entries, package_entries
 from emergence.revisions import Revision
 
 
@@ -190,55 +190,41 @@ def model_get(model, key: str, default=None):
     return default if value is None else value
 
 
-_REGISTRY: Dict[str, ModelSource] = {}
-_DISCOVERED = False
-
-
-def _discover() -> None:
-    """Import every module of this package once and register its ``SOURCE``."""
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    _DISCOVERED = True
+def _discover(table: Registry) -> None:
+    """Import every module of this package and register its ``SOURCE``, then user code's."""
     for source in package_entries(__name__, __path__, "SOURCE", ModelSource):
-        if source.name not in _REGISTRY:
-            register(source)
+        if source.name not in table:
+            table.register(source)
     for source in external_entries("emergence.sources", "SOURCE", ModelSource):  # user code (entry points, $EMERGENCE_PLUGINS)
-        register(source, replace=True)
+        table.register(source, replace=True)
 
 
-def register(source: ModelSource, replace: bool = False) -> ModelSource:
-    """Add ``source`` under its name (``replace``: over one of the same name)."""
-    _discover()
+def _check(source: ModelSource, table: Registry) -> None:
     if not source.name:
         raise EmergenceError(f"model source {type(source).__name__} has no name")
-    if not replace and source.name in _REGISTRY:
-        raise EmergenceError(f"model source {source.name!r} is already registered")
-    _REGISTRY[source.name] = source
-    return source
 
 
-def unregister(name: str) -> None:
-    """Remove a source added with :func:`register` (tests clean up with it)."""
-    _REGISTRY.pop(name, None)
+#: The model sources (``model.revisions``), by name.
+SOURCES = Registry("revision source", discover=_discover, check=_check, order=lambda s: s.name, error=EmergenceError)
+#: Add a source under its name (``replace``: over one of the same name).
+register = SOURCES.register
+#: Remove a source added with :func:`register` (tests clean up with it).
+unregister = SOURCES.unregister
 
 
 def sources() -> Dict[str, ModelSource]:
     """Every registered source, by name (sorted)."""
-    _discover()
-    return {name: _REGISTRY[name] for name in sorted(_REGISTRY)}
+    return SOURCES.entries()
 
 
 def source_names() -> Tuple[str, ...]:
-    return tuple(sources())
+    return SOURCES.names()
 
 
 def source_for(model) -> ModelSource:
     """The source ``model.revisions`` names."""
-    known = sources()
     name = model_get(model, "revisions")
-    try:
-        return known[name]
-    except KeyError:
+    if name not in SOURCES:
         raise EmergenceError(f"unknown revision source {name!r} for model {model_get(model, 'name')!r}; "
-                             f"valid: {', '.join(known)}") from None
+                             f"valid: {', '.join(SOURCES.names())}")
+    return SOURCES.get(name)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 import pandas as pd
 
-from emergence.contract.plugins import package_entries
+from emergence.contract.plugins import Registry, package_entries
 from stats.errors import StatsError
 
 
@@ -51,34 +51,25 @@ class Source:
     store_key: Optional[str] = None
     order: int = 1000
 
-
-_REGISTRY: Dict[str, Source] = {}
-
-
-def register(source: Source, replace: bool = False) -> Source:
-    """Add a source kind (or, with ``replace``, swap the one of that kind); returns it."""
-    if source.kind in _REGISTRY and not replace and _REGISTRY[source.kind] is not source:
-        raise ValueError(f"source kind {source.kind!r} is registered already; pass replace=True to swap it")
-    _REGISTRY[source.kind] = source
-    return source
+    @property
+    def name(self) -> str:
+        """The kind, as the registry names its entries."""
+        return self.kind
 
 
-def unregister(kind: str) -> None:
-    """Remove a source kind (a test's own, after the test)."""
-    _REGISTRY.pop(kind, None)
+#: The source kinds (``source.kind``), in order (``order``, then kind).
+SOURCES = Registry("source.kind", discover=lambda table: _discover(table), order=lambda s: (s.order, s.kind), error=StatsError)
+#: Add a source kind (or, with ``replace``, swap the one of that kind); returns it.
+register = SOURCES.register
+#: Remove a source kind (a test's own, after the test).
+unregister = SOURCES.unregister
+#: The source of that kind; :class:`StatsError` naming the valid ones otherwise.
+get = SOURCES.get
 
 
 def kinds() -> Tuple[str, ...]:
     """The registered source kinds, in order: the choices of ``source.kind``."""
-    return tuple(s.kind for s in sorted(_REGISTRY.values(), key=lambda s: (s.order, s.kind)))
-
-
-def get(kind: str) -> Source:
-    """The source of that kind; :class:`StatsError` naming the valid ones otherwise."""
-    try:
-        return _REGISTRY[kind]
-    except KeyError:
-        raise StatsError(f"source.kind={kind!r}: valid choices are {list(kinds())}") from None
+    return SOURCES.names()
 
 
 def read_source(src):
@@ -117,10 +108,7 @@ def read_table(path: Path, missing: str, unreadable: str) -> pd.DataFrame:
         raise StatsError(f"cannot read {unreadable} {str(path)!r}: {exc}") from None
 
 
-def _discover() -> None:
+def _discover(table: Registry) -> None:
     """Import every module of this package and register its ``SOURCE``."""
     for source in package_entries(__name__, __path__, "SOURCE", Source):
-        register(source)
-
-
-_discover()
+        table.register(source)

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Tuple
 
-from emergence.contract.plugins import package_entries
+from emergence.contract.plugins import Registry, package_entries
 
 #: A class name becomes part of metric and column names (``count.<name>``,
 #: ``selectivity.<name>``): lower case letters, digits and underscores, no dots.
@@ -56,16 +56,8 @@ class HeadClass:
     order: int = 1000
 
 
-_REGISTRY: Dict[str, HeadClass] = {}
-_SEQUENCE: Dict[str, int] = {}
-
-
-def register(head_class: HeadClass, replace: bool = False) -> HeadClass:
-    """Add a class to the registry (or, with ``replace``, swap the one of that name).
-
-    Refuses a malformed name, a non-positive threshold or a name already registered.
-    Returns the class, so a module can write ``HEAD_CLASS = register(HeadClass(...))``.
-    """
+def _check(head_class: HeadClass, table) -> None:
+    """Refuse a malformed name, a non-positive threshold or targets that are not a function."""
     name = head_class.name
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise ValueError(f"head class name {name!r} must match {NAME_PATTERN.pattern} (it is part of metric names)")
@@ -73,35 +65,35 @@ def register(head_class: HeadClass, replace: bool = False) -> HeadClass:
         raise ValueError(f"head class {name!r}: default threshold {head_class.threshold!r} must be > 0")
     if not callable(head_class.targets):
         raise ValueError(f"head class {name!r}: targets must be a function (input_ids, settings) -> mask")
-    if name in _REGISTRY and not replace and _REGISTRY[name] is not head_class:
-        raise ValueError(f"head class {name!r} is registered already; pass replace=True to swap it")
-    _REGISTRY[name] = head_class
-    _SEQUENCE.setdefault(name, len(_SEQUENCE))
-    return head_class
 
 
-def unregister(name: str) -> None:
-    """Remove a class (a test's own class, after the test)."""
-    _REGISTRY.pop(name, None)
-    _SEQUENCE.pop(name, None)
+def _discover(table: Registry) -> None:
+    """Import every module of this package and register its ``HEAD_CLASS``."""
+    for head_class in package_entries(__name__, __path__, "HEAD_CLASS", HeadClass):
+        table.register(head_class)
+
+
+#: The head classes, in report order (``order``, then registration order).
+HEAD_CLASSES = Registry("head class", discover=_discover, check=_check, order=lambda c: c.order, error=ValueError)
+#: Add a class (or, with ``replace``, swap the one of that name); returns it, so a module can
+#: write ``HEAD_CLASS = register(HeadClass(...))``.
+register = HEAD_CLASSES.register
+#: Remove a class (a test's own class, after the test).
+unregister = HEAD_CLASSES.unregister
 
 
 def classes() -> Tuple[HeadClass, ...]:
     """Every registered class, in report order."""
-    return tuple(sorted(_REGISTRY.values(), key=lambda c: (c.order, _SEQUENCE[c.name])))
+    return tuple(HEAD_CLASSES.entries().values())
 
 
 def names() -> Tuple[str, ...]:
     """The registered class names, in report order."""
-    return tuple(c.name for c in classes())
+    return HEAD_CLASSES.names()
 
 
-def get(name: str) -> HeadClass:
-    """The class of that name; a ``KeyError`` naming the valid ones otherwise."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown head class {name!r}; valid: {', '.join(names())}") from None
+#: The class of that name; a ``ValueError`` naming the valid ones otherwise.
+get = HEAD_CLASSES.get
 
 
 def default_thresholds() -> Dict[str, float]:
@@ -109,10 +101,3 @@ def default_thresholds() -> Dict[str, float]:
     return {c.name: float(c.threshold) for c in classes()}
 
 
-def _discover() -> None:
-    """Import every module of this package and register its ``HEAD_CLASS``."""
-    for head_class in package_entries(__name__, __path__, "HEAD_CLASS", HeadClass):
-        register(head_class)
-
-
-_discover()
