@@ -13,7 +13,8 @@ job run without ``-m`` (the default job, ``python -m emergence``) opens its own
   their curves into it at step = tokens (``fraction.<class>.<model>``, ``<model>/<metric>``:
   emergence.tracking.curve_metrics), revisions done before included;
 - at the end it gets the figures of those curves (:func:`log_figures`: ``curves/fractions.png``,
-  ``curves/fraction.<class>.png``, ``curves/curves.csv``; emergence/parent_figures.py) and
+  ``curves/fraction.<class>.png``, ``curves/curves.csv``, drawn by
+  :func:`stats.figures.fraction_figures`, the one plotting system) and
   ends FINISHED, FAILED naming the failed revisions, or KILLED on Ctrl-C.
 
 A sweep's parent gets the same figures at the end of the sweep (the sweeper calls
@@ -33,12 +34,13 @@ from pathlib import Path
 from typing import Iterable, Iterator, List, Optional
 
 import mlflow
+import pandas as pd
 from omegaconf import DictConfig
 
 from emergence.config import refines, trains_live
 from emergence.console import interrupted_line
+from emergence.contract import FRACTION, parse_metric
 from emergence.contract.store import StoreError, log_artifacts_whole
-from emergence.parent_figures import curve_table, draw
 from emergence.screening import JobFailed, sweep_id
 from emergence.tracking import Tracker, config_hash, end_parent, parent_heartbeat, start_parent
 
@@ -111,6 +113,22 @@ def job_parent(cfg: DictConfig, revisions: List) -> Iterator[JobParent]:
     end_parent(t.uri, run_id, [], 1, strict=True)
 
 
+def curve_table(results: Iterable) -> pd.DataFrame:
+    """One row per screened revision with metrics (``RevisionResult``): ``model`` (its label, the
+    seed included for a seed suite), ``revision``, ``tokens`` and every ``fraction.<class>``."""
+    rows = []
+    for r in results:
+        if not r.metrics:
+            continue  # held by another sweep: no metrics here
+        row = {"model": getattr(r, "label", "") or r.model, "revision": r.revision.name, "tokens": int(r.revision.tokens)}
+        row.update({k: float(v) for k, v in r.metrics.items() if (p := parse_metric(k)) is not None and p.kind == FRACTION})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return table.drop_duplicates(["model", "revision"], keep="last").sort_values(["model", "tokens"]).reset_index(drop=True)
+
+
 def finished_children(uri: str, run_id: str) -> int:
     """How many runs under the parent ``run_id`` are FINISHED (0 when the store cannot say)."""
     try:
@@ -123,7 +141,8 @@ def finished_children(uri: str, run_id: str) -> int:
 
 
 def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
-    """Draw the curves of ``results`` (``RevisionResult``: emergence/parent_figures.py) and log them
+    """Draw the curves of ``results`` (``RevisionResult``: :func:`curve_table`, drawn by
+    :func:`stats.figures.fraction_figures`) and log them
     into the run ``run_id`` under ``curves/``; returns the artifact paths (none when there is
     nothing to draw, or with a one-line warning when drawing failed). A store that cannot take them
     raises :class:`StoreError` (one line) with what it took removed (no empty figure left)."""
@@ -132,7 +151,9 @@ def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
         return []
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            files = draw(table, Path(tmp))
+            from stats.figures import fraction_figures  # (matplotlib: only when figures are drawn)
+
+            files = fraction_figures(table, Path(tmp))
         except Exception as exc:  # noqa: BLE001  (a convenience: the runs hold the data)
             print(f"warning: the parent run's figures were not drawn: {type(exc).__name__}: {exc}".splitlines()[0],
                   file=sys.stderr)

@@ -20,6 +20,8 @@
   the fraction of each model's training (several models);
 - per-head views (:mod:`stats.headviews`): ``heads_<model>_<class>.png``, the selectivity heatmap
   of the heads that ever cross, and ``circuit_<model>.png``, the final circuit's heads;
+- a parent run's figures (:func:`fraction_figures`, before any analysis): ``fractions.png``, each
+  class's fraction of heads flagged against tokens, one line per model, and ``fraction.<class>.png``;
 - seed suites (:mod:`stats.pooling`): ``seeds_<group>.png``, each run's curves of the two gap
   classes overlaid with the pooled t50 band (interval and prediction interval) on a log-token
   axis, and ``forest_<group>.png``, the runs' gap ratios with the pooled ratio and the
@@ -41,13 +43,15 @@ from scipy import stats as sps  # noqa: E402
 
 from tqdm.auto import tqdm  # noqa: E402
 
-from emergence.contract import selectivity_column  # noqa: E402
+from emergence.contract import FRACTION, selectivity_column  # noqa: E402
 from emergence.contract.progress import bars_disabled  # noqa: E402
 from stats.findings import class_layer_counts  # noqa: E402
 from stats.headviews import circuit_figure, heads_heatmap  # noqa: E402
 from stats.plotstyle import count_axis, format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402
 
 COLORS = {"logistic": "C0", "step": "C3", "ramp": "C2", "constant": "C7"}
+#: Font sizes of a parent run's figures (:func:`fraction_figures`).
+PARENT_FONT_PT, PARENT_SMALL_PT = 9, 8
 
 
 def _safe(name: str) -> str:
@@ -571,3 +575,70 @@ def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
         draw("seeds", f"seeds_{_safe(group.model)}.png", lambda path: seed_curves_figure(group, analysis, path))
         draw("forest", f"forest_{_safe(group.model)}.png", lambda path: forest_figure(group, path))
     return made
+
+
+def _fraction_panel(ax, table, head_class: str) -> None:
+    """One class's fraction against tokens, one line per model, on the log token axis of every figure."""
+    column = f"{FRACTION}.{head_class}"
+    for model, points in table.groupby("model", sort=False):
+        points = points.dropna(subset=[column])
+        ax.plot(points["tokens"], points[column], marker="o", markersize=3.5, linewidth=1.4, label=model)
+    token_axis(ax)
+    top = table[column].max() if column in table else 0.0
+    ax.set_ylim(0.0, max(0.05, 1.12 * float(top if np.isfinite(top) else 0.0)))
+    ax.set_title(head_class, fontsize=PARENT_FONT_PT)
+    ax.set_xlabel("training tokens (log)", fontsize=PARENT_SMALL_PT)
+    ax.set_ylabel("fraction of heads flagged", fontsize=PARENT_SMALL_PT)
+    ax.tick_params(labelsize=PARENT_SMALL_PT)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def _zero_tokens_note(fig, dropped) -> None:
+    if not dropped.empty:
+        names = ", ".join(sorted(set(dropped["revision"])))
+        fig.text(0.01, 0.005, f"not drawn (0 tokens cannot sit on a log axis): {names}", fontsize=PARENT_SMALL_PT,
+                 ha="left", va="bottom")
+
+
+def fraction_figures(table, folder: Path) -> list:
+    """The figures of a parent run (a job's or a sweep's screened revisions, before any analysis:
+    :func:`emergence.parent_run.curve_table`), and ``curves.csv``, the points drawn, written into
+    ``folder``; returns the files written. ``table``: one row per (model, revision) with ``model``,
+    ``revision``, ``tokens`` and ``fraction.<class>`` columns. ``fractions.png`` has one panel per
+    class, ``fraction.<class>.png`` that class alone, larger; a revision at 0 tokens cannot sit on
+    the log axis and is left out, as the figure says."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [folder / "curves.csv"]
+    table.to_csv(written[0], index=False)
+    drawn, dropped = table[table["tokens"] > 0], table[table["tokens"] <= 0]
+    classes = [c.split(".", 1)[1] for c in table.columns if c.startswith(f"{FRACTION}.")]
+    if drawn.empty or not classes:
+        return written
+    n_models = drawn["model"].nunique()
+    cols = min(3, len(classes))
+    rows = -(-len(classes) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows + 0.6), squeeze=False)
+    for ax, head_class in zip(axes.flat, classes):
+        _fraction_panel(ax, drawn, head_class)
+    for ax in list(axes.flat)[len(classes):]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.suptitle("Fraction of heads flagged per class against training tokens", fontsize=PARENT_FONT_PT + 1, y=0.99)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.955), ncol=min(n_models, 4),
+               fontsize=PARENT_SMALL_PT, frameon=False)
+    _zero_tokens_note(fig, dropped)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.91))
+    written.append(folder / "fractions.png")
+    fig.savefig(written[-1], dpi=150)
+    plt.close(fig)
+    for head_class in classes:
+        fig, ax = plt.subplots(figsize=(6.0, 3.8))
+        _fraction_panel(ax, drawn, head_class)
+        ax.set_title(f"{head_class}: fraction of heads flagged against training tokens", fontsize=PARENT_FONT_PT)
+        ax.legend(fontsize=PARENT_SMALL_PT, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        _zero_tokens_note(fig, dropped)
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
+        written.append(folder / f"{FRACTION}.{head_class}.png")
+        fig.savefig(written[-1], dpi=150)
+        plt.close(fig)
+    return written

@@ -1,7 +1,7 @@
 """One log-token axis for every figure of both apps (``stats`` figures, the parent run's curves).
 
 Imported only by figure code (it imports matplotlib): ``stats.plotstyle`` and
-``emergence.parent_figures``. Labels come from :func:`emergence.contract.units.format_tokens`
+``stats.figures.fraction_figures``. Labels come from :func:`emergence.contract.units.format_tokens`
 (``500K``, ``2M``, ``23B``); the ticks from :class:`ReadableLogLocator`, which never falls back to
 matplotlib's linear ticks (``3.25M3.5M3.75M4M`` on a narrow axis).
 """
