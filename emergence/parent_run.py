@@ -74,9 +74,9 @@ def opens_parent(cfg: DictConfig) -> bool:
 @contextmanager
 def job_parent(cfg: DictConfig, revisions: List) -> Iterator[JobParent]:
     """Open the job's parent run (see the module notes) for the ``revisions`` its input check
-    (:func:`emergence.preflight.validate`, run once by the caller before) selected, and set
-    ``cfg.tracking.parent_run`` for the job's runs; set ``.results`` on what it yields to get the
-    figures; the run is ended on leaving."""
+    (:func:`emergence.preflight.validate`, run once by the caller before) selected; the job's runs
+    name the ``run_id`` it yields (``cfg`` is not written to); set ``.results`` on what it yields to
+    get the figures; the run is ended on leaving."""
     if not opens_parent(cfg):
         yield JobParent(None)
         return
@@ -89,7 +89,6 @@ def job_parent(cfg: DictConfig, revisions: List) -> Iterator[JobParent]:
     name = f"job {time.strftime('%Y-%m-%d %H:%M:%S')}: {cfg.model.name}, {cfg.revision.select} ({n} revisions)"
     _, run_id = start_parent(t.uri, t.experiment, t.artifacts, sweep_id(cfg), name, str(cfg.model.name), 1,
                              float(t.stale_after_s))
-    t.parent_run = run_id
     parent = JobParent(run_id)
     try:
         with parent_heartbeat(t.uri, run_id, float(t.heartbeat_s)):

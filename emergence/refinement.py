@@ -113,23 +113,23 @@ def refine_rounds(refinements: Sequence[Refinement], runs_of: Callable[[Refineme
         screen(due)
 
 
-def refine_job(cfg: DictConfig, progress: bool = True) -> List[RevisionResult]:
+def refine_job(cfg: DictConfig, progress: bool = True, parent_run: Optional[str] = None) -> List[RevisionResult]:
     """``revision=refine`` in this process: screen the start selection if fewer than 2 revisions of
     this identity are screened, then up to ``revision.refine.rounds`` rounds (:func:`refine_rounds`),
     each printed (class, bracket, revisions added), until every bracket lies between adjacent
     known revisions. Ends with the before/after table. Returns every screened revision of this
-    identity (earlier ones as ``skipped``)."""
+    identity (earlier ones as ``skipped``); ``parent_run``: the parent run the job opened."""
     known = registry.model_revisions(cfg.model)
-    tracker = Tracker(cfg.tracking)
+    tracker = Tracker(cfg.tracking, parent_run)
     runs = screened_runs(cfg, known, tracker)
     if len(runs) < 2:
         start = validate(cfg)
         print(f"refine: {len(runs)} revision(s) of {cfg.model.name} screened with this corpus and screen; "
               f"screening the start selection first ({len(start)} revisions, revision.k={cfg.revision.k})")
-        screen_revisions(cfg, start, progress, known)
+        screen_revisions(cfg, start, progress, known, parent_run)
     job = Refinement(cfg, known)
     refine_rounds([job], lambda _job: screened_runs(cfg, known, tracker),
-                  lambda due: screen_revisions(cfg, due[0][1], progress, known),
+                  lambda due: screen_revisions(cfg, due[0][1], progress, known, parent_run),
                   lambda _job: f"refine round {_job.rounds} of at most {_job.max_rounds} ({cfg.model.name})")
     print(job.table())
     return [RevisionResult(cfg.model.name, r, run.info.run_id, dict(run.data.metrics), skipped=r not in job.added,

@@ -186,7 +186,7 @@ def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Re
 
 
 def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool = True,
-                     known: Optional[List[Revision]] = None) -> List[RevisionResult]:
+                     known: Optional[List[Revision]] = None, parent_run: Optional[str] = None) -> List[RevisionResult]:
     """Screen ``revisions`` (checked by :func:`emergence.preflight.validate`), one claimed MLflow run
     each (emergence/tracking.py).
 
@@ -198,8 +198,9 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
     KILLED; a failing store (:class:`emergence.contract.store.StoreError`) or a config error found
     only after loading ends the job. Revisions come through the download pipeline
     (:func:`revision_pipeline`): one fetched ahead. The batch size comes from the memory budget
-    (:func:`emergence.loading.plan_batch_size`)."""
-    tracker = Tracker(cfg.tracking)
+    (:func:`emergence.loading.plan_batch_size`). ``parent_run``: the parent run the job opened
+    (emergence/parent_run.py), which its runs name."""
+    tracker = Tracker(cfg.tracking, parent_run)
     sweep = sweep_id(cfg)
     results: List[RevisionResult] = []
     failures: List[str] = []

@@ -148,7 +148,9 @@ class Tracker:
     Every method that reads or writes the store raises :class:`StoreError` (one line) on an
     I/O failure of the store."""
 
-    def __init__(self, tracking_cfg):
+    def __init__(self, tracking_cfg, parent_run: Optional[str] = None):
+        """``parent_run``: the run the job's runs nest under, where the job opened it (a sweep's
+        jobs read theirs from ``tracking.parent_run``, the sweeper's override)."""
         import mlflow
 
         self.mlflow = mlflow
@@ -158,7 +160,7 @@ class Tracker:
         self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts)
         self.client = mlflow.MlflowClient(self.uri)
         self.experiment = tracking_cfg.experiment
-        self.parent_run: Optional[str] = tracking_cfg.parent_run
+        self.parent_run: Optional[str] = parent_run or tracking_cfg.parent_run
         self.heartbeat_s = float(tracking_cfg.heartbeat_s)
         self.stale_after_s = float(tracking_cfg.stale_after_s)
         self.settle_s = float(tracking_cfg.claim_settle_s)

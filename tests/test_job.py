@@ -145,3 +145,28 @@ def test_text_file_corpus_with_the_model_tokenizer(tmp_path):
     run = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").get_run(result.run_id)
     assert run.data.params["corpus.kind"] == "text_file"
     assert "windows=20" in run.data.params["probe"]
+
+
+def test_a_job_opens_its_parent_run_without_writing_into_its_config(checkpoints, tmp_path):
+    """In process, as emergence/__main__.py runs a job: the input checked once, the parent run opened,
+    the revisions screened under it. The job's runs name the parent (``mlflow.parentRunId``) while
+    ``cfg`` stays as composed: the parent run's id is handed to the job, not written into the config."""
+    import mlflow
+    from omegaconf import OmegaConf
+
+    from emergence.job import run_job
+    from emergence.parent_run import job_parent
+    from emergence.preflight import validate
+    from emergence.registry import compose
+
+    cfg = compose(local_model(checkpoints) + ["revision=all", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+                                              f"tracking.artifacts={tmp_path}/art", "tracking.experiment=e2e"])
+    before = OmegaConf.to_container(cfg)
+    revisions = validate(cfg)
+    with job_parent(cfg, revisions) as parent:
+        parent.results = run_job(cfg, progress=False, revisions=revisions, parent_run=parent.run_id)
+    assert OmegaConf.to_container(cfg) == before and cfg.tracking.parent_run is None
+    assert parent.run_id and len(parent.results) == 3
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    assert {client.get_run(r.run_id).data.tags.get("mlflow.parentRunId") for r in parent.results} == {parent.run_id}
+    assert client.get_run(parent.run_id).info.status == "FINISHED"
