@@ -4,7 +4,7 @@ Call it after every optimizer step with the number of steps done and the trainin
 tokens seen. When the schedule (emergence/live/schedule.py) says a screen is due, it
 screens the model with the small live probe (emergence/live/screening.py: the training
 is not changed), hands the result to the detector, saves the checkpoint(s) the schedule
-asks for (emergence/live/checkpoints.py) and logs the screen as a run (emergence/live/store.py,
+asks for (emergence/live/checkpoints.py) and logs the screen as a run (emergence/live/run_writer.py,
 in a background thread). It returns True when it saved a checkpoint of this step (a
 loop that wants to resume saves its optimizer state then, with :meth:`state_dict`).
 
@@ -48,7 +48,7 @@ from emergence.live.checkpoints import CheckpointFolder
 from emergence.live.detector import Observation
 from emergence.live.schedule import SCHEDULES, Decision
 from emergence.live.screening import screen_in_training
-from emergence.live.store import LiveRecord, RunWriter, report
+from emergence.live.run_writer import LiveRecord, RunWriter, report
 from emergence.live.view import live_view
 from emergence.probes import build_probe
 from emergence.revisions import Revision
