@@ -218,7 +218,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
     shape, reason, wev = width_verdict(width, ci, grid, cfg.sharp_width_decades, [str(r) for r in revisions])
     ev.update(wev)
     if regime != "identity" and shape in ("sharp", "gradual"):  # fresh draws: the claim must exclude its boundary
-        p_b = boundary_p(tokens, k, n, phi, cfg.sharp_width_decades, shape, rng)
+        p_b = boundary_p(tokens, k, n, phi, cfg.sharp_width_decades, shape, rng, n_sim=cfg.boundary_draws)
         ev["p_boundary"] = p_b
         if p_b > alpha:
             shape, reason = "unresolved", (f"unresolved: read {shape} ({reason}), but a rise of 10-90 width "
