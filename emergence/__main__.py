@@ -85,9 +85,9 @@ def main(cfg: DictConfig):
         except Exception as exc:  # a plain, picklable error comes back to the launcher
             raise JobFailed(f"{type(exc).__name__}: {exc}") from exc
     try:
-        revisions = None if trains_live(cfg) else validate(cfg)  # the input checked once, before any run is opened
-        with job_parent(cfg, revisions) as parent:  # the job's parent run, its curves and figures (emergence/parent_run.py)
-            results = parent.results = run_job(cfg, revisions=revisions, parent_run=parent.run_id)
+        plan = None if trains_live(cfg) else validate(cfg)  # the input checked once, before any run is opened
+        with job_parent(cfg, None if plan is None else plan.revisions) as parent:  # its parent run (emergence/parent_run.py)
+            results = parent.results = run_job(cfg, plan=plan, parent_run=parent.run_id)
     except EmergenceError as exc:
         refuse(exc)
     except (StoreError, OutputError) as exc:  # the store or a folder failed mid-job: what was written before stays

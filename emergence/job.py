@@ -17,27 +17,27 @@ from omegaconf import DictConfig
 from emergence.config import refines, trains_live
 from emergence.live import job as live_job
 from emergence.planning import PlannedJob, planned_jobs
-from emergence.preflight import validate
+from emergence.preflight import JobPlan, validate
 from emergence.refinement import refine_job
 from emergence.registry import model_label
 from emergence.screening import RevisionResult, screen_revisions
 
 
-def run_job(cfg: DictConfig, progress: bool = True, revisions: Optional[List] = None,
+def run_job(cfg: DictConfig, progress: bool = True, plan: Optional[JobPlan] = None,
             parent_run: Optional[str] = None) -> List[RevisionResult]:
     """Screen the selected revisions (:func:`emergence.screening.screen_revisions`), or refine a
     screened model's transitions round by round (``revision=refine`` without a pinned revision:
     :func:`emergence.refinement.refine_job`); with ``live=adaptive``, train the toy with live
-    screening first (emergence/live/job.py). ``revisions``: the selection
-    :func:`emergence.preflight.validate` returned where the caller checked the input already
-    (emergence/__main__.py checks it once, before it opens the job's parent run); None: checked here.
+    screening first (emergence/live/job.py). ``plan``: what :func:`emergence.preflight.validate`
+    returned where the caller checked the input already (emergence/__main__.py checks it once,
+    before it opens the job's parent run); None: checked here.
     ``parent_run``: the parent run the job opened (emergence/parent_run.py), which its runs name."""
     if trains_live(cfg):
         return live_job.run(cfg, progress)
-    revisions = validate(cfg) if revisions is None else revisions
+    plan = validate(cfg) if plan is None else plan
     if refines(cfg):
-        return labelled(cfg, refine_job(cfg, progress, parent_run))
-    return labelled(cfg, screen_revisions(cfg, revisions, progress, parent_run=parent_run))
+        return labelled(cfg, refine_job(cfg, progress, parent_run, plan))
+    return labelled(cfg, screen_revisions(cfg, plan.revisions, progress, plan.known, parent_run))
 
 
 def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:

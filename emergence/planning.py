@@ -43,18 +43,17 @@ def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
 def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
     """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
     model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
-    revisions = validate(cfg)
-    if refines(cfg):
-        revisions = refine_first_round(cfg, revisions)
+    plan = validate(cfg)
+    revisions = refine_first_round(cfg, plan.revisions, plan.known) if refines(cfg) else plan.revisions
     sizes = download_sizes(cfg.model, revisions)
-    first = registry.model_source(cfg.model).preparation(cfg.model, cfg.cache.toy_dir)
+    first = plan.source.preparation(cfg.model, cfg.cache.toy_dir)
     return [PlannedJob(registry.model_label(cfg.model), r, sizes[r.name], first) for r in revisions]
 
 
-def refine_first_round(cfg: DictConfig, start: List[Revision]) -> List[Revision]:
+def refine_first_round(cfg: DictConfig, start: List[Revision], known: List[Revision]) -> List[Revision]:
     """What ``revision=refine`` screens first: the start selection when fewer than 2 revisions
-    of this identity are screened, else the first round's revisions (its plan printed)."""
-    known = registry.model_revisions(cfg.model)
+    of this identity are screened, else the first round's revisions (its plan printed); ``known``:
+    the model's revisions."""
     runs = screened_runs(cfg, known)
     if len(runs) < 2:
         print(f"refine: {len(runs)} revision(s) screened; the first round screens the start selection")

@@ -13,7 +13,7 @@ job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
    a job may fetch that one file from the hub, a dry run never), then the device and the
    family's dtype (emergence/loading.py);
 5. the probe and the ablation's heads against the model's limits as its source declares
-   them before loading (:func:`declared_limits`): vocabulary, context, layers, heads;
+   them before loading (``ModelSource.declared_limits``): vocabulary, context, layers, heads;
 6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers;
 7. what the model source writes before screening (a toy suite still to train: a writable
    ``cache.toy_dir``). The run folder (``hydra.run.dir``) is checked before Hydra makes it
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from dataclasses import dataclass
 from typing import List, Optional
 
 from omegaconf import DictConfig
@@ -36,21 +37,37 @@ from emergence.probes import check_probe
 from emergence.revisions import Revision
 from emergence.screens import recipe_for
 from emergence.screens.ablation import check_heads
-from emergence.sources import ModelLimits
+from emergence.sources import ModelLimits, ModelSource
 
 
-def validate(cfg: DictConfig) -> List[Revision]:
-    """Check every user-given value (see the module notes); returns the revisions to screen."""
+@dataclass(frozen=True)
+class JobPlan:
+    """What a job's config resolves to, checked once before any work (:func:`validate`): the rest of
+    the job reads these instead of resolving them again from the config."""
+
+    #: the model's source (``model.revisions``: emergence/sources/)
+    source: ModelSource
+    #: every revision of the model, ordered by tokens (its known revisions)
+    known: List[Revision]
+    #: the revisions the job screens (the ``revision`` group's selection, or its pinned one)
+    revisions: List[Revision]
+    #: the model's vocabulary, context, layers and heads as declared before loading, or None
+    limits: Optional[ModelLimits]
+
+
+def validate(cfg: DictConfig) -> JobPlan:
+    """Check every user-given value (see the module notes); returns the job's plan."""
     check_config(cfg)
     recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
     source = registry.model_source(cfg.model)  # the config against its source (emergence/sources/)
-    revisions = registry.selected_revisions(cfg.model, cfg.revision)
+    known = source.revisions(cfg.model)
+    revisions = registry.selected_revisions(cfg.model, cfg.revision, known)
     problem = source.selection_problem(cfg.model, revisions)  # e.g. a revisions.json naming a missing folder
     if problem:
         raise EmergenceError(problem)
     registry.resolve_family(cfg.model, revisions, network=not cfg.dry_run)  # config.json, before any weights
     choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
-    limits = declared_limits(cfg.model, revisions)
+    limits = source.declared_limits(cfg.model, revisions)
     note = check_probe(cfg.corpus, limits)
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -60,7 +77,7 @@ def validate(cfg: DictConfig) -> List[Revision]:
     problem = source.write_problem(cfg.model, cfg.cache.toy_dir)  # e.g. a read-only cache.toy_dir
     if problem:
         raise EmergenceError(problem)
-    return revisions
+    return JobPlan(source, known, revisions, limits)
 
 
 def check_store(tracking) -> None:
@@ -75,11 +92,3 @@ def _check_store(uri: str, artifacts: Optional[str], timeout_s: float) -> None:
     problem = store_problem(uri, artifacts, timeout_s)
     if problem:
         raise EmergenceError(problem)
-
-
-def declared_limits(model_cfg, revisions: List[Revision]) -> Optional[ModelLimits]:
-    """A model's vocabulary, context, layers and heads as declared before any weights are
-    loaded, by its source (the toy recipe, else the ``config.json`` of the first revision in
-    a local folder or the HF cache, without the network); None when unknown (the probe is
-    then checked after loading)."""
-    return registry.model_source(model_cfg).declared_limits(model_cfg, revisions)

@@ -16,11 +16,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from omegaconf import DictConfig
 
-from emergence import registry
 from emergence.console import format_refinement
 from emergence.contract import CONFIG_HASH_TAG, count_metric
 from emergence.contract.store import sqlite_file
-from emergence.preflight import validate
+from emergence.preflight import JobPlan, validate
 from emergence.refine import Bracket, RoundPlan, plan_round
 from emergence.revisions import Revision
 from emergence.screening import RevisionResult, screen_revisions
@@ -113,17 +112,20 @@ def refine_rounds(refinements: Sequence[Refinement], runs_of: Callable[[Refineme
         screen(due)
 
 
-def refine_job(cfg: DictConfig, progress: bool = True, parent_run: Optional[str] = None) -> List[RevisionResult]:
+def refine_job(cfg: DictConfig, progress: bool = True, parent_run: Optional[str] = None,
+               plan: Optional[JobPlan] = None) -> List[RevisionResult]:
     """``revision=refine`` in this process: screen the start selection if fewer than 2 revisions of
     this identity are screened, then up to ``revision.refine.rounds`` rounds (:func:`refine_rounds`),
     each printed (class, bracket, revisions added), until every bracket lies between adjacent
     known revisions. Ends with the before/after table. Returns every screened revision of this
-    identity (earlier ones as ``skipped``); ``parent_run``: the parent run the job opened."""
-    known = registry.model_revisions(cfg.model)
+    identity (earlier ones as ``skipped``); ``parent_run``: the parent run the job opened; ``plan``:
+    the job's checked plan (:func:`emergence.preflight.validate`), None: checked here."""
+    plan = validate(cfg) if plan is None else plan
+    known = plan.known
     tracker = Tracker(cfg.tracking, parent_run)
     runs = screened_runs(cfg, known, tracker)
     if len(runs) < 2:
-        start = validate(cfg)
+        start = plan.revisions
         print(f"refine: {len(runs)} revision(s) of {cfg.model.name} screened with this corpus and screen; "
               f"screening the start selection first ({len(start)} revisions, revision.k={cfg.revision.k})")
         screen_revisions(cfg, start, progress, known, parent_run)

@@ -10,7 +10,7 @@ code. ``pythia``, ``olmo`` and ``olmoe`` are short names for the study's three m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
@@ -106,10 +106,12 @@ def model_revisions(model: DictConfig) -> List[rv.Revision]:
     return model_source(model).revisions(model)
 
 
-def selected_revisions(model: DictConfig, revision: DictConfig) -> List[rv.Revision]:
+def selected_revisions(model: DictConfig, revision: DictConfig,
+                       known: Optional[List[rv.Revision]] = None) -> List[rv.Revision]:
     """The revisions a job screens: the selection, or the one pinned revision of it (for
-    ``refine``, whose later rounds the sweeper pins, any revision of the model's registry)."""
-    known = model_revisions(model)
+    ``refine``, whose later rounds the sweeper pins, any revision of the model's registry).
+    ``known``: the model's revisions where the caller has them (:func:`model_revisions`)."""
+    known = model_revisions(model) if known is None else known
     selection = rv.select(known, revision.select, model.name, k=revision.k, name=revision.name)
     if revision.pin is None:
         return selection

@@ -162,9 +162,9 @@ def test_a_job_opens_its_parent_run_without_writing_into_its_config(checkpoints,
     cfg = compose(local_model(checkpoints) + ["revision=all", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
                                               f"tracking.artifacts={tmp_path}/art", "tracking.experiment=e2e"])
     before = OmegaConf.to_container(cfg)
-    revisions = validate(cfg)
-    with job_parent(cfg, revisions) as parent:
-        parent.results = run_job(cfg, progress=False, revisions=revisions, parent_run=parent.run_id)
+    plan = validate(cfg)
+    with job_parent(cfg, plan.revisions) as parent:
+        parent.results = run_job(cfg, progress=False, plan=plan, parent_run=parent.run_id)
     assert OmegaConf.to_container(cfg) == before and cfg.tracking.parent_run is None
     assert parent.run_id and len(parent.results) == 3
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")

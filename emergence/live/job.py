@@ -46,7 +46,8 @@ def run(cfg, progress: bool = True) -> List[RevisionResult]:
     validate(cfg)
     folder, logged = ensure_trained_live(cfg, progress)
     view = live_view(suite_config(cfg, folder))
-    results = screen_revisions(view, validate(view), progress)
+    plan = validate(view)
+    results = screen_revisions(view, plan.revisions, progress, plan.known)
     for r in results:
         if r.revision.name in logged:  # screened by the monitor during this training, not before it
             r.skipped = False
@@ -63,6 +64,6 @@ def plan(cfg) -> List[PlannedJob]:
               f"during training, into {folder}")
         return []
     view = live_view(suite_config(cfg, folder))
-    revisions = validate(view)
+    revisions = validate(view).revisions
     sizes = download_sizes(view.model, revisions)
     return [PlannedJob(view.model.name, r, sizes[r.name]) for r in revisions]
