@@ -27,7 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from emergence.refine import simulate  # noqa: E402
-from emergence.revisions import Revision, logspaced, read_revision_file, snapshot_path  # noqa: E402
+from emergence.revisions import Revision, logspaced, read_revision_file  # noqa: E402
+from emergence.sources.snapshot import snapshot_path  # noqa: E402
 
 
 def registries(n: int):

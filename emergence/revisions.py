@@ -1,11 +1,11 @@
 """Revisions: one training checkpoint of a model (name, step, tokens), and what is done
 with lists of them.
 
-- Pythia's computed schedule (:func:`pythia_revisions`), OLMo/OLMoE branch names
-  ``stepN-tokensXB`` (:func:`parse_branch`), the documented schedules a snapshot is
-  derived from where the hub cannot be reached (:func:`derived_revisions`), snapshot
-  files (:func:`write_snapshot`, :func:`read_revision_file`, :func:`refresh`) and local
-  checkpoint folders (:func:`folder_revisions`).
+- Revision files (:func:`read_revision_file`: a snapshot's, a folder's ``revisions.json``)
+  and local checkpoint folders (:func:`folder_revisions`). A model source's own schedule
+  lives in its module: Pythia's computed one in emergence/sources/pythia.py, OLMo/OLMoE
+  branch names ``stepN-tokensXB``, the documented schedules and the snapshot files in
+  emergence/sources/snapshot.py.
 - Selections (``revision.select``): ``logspaced`` (K revisions log-spaced in tokens,
   first and last included), ``final``, ``all``, ``named``.
 
@@ -19,25 +19,20 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import datetime as _dt
 import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from emergence import EmergenceError
 
-SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
-PYTHIA_TOKENS_PER_STEP = 2_097_152  # 1024 sequences x 2048 tokens
 SELECTIONS = ("logspaced", "final", "all", "named", "refine")
 
 #: The fewest revisions a ``logspaced`` selection takes (its first and last; ``revision.k``'s bound).
 MIN_LOGSPACED = 2
 
-_BRANCH = re.compile(r"^(?:stage\d+-)?step(?P<step>\d+)-tokens(?P<tokens>\d+(?:\.\d+)?)(?P<unit>[KMBT]?)$")
-_UNITS = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
 
 
 @dataclass(frozen=True, order=True)
@@ -52,101 +47,7 @@ class Revision:
         return {"name": self.name, "step": self.step, "tokens": self.tokens}
 
 
-def pythia_revisions(tokens_per_step: int = PYTHIA_TOKENS_PER_STEP) -> List[Revision]:
-    """The 154 Pythia branches: step0, 1, 2, 4 .. 512, then 1000 .. 143000 every 1000;
-    tokens = step x ``tokens_per_step``."""
-    steps = [0] + [2**i for i in range(10)] + list(range(1000, 143001, 1000))
-    return [Revision(s * tokens_per_step, s, f"step{s}") for s in steps]
-
-
-def parse_branch(name: str) -> Optional[Revision]:
-    """Parse an OLMo/OLMoE branch name ``step<N>-tokens<X><unit>``; None if not one.
-
-    The token suffix is what the branch says (e.g. ``step20000-tokens41B`` -> 41e9);
-    it is not step x a constant, so it is parsed, never computed.
-    """
-    match = _BRANCH.match(name)
-    if match is None:
-        return None
-    tokens = float(match["tokens"]) * _UNITS[match["unit"]]
-    return Revision(int(round(tokens)), int(match["step"]), name)
-
-
-def revisions_from_branches(branches: Iterable[str]) -> List[Revision]:
-    """Revisions from a hub branch list; branches that are not checkpoints (``main``) are skipped."""
-    parsed = (parse_branch(b) for b in branches)
-    return sorted(r for r in parsed if r is not None)
-
-
-def _branch_name(step: int, tokens: float, prefix: str = "", rounding: str = "floor") -> str:
-    billions = math.ceil(tokens / 10**9) if rounding == "ceil" else int(tokens // 10**9)
-    return f"{prefix}step{step}-tokens{billions}B"
-
-
-#: Documented checkpoint schedules (METHODS section 2), used to derive a snapshot
-#: where the hub cannot be reached. Keys are registry model names.
-DERIVED_SCHEDULES = {
-    # OLMoE: every 5000 steps, step5000-tokens20B .. step1220000-tokens5117B, 4,194,304 tokens a step.
-    "olmoe_1b_7b_0924": dict(start=5000, stop=1220000, every=5000, tokens_per_step=4_194_304),
-    # OLMo-1B-0724: ~1000-step interval to step1454000-tokens3048B; the tokens a step is
-    # fitted to the final branch (3048B / 1,454,000 steps). The hub list has gaps and
-    # extras that a derived list cannot know: refresh from the hub when you can.
-    "olmo_1b_0724": dict(start=1000, stop=1454000, every=1000, tokens_per_step=3048e9 / 1454000),
-    # OLMo 2 7B (allenai/OLMo-2-1124-7B), pretraining stage 1: branches stage1-stepN-tokensXB every 1000
-    # steps to the last, stage1-step928646-tokens3896B; 4,194,304 tokens a step (1024 x 4096), the
-    # billions rounded UP (stage1-step928000-tokens3893B, step865000-tokens3629B, step150-tokens1B as
-    # listed by the hub). Steps the hub lacks (a maintainers' thread lists 100000, 174000, 317000, 536000,
-    # 605000, 632000, 672000) are left out; the stage 2 (mid-training) branches are not listed.
-    "olmo2_7b": dict(start=1000, stop=928000, every=1000, tokens_per_step=4_194_304, prefix="stage1-",
-                     rounding="ceil", final=928646, missing=(100000, 174000, 317000, 536000, 605000, 632000,
-                                                             672000)),
-    # OLMo 2 1B (allenai/OLMo-2-0425-1B), stage 1, 4T tokens: the same naming; NOT CONFIRMED here: 2,097,152
-    # tokens a step (512 x 4096) and the last branch stage1-step1907359-tokens4001B. Refresh from the hub.
-    "olmo2_1b": dict(start=1000, stop=1907000, every=1000, tokens_per_step=2_097_152, prefix="stage1-",
-                     rounding="ceil", final=1907359),
-}
-
-
-def derived_revisions(model: str) -> List[Revision]:
-    try:
-        sched = DERIVED_SCHEDULES[model]
-    except KeyError:
-        raise EmergenceError(
-            f"no documented checkpoint schedule for model {model!r}; known: {sorted(DERIVED_SCHEDULES)}"
-        ) from None
-    out = []
-    steps = [s for s in range(sched["start"], sched["stop"] + 1, sched["every"]) if s not in sched.get("missing", ())]
-    for step in steps + ([sched["final"]] if sched.get("final") else []):
-        name = _branch_name(step, step * sched["tokens_per_step"], sched.get("prefix", ""), sched.get("rounding", "floor"))
-        out.append(parse_branch(name))
-    return out
-
-
-# --------------------------------------------------------------------------- snapshots
-
-
-def snapshot_path(model: str) -> Path:
-    return SNAPSHOT_DIR / f"{model}.json"
-
-
-def write_snapshot(model: str, repo: str, revisions: Sequence[Revision], source: str, note: str = "",
-                   path: Optional[Path] = None) -> Path:
-    path = path or snapshot_path(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "model": model,
-        "repo": repo,
-        "source": source,
-        "created": _dt.date.today().isoformat(),
-        "note": note,
-        "revisions": [r.as_dict() for r in sorted(revisions)],
-    }
-    tmp = path.with_suffix(".json.tmp")
-    rows = ",\n".join("  " + json.dumps(r) for r in payload.pop("revisions"))
-    head = json.dumps(payload, indent=1)[:-2]  # drop the closing brace, keep the fields
-    tmp.write_text(f'{head},\n "revisions": [\n{rows}\n ]\n}}\n')
-    tmp.replace(path)
-    return path
+# --------------------------------------------------------------------------- revision files
 
 
 #: A revision name as a file or folder name and a Hydra override value (``revision.pin=<name>``):
@@ -308,27 +209,6 @@ def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
             raise EmergenceError("revision=named needs revision.name=<revision>")
         return [find(ordered, name, model)]
     raise EmergenceError(f"unknown revision selection {select!r}; valid: {', '.join(SELECTIONS)}")
-
-
-# --------------------------------------------------------------------------- refresh command
-
-
-def refresh(model: str, repo: str, path: Optional[Path] = None) -> Path:
-    """Fetch the hub's branch list with ``HfApi().list_repo_refs`` and store it as a snapshot."""
-    from huggingface_hub import HfApi
-
-    try:
-        branches = [b.name for b in HfApi().list_repo_refs(repo).branches]
-    except Exception as exc:  # offline, unknown repo, auth
-        raise EmergenceError(
-            f"cannot list the branches of {repo!r} ({type(exc).__name__}: {exc}); run this command on a "
-            "machine that reaches the hub (and unset HF_HUB_OFFLINE); the current snapshot is kept"
-        ) from None
-    revisions = revisions_from_branches(branches)
-    if not revisions:
-        raise EmergenceError(f"{repo!r} has no stepN-tokensXB branches ({len(branches)} branches seen)")
-    return write_snapshot(model, repo, revisions, source="hub",
-                          note=f"list_repo_refs({repo!r}).branches, {len(branches)} branches", path=path)
 
 
 if __name__ == "__main__":  # the command line moved to emergence.sources (no import of the registry here)

@@ -161,9 +161,9 @@ def test_crfm_schedule_and_seeds_follow_the_training_configs():
 
 
 def test_olmo2_names_round_the_billions_up_as_the_hub_does():
-    from emergence import revisions as rv
+    from emergence.sources.snapshot import derived_revisions
 
-    names = {r.name for r in rv.derived_revisions("olmo2_7b")}
+    names = {r.name for r in derived_revisions("olmo2_7b")}
     for listed in ("stage1-step928000-tokens3893B", "stage1-step925000-tokens3880B", "stage1-step913000-tokens3830B",
                    "stage1-step865000-tokens3629B", "stage1-step928646-tokens3896B"):  # branches the hub lists
         assert listed in names

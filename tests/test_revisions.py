@@ -1,4 +1,5 @@
-"""The revision registry: Pythia's computed schedule, OLMo/OLMoE branch parsing, selection."""
+"""The revisions: Pythia's computed schedule (emergence/sources/pythia.py), OLMo/OLMoE branch parsing and snapshots
+(emergence/sources/snapshot.py), selection (emergence/revisions.py)."""
 
 import math
 
@@ -6,6 +7,8 @@ import pytest
 
 from emergence import EmergenceError
 from emergence import revisions as rv
+from emergence.sources import snapshot
+from emergence.sources.pythia import pythia_revisions
 from emergence.registry import load_model_config, model_revisions
 
 # Real branch names of allenai/OLMo-1B-0724-hf and allenai/OLMoE-1B-7B-0924.
@@ -14,7 +17,7 @@ REAL_BRANCHES = ["main", "step20000-tokens41B", "step1454000-tokens3048B", "step
 
 
 def test_pythia_has_154_revisions_with_tokens():
-    revs = rv.pythia_revisions()
+    revs = pythia_revisions()
     assert len(revs) == 154
     names = [r.name for r in revs]
     assert names[:12] == ["step0", "step1", "step2", "step4", "step8", "step16", "step32", "step64",
@@ -25,22 +28,22 @@ def test_pythia_has_154_revisions_with_tokens():
 
 
 def test_branch_names_parse_tokens_not_steps():
-    revs = rv.revisions_from_branches(REAL_BRANCHES)
+    revs = snapshot.revisions_from_branches(REAL_BRANCHES)
     assert [r.name for r in revs][0] == "step5000-tokens20B"
     by_name = {r.name: r for r in revs}
     assert "main" not in by_name
     assert by_name["step20000-tokens41B"].tokens == 41 * 10**9
     assert by_name["step20000-tokens41B"].step == 20000
     assert by_name["step1454000-tokens3048B"].tokens == 3048 * 10**9
-    assert rv.parse_branch("step10-tokens5M").tokens == 5 * 10**6
-    assert rv.parse_branch("step10") is None
+    assert snapshot.parse_branch("step10-tokens5M").tokens == 5 * 10**6
+    assert snapshot.parse_branch("step10") is None
 
 
 def test_derived_snapshots_follow_the_documented_schedule():
-    olmoe = rv.derived_revisions("olmoe_1b_7b_0924")
+    olmoe = snapshot.derived_revisions("olmoe_1b_7b_0924")
     assert olmoe[0].name == "step5000-tokens20B" and olmoe[-1].name == "step1220000-tokens5117B"
     assert {"step1200000-tokens5033B"} <= {r.name for r in olmoe}
-    olmo = rv.derived_revisions("olmo_1b_0724")
+    olmo = snapshot.derived_revisions("olmo_1b_0724")
     assert olmo[-1].name == "step1454000-tokens3048B"
     assert "step20000-tokens41B" in {r.name for r in olmo}
 
@@ -49,20 +52,20 @@ def test_committed_snapshots_load_offline_and_say_their_source():
     import json
 
     for name in ("olmo_1b_0724", "olmoe_1b_7b_0924"):
-        data = json.loads(rv.snapshot_path(name).read_text())
+        data = json.loads(snapshot.snapshot_path(name).read_text())
         assert data["source"] in ("hub", "derived")
-        assert model_revisions(load_model_config(name)) == rv.read_revision_file(rv.snapshot_path(name))
+        assert model_revisions(load_model_config(name)) == rv.read_revision_file(snapshot.snapshot_path(name))
 
 
 def test_snapshot_roundtrip(tmp_path):
-    revs = rv.revisions_from_branches(REAL_BRANCHES)
-    path = rv.write_snapshot("x", "org/x", revs, source="hub", path=tmp_path / "x.json")
+    revs = snapshot.revisions_from_branches(REAL_BRANCHES)
+    path = snapshot.write_snapshot("x", "org/x", revs, source="hub", path=tmp_path / "x.json")
     assert rv.read_revision_file(path) == revs
 
 
 @pytest.mark.parametrize("k", [2, 5, 10])
 def test_logspaced_has_k_revisions_ends_included_and_ordered(k):
-    revs = rv.pythia_revisions()
+    revs = pythia_revisions()
     chosen = rv.logspaced(revs, k)
     assert len(chosen) == k
     positive = [r for r in revs if r.tokens > 0]
@@ -82,7 +85,7 @@ def test_logspaced_on_a_dense_grid_is_close_to_geometric():
 
 
 def test_select_rules_and_errors():
-    revs = rv.pythia_revisions()
+    revs = pythia_revisions()
     assert rv.select(revs, "final", "p")[0].name == "step143000"
     assert len(rv.select(revs, "all", "p")) == 154
     assert rv.select(revs, "named", "p", name="step4")[0].tokens == 4 * 2_097_152
@@ -95,5 +98,5 @@ def test_select_rules_and_errors():
 def test_refresh_offline_fails_clearly_and_keeps_the_snapshot(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(EmergenceError, match="cannot list the branches of 'allenai/OLMoE-1B-7B-0924'"):
-        rv.refresh("olmoe_1b_7b_0924", "allenai/OLMoE-1B-7B-0924", path=tmp_path / "s.json")
+        snapshot.refresh("olmoe_1b_7b_0924", "allenai/OLMoE-1B-7B-0924", path=tmp_path / "s.json")
     assert not (tmp_path / "s.json").exists()

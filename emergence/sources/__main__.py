@@ -15,9 +15,8 @@ import sys
 from typing import Optional, Sequence
 
 from emergence import EmergenceError
-from emergence import revisions as rv
 from emergence.registry import load_model_config, model_revisions
-from emergence.sources import polypythia, source_for
+from emergence.sources import polypythia, snapshot, source_for
 from emergence.sources.snapshot import SnapshotSource
 
 
@@ -42,9 +41,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for size, kind, seed, repo in polypythia.suite_repos():
                 print(f"{size}\t{kind}\t{seed}\t{repo}\t{branches} branches")
         elif args.action == "refresh":
-            print(rv.refresh(spec.name, spec.repo))
+            print(snapshot.refresh(spec.name, spec.repo))
         elif args.action == "derive":
-            print(rv.write_snapshot(spec.name, spec.repo, rv.derived_revisions(spec.name), source="derived",
+            print(snapshot.write_snapshot(spec.name, spec.repo, snapshot.derived_revisions(spec.name), source="derived",
                                     note="derived from the documented checkpoint schedule (METHODS section "
                                          "2); replace with `python -m emergence.sources refresh "
                                          f"{spec.name}` where the hub is reachable"))

@@ -33,7 +33,7 @@ from emergence import EmergenceError
 from emergence import revisions as rv
 from emergence.contract import SEED_KINDS, RunSeed
 from emergence.sources import model_get
-from emergence.sources.pythia import PythiaSource
+from emergence.sources.pythia import PYTHIA_TOKENS_PER_STEP, PythiaSource, pythia_revisions
 
 OWNER = "EleutherAI"
 #: Model sizes of the suite.
@@ -105,8 +105,8 @@ class PolyPythiaSource(PythiaSource):
 
     def revisions(self, model) -> List[rv.Revision]:
         """Pythia's 154 branches (never ``main``: the final checkpoint is ``step143000``)."""
-        return rv.pythia_revisions(int(model_get(model_get(model, "tokens", {}), "tokens_per_step",
-                                                 rv.PYTHIA_TOKENS_PER_STEP)))
+        return pythia_revisions(int(model_get(model_get(model, "tokens", {}), "tokens_per_step",
+                                              PYTHIA_TOKENS_PER_STEP)))
 
     def run_seed(self, model) -> RunSeed:
         return RunSeed(str(int(model.seed)), str(model_get(model, "seed_kind", "both")), str(model.name))

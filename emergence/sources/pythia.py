@@ -13,6 +13,16 @@ from emergence import revisions as rv
 from emergence.sources import model_get
 from emergence.sources._hub import HubSource
 
+#: Pythia's tokens a step: 1024 sequences x 2048 tokens.
+PYTHIA_TOKENS_PER_STEP = 2_097_152
+
+
+def pythia_revisions(tokens_per_step: int = PYTHIA_TOKENS_PER_STEP) -> List[rv.Revision]:
+    """The 154 Pythia branches: step0, 1, 2, 4 .. 512, then 1000 .. 143000 every 1000;
+    tokens = step x ``tokens_per_step``."""
+    steps = [0] + [2**i for i in range(10)] + list(range(1000, 143001, 1000))
+    return [rv.Revision(s * tokens_per_step, s, f"step{s}") for s in steps]
+
 
 class PythiaSource(HubSource):
     name = "pythia"
@@ -20,8 +30,8 @@ class PythiaSource(HubSource):
 
     def revisions(self, model) -> List[rv.Revision]:
         tokens = model_get(model, "tokens", {})
-        per_step = model_get(tokens, "tokens_per_step", rv.PYTHIA_TOKENS_PER_STEP)
-        return rv.pythia_revisions(int(per_step))
+        per_step = model_get(tokens, "tokens_per_step", PYTHIA_TOKENS_PER_STEP)
+        return pythia_revisions(int(per_step))
 
 
 SOURCE = PythiaSource()
