@@ -37,7 +37,7 @@ def run_job(cfg: DictConfig, progress: bool = True, plan: Optional[JobPlan] = No
     plan = validate(cfg) if plan is None else plan
     if refines(cfg):
         return labelled(cfg, refine_job(cfg, progress, parent_run, plan))
-    return labelled(cfg, screen_revisions(cfg, plan.revisions, progress, plan.known, parent_run))
+    return labelled(cfg, screen_revisions(cfg, plan, progress, parent_run))
 
 
 def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:

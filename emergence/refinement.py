@@ -11,6 +11,7 @@ and plan again, until each is resolved or has run ``revision.refine.rounds`` rou
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -128,10 +129,10 @@ def refine_job(cfg: DictConfig, progress: bool = True, parent_run: Optional[str]
         start = plan.revisions
         print(f"refine: {len(runs)} revision(s) of {cfg.model.name} screened with this corpus and screen; "
               f"screening the start selection first ({len(start)} revisions, revision.k={cfg.revision.k})")
-        screen_revisions(cfg, start, progress, known, parent_run)
+        screen_revisions(cfg, plan, progress, parent_run)
     job = Refinement(cfg, known)
     refine_rounds([job], lambda _job: screened_runs(cfg, known, tracker),
-                  lambda due: screen_revisions(cfg, due[0][1], progress, known, parent_run),
+                  lambda due: screen_revisions(cfg, dataclasses.replace(plan, revisions=due[0][1]), progress, parent_run),
                   lambda _job: f"refine round {_job.rounds} of at most {_job.max_rounds} ({cfg.model.name})")
     print(job.table())
     return [RevisionResult(cfg.model.name, r, run.info.run_id, dict(run.data.metrics), skipped=r not in job.added,

@@ -48,6 +48,7 @@ from emergence.contract import (
 from emergence.contract.store import StoreError
 from emergence.contract.progress import bars_disabled, stage_line
 from emergence.loading import load, model_bytes, plan_batch_size
+from emergence.preflight import JobPlan
 from emergence.prefetch import FetchFailed, Pipeline, disk_short
 from emergence.probes import build_probe
 from emergence.registry import model_label
@@ -129,8 +130,7 @@ def _run_note(cfg: DictConfig, revision: Revision) -> str:
             f"screen {cfg.screen.name}, corpus {cfg.corpus.kind}. Metrics are logged at step = tokens.")
 
 
-def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Revision], tracker: Tracker,
-                      progress: bool = True) -> Pipeline:
+def revision_pipeline(cfg: DictConfig, plan: JobPlan, tracker: Tracker, progress: bool = True) -> Pipeline:
     """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched (and, with
     ``cache.load_ahead``, loaded onto the device: emergence/sweep_prefetch.py ``loads_ahead``)
     in the background while revision i is screened; under ``-m`` a pinned job takes its
@@ -141,7 +141,7 @@ def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Re
     most two are on disk. Revisions with a finished run (and no ``force``) are not fetched.
     What fetching and eviction mean is the model source's (emergence/sources/); its ``prepare``
     runs here, before the pipeline starts, not in its thread (the toy suite is trained there)."""
-    source = registry.model_source(cfg.model)
+    source, revisions, known = plan.source, plan.revisions, plan.known
     done = set() if cfg.force else {r.name for r in revisions
                                     if tracker.finished_run(config_hash(cfg, r)) is not None}
     source.prepare(cfg.model, [r for r in revisions if r.name not in done], cfg.cache.toy_dir, progress)
@@ -185,10 +185,10 @@ def revision_pipeline(cfg: DictConfig, revisions: List[Revision], known: List[Re
     return pipeline
 
 
-def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool = True,
-                     known: Optional[List[Revision]] = None, parent_run: Optional[str] = None) -> List[RevisionResult]:
-    """Screen ``revisions`` (checked by :func:`emergence.preflight.validate`), one claimed MLflow run
-    each (emergence/tracking.py).
+def screen_revisions(cfg: DictConfig, plan: JobPlan, progress: bool = True,
+                     parent_run: Optional[str] = None) -> List[RevisionResult]:
+    """Screen the revisions of the job's ``plan`` (:func:`emergence.preflight.validate`: its model
+    source, known and selected revisions), one claimed MLflow run each (emergence/tracking.py).
 
     A revision whose run is complete is skipped (unless ``force``); one claimed by a live job
     elsewhere is skipped and listed as screened by another sweep (or job). A revision that
@@ -204,8 +204,8 @@ def screen_revisions(cfg: DictConfig, revisions: List[Revision], progress: bool 
     sweep = sweep_id(cfg)
     results: List[RevisionResult] = []
     failures: List[str] = []
-    known = known or registry.model_revisions(cfg.model)  # once per job, not once per revision
-    pipeline = revision_pipeline(cfg, revisions, known, tracker, progress)
+    revisions, known = plan.revisions, plan.known
+    pipeline = revision_pipeline(cfg, plan, tracker, progress)
     bar = tqdm(pipeline, total=len(revisions), desc=f"{cfg.model.name}", unit="rev",
                disable=True if len(revisions) < 2 else bars_disabled(progress))
     for i, fetched in enumerate(bar, 1):

@@ -145,8 +145,7 @@ def test_the_saved_checkpoints_are_screened_once(trained):
 
     cfg, _folder, uri, _seen = trained
     view = live_view(cfg)
-    plan = validate(view)
-    results = screen_revisions(view, plan.revisions, progress=False, known=plan.known)  # live=adaptive selects revision=all
+    results = screen_revisions(view, validate(view), progress=False)  # live=adaptive selects revision=all
     assert [r.revision.name for r in results] == [f"checkpoint-{s}" for s in (0, 2, 20, 25, 27, 29, 40)]
     assert all(r.skipped for r in results) and len(store_runs(uri)) == 16
 

@@ -46,8 +46,7 @@ def run(cfg, progress: bool = True) -> List[RevisionResult]:
     validate(cfg)
     folder, logged = ensure_trained_live(cfg, progress)
     view = live_view(suite_config(cfg, folder))
-    plan = validate(view)
-    results = screen_revisions(view, plan.revisions, progress, plan.known)
+    results = screen_revisions(view, validate(view), progress)
     for r in results:
         if r.revision.name in logged:  # screened by the monitor during this training, not before it
             r.skipped = False
