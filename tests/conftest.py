@@ -18,6 +18,7 @@ os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+from servers import mlflow_server  # noqa: E402
 from tiny_models import FAMILIES  # noqa: E402
 
 
@@ -31,3 +32,12 @@ def toy_cache(tmp_path_factory):
     """One toy checkpoint cache for the whole session: the slow tests that need a trained
     toy model share it, so each recipe is trained at most once per test run."""
     return tmp_path_factory.mktemp("toy_cache")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real ``mlflow server`` for the test module (tests/servers.py ``mlflow_server``: SQLite backend,
+    served artifacts, no telemetry): ``(url, folder)``. The one server fixture of the suite."""
+    folder = tmp_path_factory.mktemp("server")
+    with mlflow_server(folder) as (_, url):
+        yield url, folder

@@ -18,7 +18,7 @@ import pytest
 
 from latency_proxy import LatencyProxy
 from sweeps import ROOT, all_runs, command, env, local_model, parents, screens
-from test_faults_store import REVISIONS, checkpoints, complete, server, tracker  # noqa: F401  (fixtures)
+from test_faults_store import REVISIONS, checkpoints, complete, tracker  # noqa: F401  (fixtures)
 
 
 def claim_and_complete(url: str, experiment: str, digests, outcome: list, barrier: threading.Barrier) -> None:

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from sweeps import ROOT, all_runs, command, env, local_model, parents, screens
-from test_faults_store import REVISIONS, checkpoints, mlflow_server  # noqa: F401  (fixture)
+from servers import mlflow_server
+from test_faults_store import REVISIONS, checkpoints  # noqa: F401  (fixture)
 
 
 @contextmanager

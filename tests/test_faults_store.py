@@ -13,14 +13,12 @@
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -28,57 +26,9 @@ from omegaconf import OmegaConf
 
 from sweeps import ROOT, all_runs, command, env, local_model, parents, screens
 from test_team_store import dead_pid
-from test_tracking_server import free_port
 from tiny_models import save_revisions
 
 REVISIONS = ("step10", "step100", "step1000")
-
-
-@contextmanager
-def mlflow_server(folder: Path):
-    """A real ``mlflow server`` on 127.0.0.1 (SQLite backend and served artifacts in ``folder``, no
-    telemetry): ``(process, url)`` once it answers; stopped afterwards (resumed if stopped, SIGTERM,
-    SIGKILL after 3 s)."""
-    import urllib.request
-
-    port = free_port()
-    cmd = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port", str(port),
-           "--workers", "1", "--backend-store-uri", f"sqlite:///{folder}/server.db",
-           "--artifacts-destination", str(folder / "artifacts"), "--serve-artifacts"]
-    log = open(folder / "server.log", "w")
-    proc = subprocess.Popen(cmd, cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env=dict(os.environ, MLFLOW_DISABLE_TELEMETRY="true"))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2):
-                break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise AssertionError(f"mlflow server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
-        time.sleep(0.3)
-    try:
-        yield proc, url
-    finally:
-        os.killpg(proc.pid, signal.SIGCONT)
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A real ``mlflow server`` for the module (:func:`mlflow_server`): ``(url, folder)``."""
-    folder = tmp_path_factory.mktemp("server")
-    with mlflow_server(folder) as (_, url):
-        yield url, folder
 
 
 @pytest.fixture(scope="module")

@@ -5,58 +5,13 @@ with ``python -m emergence.transfer``."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from sweeps import EXPERIMENT, ROOT, all_runs, local_model, parents, run, screens, store_args
 from tiny_models import save_revisions
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("server")
-    port = free_port()
-    mlflow_cli = Path(sys.executable).with_name("mlflow")
-    cmd = [str(mlflow_cli), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-           "--backend-store-uri", f"sqlite:///{folder}/server.db",
-           "--artifacts-destination", str(folder / "artifacts"), "--serve-artifacts"]
-    log = open(folder / "server.log", "w")
-    proc = subprocess.Popen(cmd, cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            os.killpg(proc.pid, signal.SIGTERM)
-            raise AssertionError(f"mlflow server did not start:\n{(folder / 'server.log').read_text()[-3000:]}")
-        time.sleep(0.5)
-    yield url, folder
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    log.close()
 
 
 @pytest.fixture(scope="module")

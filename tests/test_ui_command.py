@@ -11,11 +11,7 @@ import time
 import mlflow
 
 from emergence.contract.mlflow_ui import experiment_url
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from servers import free_port
 
 def test_ui_starts_on_the_last_jobs_store_and_prints_the_latest_report(tmp_path, monkeypatch):
     home = tmp_path / "home"
