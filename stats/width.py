@@ -118,7 +118,8 @@ def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revi
     ev = {"width_lower": lower, "width_upper": upper, "width_grid": None if grid is None else [g_lo, g_hi],
           "sharp_width_decades": criterion}
     c = _fmt(criterion)
-    one_interval = grid is not None and not grid.get("beyond") and grid["low_between"] == grid["high_between"]
+    one_interval = (grid is not None and not grid.get("beyond") and grid["low_between"] == grid["high_between"]
+                    and grid["low_between"][1] - grid["low_between"][0] == 1)  # both points between two adjacent revisions
     where = ""
     if grid is not None:
         a, b = grid["low_between"][0], grid["high_between"][1]

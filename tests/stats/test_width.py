@@ -63,6 +63,19 @@ def test_grid_bounds_of_heads_hold_the_10_90_width_of_their_switch_on_times():
     assert grid_bounds(tok, [0, 0, 1, 4, 5, 5, 5, 5])["upper"] == pytest.approx(0.75)  # levels alone
 
 
+def test_two_heads_over_two_intervals_are_not_within_one():
+    """Two heads, one between r2 and r3, one between r3 and r4: the interpolated 10 % and 90 % points
+    both lie between the two heads, so both are bracketed by r2 and r4, two intervals, and the verdict
+    rests on the bound 0.9 (x4 - x2), not on "one checkpoint interval" (the default job's BOS heads,
+    whose settled rise is under two heads, read so before this was mended)."""
+    tok = 10 ** np.arange(8.0, 8.7, 0.1)
+    g = grid_bounds(tok, [0, 0, 0, 1, 2, 2, 2], heads=True)
+    assert g["low_between"] == g["high_between"] == [2, 4]
+    assert g["upper"] == pytest.approx(0.9 * 0.2) and g["lower"] == 0
+    shape, reason, ev = width_verdict(float("nan"), None, g, C, [f"r{i}" for i in range(7)])
+    assert shape == "sharp" and ev["resolution"] == "resolved" and "one checkpoint interval" not in reason
+
+
 @pytest.mark.parametrize("upper, shape", [(0.35, "sharp"), (0.77, "unresolved")])
 def test_one_interval_is_sharp_at_this_resolution_or_unresolved(upper, shape):
     grid = {"lower": 0.0, "upper": upper, "low_between": [3, 4], "high_between": [3, 4]}
