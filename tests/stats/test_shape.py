@@ -141,7 +141,7 @@ def test_steps_between_adjacent_revisions_are_sharp():
     """Aggregate steps of 40-100 of 128 heads between two revisions 0.39 decades apart: never
     gradual, and sharp unless the noise cannot exclude a rise of width C = 0.5 decades, a width
     only a little wider than the interval (the boundary test; measured on three seeds of 20 steps:
-    51 of 60 sharp with 99 null draws, 49 with 39). The steps are drawn from one stream and analysed
+    49 of 60 sharp with its default 39 null draws, 51 with 99). The steps are drawn from one stream and analysed
     with another, so that the steps do not depend on how many numbers an analysis draws."""
     n = np.full(10, 128)
     data, analysis = np.random.default_rng([0, 0]), np.random.default_rng([0, 1])
