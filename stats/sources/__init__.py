@@ -2,8 +2,9 @@
 
 A source kind (``source.kind``) is one way to read tracked results into a
 :class:`stats.tracked.TrackedResults`. Each module of this package defines one, as
-``SOURCE = Source(...)``; importing the package discovers them (as the head classes are,
-:mod:`emergence.contract.head_classes`), and :func:`register` adds one from elsewhere.
+``SOURCE = Source(...)``; the table :data:`SOURCES` (a
+:class:`~emergence.contract.plugins.Registry`, as every plug-in table) discovers them on first use,
+and :func:`register` adds one from elsewhere.
 Everything that knows the kinds reads this registry: the schema's choices of
 ``source.kind`` (:mod:`stats.config`), ``python -m stats --help``, :func:`read_source`.
 A source checks its own required settings (:meth:`Source.check`; a missing one is one

@@ -1,8 +1,9 @@
 """The head classes of the selectivity screen: one file per class, and their registry.
 
 A head class is one attention pattern the screen looks for (METHODS section 5). Each
-module of this package defines one, as ``HEAD_CLASS = HeadClass(...)``; importing the
-package discovers them (every module here, in ``order``), and :func:`register` adds
+module of this package defines one, as ``HEAD_CLASS = HeadClass(...)``; the table
+:data:`HEAD_CLASSES` (a :class:`~emergence.contract.plugins.Registry`) discovers them on first
+use (every module here, in ``order``), and :func:`register` adds
 one from elsewhere (a test, a user's own module). Everything that knows the classes
 derives from this registry: the reducer (``emergence.screens.selectivity``), the
 flags and metrics (``emergence.screens.classify``), the config defaults
