@@ -37,7 +37,7 @@ from emergence.probes import check_probe
 from emergence.revisions import Revision
 from emergence.screens import recipe_for
 from emergence.screens.ablation import check_heads
-from emergence.sources import ModelLimits, ModelSource
+from emergence.sources import ModelSource
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,6 @@ class JobPlan:
     known: List[Revision]
     #: the revisions the job screens (the ``revision`` group's selection, or its pinned one)
     revisions: List[Revision]
-    #: the model's vocabulary, context, layers and heads as declared before loading, or None
-    limits: Optional[ModelLimits]
 
 
 def validate(cfg: DictConfig) -> JobPlan:
@@ -77,7 +75,7 @@ def validate(cfg: DictConfig) -> JobPlan:
     problem = source.write_problem(cfg.model, cfg.cache.toy_dir)  # e.g. a read-only cache.toy_dir
     if problem:
         raise EmergenceError(problem)
-    return JobPlan(source, known, revisions, limits)
+    return JobPlan(source, known, revisions)
 
 
 def check_store(tracking) -> None:

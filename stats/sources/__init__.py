@@ -58,8 +58,14 @@ class Source:
         return self.kind
 
 
+def _discover(table: Registry) -> None:
+    """Import every module of this package and register its ``SOURCE``."""
+    for source in package_entries(__name__, __path__, "SOURCE", Source):
+        table.register(source)
+
+
 #: The source kinds (``source.kind``), in order (``order``, then kind).
-SOURCES = Registry("source.kind", discover=lambda table: _discover(table), order=lambda s: (s.order, s.kind), error=StatsError)
+SOURCES = Registry("source.kind", discover=_discover, order=lambda s: (s.order, s.kind), error=StatsError)
 #: Add a source kind (or, with ``replace``, swap the one of that kind); returns it.
 register = SOURCES.register
 #: Remove a source kind (a test's own, after the test).
@@ -107,9 +113,3 @@ def read_table(path: Path, missing: str, unreadable: str) -> pd.DataFrame:
         return pd.read_csv(path, keep_default_na=False, na_values=[""])
     except Exception as exc:  # pandas raises several types for unreadable files
         raise StatsError(f"cannot read {unreadable} {str(path)!r}: {exc}") from None
-
-
-def _discover(table: Registry) -> None:
-    """Import every module of this package and register its ``SOURCE``."""
-    for source in package_entries(__name__, __path__, "SOURCE", Source):
-        table.register(source)
