@@ -44,13 +44,18 @@ the benchmarks measure both on simulated studies).
 
 Persistence. A transition stays: a change carried by one revision is an outlier inside the
 range, or, at the last revision, cannot be told from one. When H0 is rejected, the revision
-that carries the change (on the far side of the first revision's level) whose removal lowers
-``T`` most is removed and the test run again; if H0 is
-then kept, the change rests on that revision alone, and the result says so
-(``details["single_revision"]``, ``"single_at"``: ``last`` or ``inside``, ``p_without``). The
-first revision is the baseline (a class's count starts near zero at initialisation): a change
-after the first revision is found, and so is a change anywhere with at least two revisions
-after it.
+after the first whose removal lowers ``T`` most is the candidate ``j``. It carries the change
+alone when its level is not shared: every other revision's fraction lies nearer the others'
+median than ``y_j`` (:func:`_alone`; the curve departs at ``j`` and does not stay). Then ``j``
+is removed and the test run again; if H0 is then kept, the change rests on that revision
+alone, and the result says so (``details["single_revision"]``, ``"single_at"``: ``last`` or
+``inside``, ``p_without``). Both are asked: a revision whose level others share is part of a
+change however weak the test without it (removing one of the two revisions after a change at
+the end leaves a change at the last revision alone, whose p cannot be small on a few noisy
+revisions), and a revision alone at its level beside a change the rest still shows is not what
+the change rests on. The first revision is the baseline (a class's count starts near zero at
+initialisation): a change after the first revision is found, and so is a change anywhere with
+at least two revisions after it.
 """
 
 from __future__ import annotations
@@ -185,15 +190,12 @@ def _statistic_without(k, n, flags, shape, j) -> float:
     return float(quasi_lr(k[keep], n[keep], shape)[0][0])
 
 
-def _changed_revisions(k, n, shape: str) -> list:
-    """The revisions after the first that carry the change: on the far side of the first revision's
-    level, in the direction of the fit's largest departure from it (a baseline point is not one)."""
-    w = np.where(n > 0, n, 0.0)
+def _alone(k, n, j: int) -> bool:
+    """Whether revision ``j`` holds its level alone: every other revision's fraction lies nearer the
+    others' median than ``j``'s does (its level is not shared: the curve departs there and does not stay)."""
     y = k / np.where(n > 0, n, 1)
-    fit = _fit(y[None, :], w[None, :], shape)[0]
-    departure = fit - fit[0]
-    sign = np.sign(departure[np.argmax(np.abs(departure))])
-    return [j for j in range(1, len(k)) if sign * (y[j] - fit[0]) > 1e-12]
+    others = np.delete(y, j)
+    return bool(np.all(np.abs(others - np.median(others)) < np.abs(others - y[j])))
 
 
 def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str = "monotone", n_perm: int = 1999,
@@ -217,9 +219,10 @@ def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str 
     if details.get("phi", 1.0) > 1.0 and m <= FEW_REVISIONS:
         details["note"] = (f"overdispersion (phi = {details['phi']:.2g}) estimated from {m} revisions: the change "
                            "test's size may exceed alpha (about 0.12 at phi = 4 with 5 revisions)")
-    changed = _changed_revisions(k, n, shape)
-    if p <= alpha and m >= MIN_REVISIONS_PERSISTENCE and changed:
-        j = changed[int(np.argmin([_statistic_without(k, n, flags, shape, j) for j in changed]))]
+    if p <= alpha and m >= MIN_REVISIONS_PERSISTENCE:
+        j = 1 + int(np.argmin([_statistic_without(k, n, flags, shape, j) for j in range(1, m)]))
+        if not _alone(k, n, j):
+            return TestResult(name, NULLS[name], stat, p, used, details)
         keep = np.arange(m) != j
         p_without = _test(k[keep], n[keep], None if flags is None else np.asarray(flags, bool)[keep], shape, n_perm,
                           rng)[2]

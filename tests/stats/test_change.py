@@ -79,6 +79,21 @@ def test_an_outlier_inside_the_range_is_not_a_transition():
         assert r.p_value > ALPHA or r.details.get("single_at") == "inside", r
 
 
+def test_a_level_two_revisions_share_is_not_an_outlier_on_noisy_curves():
+    """A change the last two of seven revisions share, three heads beside two flickering ones, and an
+    overdispersed aggregate step after the second revision: removing one revision leaves too little
+    for the test, but the level is shared, so neither is a one-revision outlier."""
+    f = np.zeros((7, 149), bool)
+    f[5:, :3] = True  # three heads switch on at r5 and stay
+    f[:, 3] = [0, 0, 1, 0, 1, 1, 0]  # two flickering heads
+    f[:, 4] = [0, 0, 0, 1, 0, 1, 0]
+    f[:, 5:17] = True  # always on
+    r = run_test(f.sum(1), 149, f)
+    assert r.p_value <= ALPHA and single_revision(r) is None, r
+    r = run_test([0, 0, 62, 81, 45, 58, 70], 727)
+    assert r.p_value <= ALPHA and single_revision(r) is None, r
+
+
 def test_the_headwise_statistic_measures_size_not_shape():
     """A small monotone wobble of flickering heads is not a circuit: p > alpha; the same shape made
     of 40 heads switching on and staying is."""
