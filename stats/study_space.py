@@ -37,8 +37,10 @@ when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) acc
 sharp rise whose bracketing revisions are more than C apart, a gradual one without two
 revisions inside it more than C apart or without revisions outside it on both sides, which
 show its floor and its ceiling) accepts ``unresolved`` or its true shape, never the other;
-``none`` is not accepted (:func:`stats.space_scores.score_study`); ``unresolved`` on a
-resolvable truth counts as not right. A censored truth expects ``none``; where part of its rise
+``none`` is not accepted (:func:`stats.space_scores.score_study`); so does one whose shape the
+noise hides (aggregate counts: :func:`oracle_shape_z`, the rise's distance from the nearest rise
+of width C against the counts' noise, below :data:`DETECTABLE_Z`, as for a change); ``unresolved``
+on a resolvable truth counts as not right. A censored truth expects ``none``; where part of its rise
 lies inside the range (:attr:`StudyTruth.partly_seen`: the start of a rise after it, the end of
 one before it) the grid cannot resolve it, and its true shape or ``unresolved`` is right besides.
 ``none`` is accepted besides where the data cannot show the change: a rise in the last
@@ -58,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from scipy.special import expit
 
 from stats.models.logistic import LN9
 from stats.simulate import NORMAL_WIDTH_PER_SD, AggregateCurve, HeadPopulation, SimulatedCurve, simulate_population
@@ -201,6 +204,9 @@ class StudyTruth:
     #: the oracle standard error of log10 t50: :func:`oracle_t50_se` for aggregate counts,
     #: :func:`oracle_median_se` for followed heads
     t50_se: float = 0.0
+    #: the shape's distance from the criterion against the noise (:func:`oracle_shape_z`; inf for
+    #: followed heads, whose switch-on times the grid alone resolves)
+    shape_z: float = float("inf")
 
     @property
     def detectable(self) -> bool:
@@ -223,13 +229,19 @@ class StudyTruth:
         return not self.flat and self.criterion / BORDERLINE_FACTOR <= self.width_decades <= BORDERLINE_FACTOR * self.criterion
 
     @property
+    def shape_resolvable(self) -> bool:
+        """The grid resolves the shape and the noise does not hide it (:attr:`shape_z`)."""
+        return self.grid_resolvable and self.shape_z >= DETECTABLE_Z
+
+    @property
     def resolvable(self) -> bool:
-        return self.grid_resolvable and not self.borderline
+        return self.shape_resolvable and not self.borderline
 
     def accepted(self) -> tuple:
         """The verdicts scored as right: ``none`` for flat or censored truths (no transition inside
-        the range), the true shape where resolvable, either shape or ``unresolved`` where borderline,
-        else the true shape or ``unresolved``; besides,
+        the range), the true shape where resolvable (by the grid, :func:`grid_resolves`, and through the
+        noise, :attr:`shape_z`), either shape or ``unresolved`` where borderline, else the true shape or
+        ``unresolved``; besides,
         ``none`` for a change the noise hides (not :attr:`detectable`) or one in the last interval
         (seen at the last revision alone, which the analysis reports as such). A censored rise
         :attr:`partly_seen` is one the grid cannot resolve (no revisions on its far side): like any
@@ -240,7 +252,7 @@ class StudyTruth:
         if self.borderline:
             shapes = ("sharp", "gradual", "unresolved")
         else:  # (a censored truth is never grid-resolvable: no revisions on its far side)
-            shapes = (self.shape,) if self.grid_resolvable else (self.shape, "unresolved")
+            shapes = (self.shape,) if self.shape_resolvable else (self.shape, "unresolved")
         return shapes + (("none",) if self.censored or not self.detectable or self.position == "last" else ())
 
 
@@ -312,6 +324,29 @@ def oracle_t50_se(tokens, n_heads: int, curve: AggregateCurve) -> float:
     v = np.maximum(curve.dispersion * n_heads * p * (1.0 - p), 0.25)
     info = float(np.sum((n_heads * dp) ** 2 / v))
     return float("inf") if info <= 0 else float(1.0 / np.sqrt(info))
+
+
+def oracle_shape_z(tokens, n_heads: int, curve: AggregateCurve, criterion: float) -> float:
+    """The rise's shape against the noise: the distance ``min_c sqrt(sum_i (n (p_i - q_i(c)))^2 / v_i)``
+    between the expected counts of the rise ``p`` and those of the nearest rise ``q(c)`` of 10-90 width
+    ``criterion`` (same floor and ceiling, midpoint ``c``) at the grid's positive revisions, ``v_i``
+    the counts' variance (at least a quarter of a head squared): what a test of sharp against gradual
+    that knew everything else would see. Below :data:`DETECTABLE_Z` the noise hides the shape, as
+    :func:`oracle_z` says of a change, and the truth accepts ``unresolved`` (a 5 %-level test that
+    knew the rest would have power 0.9 from about 2.9)."""
+    tokens = np.asarray(tokens, float)
+    x = np.log10(tokens[tokens > 0])
+    p = curve.rise(10**x)
+    v = np.maximum(curve.dispersion * n_heads * p * (1.0 - p), 0.25)
+
+    def z(c: np.ndarray) -> np.ndarray:
+        q = curve.floor + (curve.ceiling - curve.floor) * expit(2.0 * LN9 / criterion * (x[None, :] - c[:, None]))
+        return np.sqrt(np.sum((n_heads * (p[None, :] - q)) ** 2 / v[None, :], axis=1))
+
+    x50 = float(np.log10(curve.t50))
+    coarse = np.linspace(x50 - 2.0, x50 + 2.0, 801)
+    best = coarse[int(np.argmin(z(coarse)))]
+    return float(np.min(z(np.linspace(best - 0.01, best + 0.01, 201))))
 
 
 def oracle_median_se(spread_decades: float, n_switch: int) -> float:
@@ -409,7 +444,8 @@ def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, 
     p = curve.rise(10**x)
     truth = _truth(x, x50, x50 - half, x50 + half, decline_at is not None, criterion)
     return sim, dataclasses.replace(truth, z=oracle_z(n_heads * p, dispersion * n_heads * p * (1 - p)),
-                                    t50_se=oracle_t50_se(tokens, n_heads, curve)), None
+                                    t50_se=oracle_t50_se(tokens, n_heads, curve),
+                                    shape_z=oracle_shape_z(tokens, n_heads, curve, criterion)), None
 
 
 def _pair_grid(rng, space: StudySpace, span: float):

@@ -244,6 +244,54 @@ def test_pair_bins_take_the_fewer_heads_and_the_wider_width():
         assert b["switching heads"] == factor_bins(early if early.factors["n_switch"] == fewer else late)["switching heads"]
 
 
+def test_oracle_shape_z_is_the_power_of_a_test_that_knows_the_rest():
+    """Known answers: a rise of width C is at distance 0 from the nearest rise of width C, a step's
+    distance grows with the heads; and by simulation, the likelihood-ratio test of the step against
+    its nearest width-C rise (both known) rejects at the 5 % level with power Phi(z - 1.645), so
+    that below DETECTABLE_Z no test can be held to tell the shapes apart."""
+    from scipy.stats import norm
+
+    from stats.simulate import AggregateCurve
+    from stats.study_space import oracle_shape_z
+
+    tokens = np.logspace(9, 12, 10)
+    assert oracle_shape_z(tokens, 256, AggregateCurve("logistic", 0.0, 0.3, 3e10, 0.5), 0.5) == pytest.approx(0, abs=1e-6)
+    step = AggregateCurve("logistic", 0.02, 0.12, 3e10, 0.05)
+    z = [oracle_shape_z(tokens, n, step, 0.5) for n in (64, 256, 1024)]
+    assert z[0] < z[1] < z[2]
+    n = 256
+    mids = np.linspace(9.5, 11.5, 4001)
+    p = step.rise(tokens)
+    v = np.maximum(n * p * (1 - p), 0.25)
+    dist = [np.sqrt(np.sum((n * (p - dataclasses.replace(step, t50=10**c, width_decades=0.5).rise(tokens))) ** 2 / v))
+            for c in mids]
+    assert min(dist) == pytest.approx(z[1], rel=1e-3)
+    q = dataclasses.replace(step, t50=10 ** mids[int(np.argmin(dist))], width_decades=0.5).rise(tokens)
+    rng = np.random.default_rng(5)
+
+    def llr(k):  # log-likelihood ratio of the step against the width-C rise, binomial counts
+        return np.sum(k * np.log(p / q) + (n - k) * np.log((1 - p) / (1 - q)), axis=-1)
+
+    null = llr(rng.binomial(n, q, (4000, len(tokens))))
+    power = np.mean(llr(rng.binomial(n, p, (4000, len(tokens)))) > np.quantile(null, 0.95))
+    assert power == pytest.approx(norm.cdf(z[1] - 1.645), abs=0.08)
+
+
+def test_a_shape_the_noise_hides_accepts_unresolved():
+    x = np.log10(np.logspace(9, 12, 10))
+    sharp = _truth(x, 10.5, 10.45, 10.55, False, 0.5)
+    assert sharp.resolvable and sharp.accepted() == ("sharp",)
+    hidden = dataclasses.replace(sharp, shape_z=DETECTABLE_Z / 2)
+    assert not hidden.resolvable and hidden.accepted() == ("sharp", "unresolved")
+    gradual = dataclasses.replace(_truth(x, 10.5, 9.5, 11.5, False, 0.5), shape_z=1.0)
+    assert gradual.accepted() == ("gradual", "unresolved")  # never the other shape
+    rng = np.random.default_rng(2)
+    studies = [sample_study(rng) for _ in range(80)]
+    shape_z = [d.truth.shape_z for d in studies if d.factors["regime"] == "aggregate" and not d.truth.flat]
+    assert min(shape_z) < DETECTABLE_Z < max(shape_z)  # the space holds both
+    assert all(np.isinf(d.truth.shape_z) for d in studies if d.factors["regime"] == "identity")
+
+
 def test_oracle_t50_se_is_the_spread_of_the_midpoint_when_the_rest_is_known():
     """Known answer by simulation: fresh binomial counts around a logistic on a log grid, the midpoint
     alone fitted by maximum likelihood (floor, ceiling and width known): the spread of the fitted
