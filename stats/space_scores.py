@@ -20,7 +20,7 @@ import numpy as np
 from stats.study_space import DEFAULT_CRITERION, DETECTABLE_Z, SampledStudy, StudySpace, sample_pair, sample_study
 
 #: The factors of the by-factor tables, in print order.
-FACTORS = ("grid", "revisions", "position", "switching heads", "regime", "true width", "detectable")
+FACTORS = ("grid", "revisions", "position", "switching heads", "regime", "true width", "detectable", "shape seen")
 
 
 def score_study(analysis, study: SampledStudy) -> dict:
@@ -70,13 +70,16 @@ def _bin(v: int, bins) -> str:
 def factor_bins(study: SampledStudy) -> dict:
     """The study's bin of every factor of the by-factor tables: grid kind, revisions, position,
     switching heads, regime, the true width against C (``sharp``: below C / 1.5;
-    ``borderline``; ``gradual``: above 1.5 C; ``flat``) and whether the change is detectable
-    (:attr:`stats.study_space.StudyTruth.detectable`)."""
+    ``borderline``; ``gradual``: above 1.5 C; ``flat``), whether the change is detectable
+    (:attr:`stats.study_space.StudyTruth.detectable`) and whether its shape is seen (``yes``; hidden
+    by the ``grid`` or by the ``noise``, :attr:`~stats.study_space.StudyTruth.shape_resolvable`)."""
     f, t = study.factors, study.truth
     width = "flat" if t.flat else ("borderline" if t.borderline else t.shape)
+    seen = "flat" if t.flat else ("yes" if t.shape_resolvable else ("grid" if not t.grid_resolvable else "noise"))
     return {"grid": f["grid"], "revisions": _bin(f["revisions"], REVISION_BINS), "position": t.position,
             "switching heads": "flat" if t.flat else _bin(f["n_switch"], SWITCH_BINS), "regime": f["regime"],
-            "true width": width, "detectable": "flat" if t.flat else ("yes" if t.detectable else "no")}
+            "true width": width, "detectable": "flat" if t.flat else ("yes" if t.detectable else "no"),
+            "shape seen": seen}
 
 
 def criterion_of(cfg) -> float:
@@ -164,6 +167,7 @@ def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
     :func:`~stats.study_space.oracle_median_se` for followed heads, a gap the spread of a few heads'
     median hides: neither is one a test can find, whatever the grid)."""
     bins, other = factor_bins(early), factor_bins(late)
+    del bins["shape seen"]  # a pair is judged by its separation, not by a shape
     order = ("sharp", "borderline", "gradual")
     fewer = early if early.factors["n_switch"] <= late.factors["n_switch"] else late
     x = np.log10(early.sim.tokens[early.sim.tokens > 0])
