@@ -45,8 +45,9 @@ the benchmarks measure both on simulated studies).
 Persistence. A transition stays: a change carried by one revision is an outlier inside the
 range, or, at the last revision, cannot be told from one. When H0 is rejected, the revision
 after the first whose removal lowers ``T`` most is the candidate ``j``. It carries the change
-alone when its level is not shared: every other revision's fraction lies nearer the others'
-median than ``y_j`` (:func:`_alone`; the curve departs at ``j`` and does not stay). Then ``j``
+alone when no neighbour shares its level: the revisions before and after it lie nearer the other
+revisions' median than ``y_j`` (:func:`_alone`; the curve departs at ``j`` and comes back, or ends
+there; a level shared by revisions apart, with the baseline between them, is noise). Then ``j``
 is removed and the test run again; if H0 is then kept, the change rests on that revision
 alone, and the result says so (``details["single_revision"]``, ``"single_at"``: ``last`` or
 ``inside``, ``p_without``). Both are asked: a revision whose level others share is part of a
@@ -191,11 +192,13 @@ def _statistic_without(k, n, flags, shape, j) -> float:
 
 
 def _alone(k, n, j: int) -> bool:
-    """Whether revision ``j`` holds its level alone: every other revision's fraction lies nearer the
-    others' median than ``j``'s does (its level is not shared: the curve departs there and does not stay)."""
+    """Whether revision ``j`` holds its level alone: its neighbours (the revisions before and after it,
+    where there are) lie nearer the other revisions' median than its own fraction (the curve departs
+    at ``j`` and comes back, or ends there); a neighbour at its level makes it part of a change."""
     y = k / np.where(n > 0, n, 1)
-    others = np.delete(y, j)
-    return bool(np.all(np.abs(others - np.median(others)) < np.abs(others - y[j])))
+    baseline = float(np.median(np.delete(y, j)))
+    neighbours = y[[i for i in (j - 1, j + 1) if 0 <= i < len(y)]]
+    return bool(np.all(np.abs(neighbours - baseline) < np.abs(neighbours - y[j])))
 
 
 def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str = "monotone", n_perm: int = 1999,
