@@ -15,7 +15,7 @@ trainings on a shared machine do not. Printed:
 - that A and B end with the same weights (bit for bit);
 - **checkpoints** saved: the adaptive suite's against the fixed 65;
 - **brackets**: for induction and BOS, the interval between adjacent checkpoints that holds
-  the largest jump of the count (emergence.refine.find_bracket, the rule of
+  the largest jump of the count (emergence.refine_rule.find_bracket, the rule of
   ``revision=refine`` and of the ``sharp`` verdict), its width in decades of tokens; for the
   adaptive suite over its saved checkpoints (their live runs), for the fixed suite after
   ``revision=logspaced`` then ``revision=refine`` (the job as a user runs it, with the same
@@ -46,7 +46,7 @@ def lockstep(model: str, work: Path, live_uri: str, sets=()) -> dict:
     from emergence.live.checkpoints import CheckpointFolder
     from emergence.live.monitor import LiveMonitor
     from emergence.live.toy import live_hash, live_suite_folder, suite_config
-    from emergence.registry import compose
+    from emergence.catalog import compose
     from emergence.toy import as_recipe, checkpoint_schedule, recipe_hash, suite_folder
     from emergence.toy.corpus import ToyCorpus
     from emergence.toy.models import build_model
@@ -145,8 +145,8 @@ def live_runs(uri: str, model: str):
 def fixed_refined(model: str, toy_dir: Path, uri: str, sets=()) -> dict:
     """``revision=logspaced`` then ``revision=refine`` on the fixed suite: the final brackets."""
     from emergence.job import run_job
-    from emergence.refinement import refine_plan, screened_runs
-    from emergence.registry import compose, model_revisions
+    from emergence.refine_rounds import refine_plan, screened_runs
+    from emergence.catalog import compose, model_revisions
 
     base = [f"model={model}", *PROBE, f"cache.toy_dir={toy_dir}", f"tracking.uri={uri}", "stats=false",
             *[x for x in sets if not x.startswith("live.")]]
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], help="a config override for both trainings "
                         "(e.g. recipe@model.recipe=fast_neox, live.dense_every=10); repeatable")
     args = parser.parse_args(argv)
-    from emergence.refine import find_bracket
+    from emergence.refine_rule import find_bracket
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench_live-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TRAIN = """
 import sys
 from pathlib import Path
-from emergence.registry import load_model_config
+from emergence.catalog import load_model_config
 from emergence.toy import ensure_trained
 for name in sys.argv[2].split(","):
     cfg = load_model_config(name)

@@ -1,8 +1,8 @@
 """Budget of adaptive revision refinement (issue 14, point 3): revisions screened to resolve
 a transition to adjacent checkpoints, against screening the whole bracket.
 
-Registry: OLMo-1B-0724's revision snapshot (emergence/snapshots/olmo_1b_0724.json, 1,454
-revisions) or a synthetic registry of ``--revisions`` evenly spaced checkpoints. Start: the
+Known revisions: OLMo-1B-0724's revision snapshot (emergence/snapshots/olmo_1b_0724.json, 1,454
+revisions) or a synthetic list of ``--revisions`` evenly spaced checkpoints. Start: the
 default 10 log-spaced revisions. Truth: a known switch revision; the head count is either a
 step (every head switches there) or a population of ``--heads`` heads switching at their own
 revisions, drawn log-normally around the switch (``--spread`` decades), which stay on.
@@ -10,7 +10,7 @@ revisions, drawn log-normally around the switch (``--spread`` decades), which st
     python benchmarks/bench_refine.py [--per-round 1 2 4] [--spread 0.05] [--trials 200]
 
 Prints, per scenario and ``per_round``: the bracket size B after the 10 log-spaced revisions
-(registry revisions inside it), log2 B, the revisions refinement screened (mean and max over
+(known revisions inside it), log2 B, the revisions refinement screened (mean and max over
 switch positions) and the rounds, and how often the final bracket holds the switch (step) or
 the largest one-interval jump (population).
 """
@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from emergence.refine import simulate  # noqa: E402
+from emergence.refine_rule import simulate  # noqa: E402
 from emergence.revisions import Revision, logspaced, read_revision_file  # noqa: E402
 from emergence.sources.snapshot import snapshot_path  # noqa: E402
 
@@ -37,13 +37,13 @@ def registries(n: int):
     return {"olmo_1b_0724 snapshot": olmo, f"even {n}": even}
 
 
-def run(registry, per_round: int, trials: int, heads: int, spread: float, rng) -> dict:
-    start = logspaced(registry, 10)
-    lo, hi = registry.index(start[0]), registry.index(start[-1])
+def run(known, per_round: int, trials: int, heads: int, spread: float, rng) -> dict:
+    start = logspaced(known, 10)
+    lo, hi = known.index(start[0]), known.index(start[-1])
     switches = rng.integers(lo + 1, hi, size=trials)
     out = {"B": [], "screened": [], "rounds": [], "exact": 0}
     for s in switches:
-        switch = registry[int(s)]
+        switch = known[int(s)]
         if heads == 0:
             def count(cls, r, switch=switch):
                 return float(r.tokens >= switch.tokens)
@@ -52,7 +52,7 @@ def run(registry, per_round: int, trials: int, heads: int, spread: float, rng) -
 
             def count(cls, r, on=on):
                 return float((np.log10(max(r.tokens, 1)) >= on).sum())
-        plans = simulate(registry, start, count, ["c"], per_round=per_round, rounds=60)
+        plans = simulate(known, start, count, ["c"], per_round=per_round, rounds=60)
         first, last = plans[0].brackets["c"], plans[-1].brackets["c"]
         if first is None:
             continue
@@ -70,13 +70,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--per-round", type=int, nargs="+", default=[1, 2, 4])
     p.add_argument("--trials", type=int, default=200)
-    p.add_argument("--revisions", type=int, default=1400, help="size of the synthetic even registry")
+    p.add_argument("--revisions", type=int, default=1400, help="size of the synthetic even list of known revisions")
     p.add_argument("--heads", type=int, default=16, help="heads of the population scenario")
     p.add_argument("--spread", type=float, default=0.05, help="sd of the heads' switch, in decades of tokens")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     rng = np.random.default_rng(a.seed)
-    print(f"{'registry':<24}{'truth':<16}{'per_round':>9}{'B mean':>8}{'log2 B':>8}{'screened':>10}"
+    print(f"{'known':<24}{'truth':<16}{'per_round':>9}{'B mean':>8}{'log2 B':>8}{'screened':>10}"
           f"{'max':>5}{'rounds':>8}{'resolved':>10}{'vs whole bracket':>18}")
     for name, reg in registries(a.revisions).items():
         for truth, heads in (("step", 0), (f"{a.heads} heads", a.heads)):
@@ -89,7 +89,7 @@ def main(argv=None) -> int:
                       f"{max(r['screened']):>5}{np.mean(r['rounds']):>8.2f}{r['exact'] / n:>10.1%}"
                       f"{B / screened:>17.1f}x")
     print("screened: revisions added by refinement (mean over random switch revisions); "
-          "resolved: final bracket between adjacent registry revisions (step: and holding the switch)")
+          "resolved: final bracket between adjacent known revisions (step: and holding the switch)")
     return 0
 
 

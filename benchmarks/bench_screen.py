@@ -89,7 +89,7 @@ def build_recipe(recipe: str, model, n_sequences: int, batch_size: int):
 
     from emergence.config import ScreenConfig
     from emergence.probes import synthetic_induction, xu2026
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     vocab = model.config.vocab_size
     if recipe == "ablation":
@@ -157,7 +157,7 @@ def ablation_cfg(cfg):
     """The study's screen with its ablation (zero; the group, 10 matched controls, the whole-layer bound)."""
     from omegaconf import OmegaConf
 
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     full = compose(["model=toy_neox", "corpus=xu2026", "screen=xu2026"]).screen
     full.ablation.group, full.ablation.heads = "list", list(ABLATION_GROUP)

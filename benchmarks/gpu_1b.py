@@ -104,7 +104,7 @@ def model_cfg(name: str, family: str, cache: Path):
 
 
 def study_screen(group, controls: int, n_sequences: int):
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     cfg = compose(["model=toy_neox", "corpus=xu2026", "screen=xu2026"])
     screen = cfg.screen

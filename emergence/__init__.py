@@ -1,6 +1,6 @@
 """emergence: when do attention circuits form during training?
 
-Flow: config -> registry -> model at revision -> probe -> screens -> tracking.
+Flow: config -> catalog -> model at revision -> probe -> screens -> tracking.
 
 Where things are (the same rule in ``stats``):
 

@@ -28,7 +28,7 @@ from emergence.contract.checks import precheck as compose_and_check
 from emergence.contract.quiet import quiet_logs, take_verbose_flag, verbose
 from emergence.contract.store import StoreError, failed_before
 from emergence.help import register_resolver
-from emergence.registry import CONF_DIR, GROUPS, check_group_choice, use_config_dirs
+from emergence.catalog import CONF_DIR, GROUPS, check_group_choice, use_config_dirs
 
 register_resolver()  # `python -m emergence --help` (conf/config.yaml: hydra.help.template)
 

@@ -42,7 +42,7 @@ class ArchitectureAdapter:
 
 def adapter_for(model: nn.Module, family: Optional[str] = None) -> ArchitectureAdapter:
     """The adapter for a loaded causal LM: of ``family`` (a name; ``model.family`` once resolved,
-    emergence/registry.py ``resolve_family``), else of the family its config's ``model_type`` picks
+    emergence/catalog.py ``resolve_family``), else of the family its config's ``model_type`` picks
     (:func:`emergence.families.choose` with ``auto``)."""
     config = model.config
     model_type = getattr(config, "model_type", type(model).__name__)

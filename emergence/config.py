@@ -155,8 +155,8 @@ class CorpusConfig:
 
 @dataclass
 class RefineConfig:
-    """Adaptive refinement (``revision=refine``; emergence/refine.py): rounds of new revisions
-    inside each class's bracket (its largest rise) until it lies between adjacent registry revisions."""
+    """Adaptive refinement (``revision=refine``; emergence/refine_rule.py): rounds of new revisions
+    inside each class's bracket (its largest rise) until it lies between adjacent known revisions."""
 
     #: Classes whose transition is refined (their head counts' largest jump).
     classes: List[str] = field(default_factory=lambda: ["bos", "induction"],
@@ -179,7 +179,7 @@ class RevisionConfig:
     #: Revision name for ``select: named``.
     name: Optional[str] = None
     #: One revision of the selection, set by the multirun sweeper for each job (for
-    #: ``refine``: any revision of the model's registry).
+    #: ``refine``: any of the model's known revisions).
     pin: Optional[str] = None
     refine: RefineConfig = field(default_factory=RefineConfig)
 
@@ -347,7 +347,7 @@ class LiveConfig:
 
 def refines(cfg) -> bool:
     """Whether a job refines its model's transitions round by round (``revision=refine``, no pinned
-    revision: a pinned one is a round's job under ``-m``, screened as any other; emergence/refinement.py)."""
+    revision: a pinned one is a round's job under ``-m``, screened as any other; emergence/refine_rounds.py)."""
     return cfg.revision.select == "refine" and cfg.revision.pin is None
 
 

@@ -25,7 +25,7 @@ from emergence.revisions import Revision
 from emergence.ui import remember_job
 
 if TYPE_CHECKING:
-    from emergence.refine import RoundPlan
+    from emergence.refine_rule import RoundPlan
     from emergence.screening import RevisionResult
 
 

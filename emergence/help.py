@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 import emergence.config as config
 from emergence import CONF_DIR, emergence_home
-from emergence.registry import GROUPS, config_dirs, group_options, option_file
+from emergence.catalog import GROUPS, config_dirs, group_options, option_file
 
 #: What each group sets, for the listing.
 GROUP_DOC = {

@@ -1,9 +1,9 @@
-"""One job: config -> registry -> model at revision -> probe -> screens -> tracking.
+"""One job: config -> catalog -> model at revision -> probe -> screens -> tracking.
 
 A job screens the revisions its ``revision`` config selects (under ``-m`` the sweeper pins
 one revision per job). This module only dispatches: a live job trains its toy with live
 screening first (``live=adaptive``: emergence/live/job.py); a ``revision=refine`` job refines
-round by round (emergence/refinement.py); any other screens its selection
+round by round (emergence/refine_rounds.py); any other screens its selection
 (emergence/screening.py). Every input is checked first (emergence/preflight.py), so bad
 input leaves nothing behind; a dry run plans instead (emergence/planning.py).
 """
@@ -18,8 +18,8 @@ from emergence.config import refines, trains_live
 from emergence.live import job as live_job
 from emergence.planning import PlannedJob, planned_jobs
 from emergence.preflight import JobPlan, validate
-from emergence.refinement import refine_job
-from emergence.registry import model_label
+from emergence.refine_rounds import refine_job
+from emergence.catalog import model_label
 from emergence.screening import RevisionResult, screen_revisions
 
 
@@ -27,7 +27,7 @@ def run_job(cfg: DictConfig, progress: bool = True, plan: Optional[JobPlan] = No
             parent_run: Optional[str] = None) -> List[RevisionResult]:
     """Screen the selected revisions (:func:`emergence.screening.screen_revisions`), or refine a
     screened model's transitions round by round (``revision=refine`` without a pinned revision:
-    :func:`emergence.refinement.refine_job`); with ``live=adaptive``, train the toy with live
+    :func:`emergence.refine_rounds.refine_job`); with ``live=adaptive``, train the toy with live
     screening first (emergence/live/job.py). ``plan``: what :func:`emergence.preflight.validate`
     returned where the caller checked the input already (emergence/__main__.py checks it once,
     before it opens the job's parent run); None: checked here.

@@ -15,10 +15,10 @@ from typing import Dict, List
 
 from omegaconf import DictConfig
 
-from emergence import registry
+from emergence import catalog
 from emergence.config import refines
 from emergence.preflight import validate
-from emergence.refinement import refine_plan, screened_runs
+from emergence.refine_rounds import refine_plan, screened_runs
 from emergence.revisions import Revision
 
 
@@ -37,7 +37,7 @@ def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
     it from the disk alone (never the hub): ``cached, <size>`` for a hub revision in the
     local HF cache, ``local, <size>`` for a checkpoint folder, ``toy (trained here)``, else
     ``unknown``."""
-    return registry.model_source(model_cfg).download_sizes(model_cfg, revisions)
+    return catalog.model_source(model_cfg).download_sizes(model_cfg, revisions)
 
 
 def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
@@ -47,7 +47,7 @@ def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
     revisions = refine_first_round(cfg, plan.revisions, plan.known) if refines(cfg) else plan.revisions
     sizes = download_sizes(cfg.model, revisions)
     first = plan.source.preparation(cfg.model, cfg.cache.toy_dir)
-    return [PlannedJob(registry.model_label(cfg.model), r, sizes[r.name], first) for r in revisions]
+    return [PlannedJob(catalog.model_label(cfg.model), r, sizes[r.name], first) for r in revisions]
 
 
 def refine_first_round(cfg: DictConfig, start: List[Revision], known: List[Revision]) -> List[Revision]:

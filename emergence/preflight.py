@@ -7,9 +7,9 @@ job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
 1. the config against its schema and each group's own rules (emergence/config.py);
 2. the screen recipe against the corpus it needs (emergence/screens/recipes.py);
 3. the model's source, and the revisions the ``revision`` group selects
-   (emergence/registry.py, emergence/sources/);
+   (emergence/catalog.py, emergence/sources/);
 4. the family, from the first revision's ``config.json`` read before any weights
-   (``model.family: auto``, or a named family checked against it: ``registry.resolve_family``;
+   (``model.family: auto``, or a named family checked against it: ``catalog.resolve_family``;
    a job may fetch that one file from the hub, a dry run never), then the device and the
    family's dtype (emergence/loading.py);
 5. the probe and the ablation's heads against the model's limits as its source declares
@@ -29,7 +29,7 @@ from typing import List, Optional
 
 from omegaconf import DictConfig
 
-from emergence import EmergenceError, registry
+from emergence import EmergenceError, catalog
 from emergence.config import check_config
 from emergence.contract.storecheck import store_problem
 from emergence.loading import choose_device, choose_dtype
@@ -57,13 +57,13 @@ def validate(cfg: DictConfig) -> JobPlan:
     """Check every user-given value (see the module notes); returns the job's plan."""
     check_config(cfg)
     recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
-    source = registry.model_source(cfg.model)  # the config against its source (emergence/sources/)
+    source = catalog.model_source(cfg.model)  # the config against its source (emergence/sources/)
     known = source.revisions(cfg.model)
-    revisions = registry.selected_revisions(cfg.model, cfg.revision, known)
+    revisions = catalog.selected_revisions(cfg.model, cfg.revision, known)
     problem = source.selection_problem(cfg.model, revisions)  # e.g. a revisions.json naming a missing folder
     if problem:
         raise EmergenceError(problem)
-    registry.resolve_family(cfg.model, revisions, network=not cfg.dry_run)  # config.json, before any weights
+    catalog.resolve_family(cfg.model, revisions, network=not cfg.dry_run)  # config.json, before any weights
     choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
     limits = source.declared_limits(cfg.model, revisions)
     note = check_probe(cfg.corpus, limits)

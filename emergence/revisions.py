@@ -192,7 +192,7 @@ def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
     if not revisions:
         raise EmergenceError(f"model {model!r} has no revisions")
     ordered = sorted(revisions)
-    if select in ("logspaced", "refine"):  # refine starts from the log-spaced selection (emergence/refine.py)
+    if select in ("logspaced", "refine"):  # refine starts from the log-spaced selection (emergence/refine_rule.py)
         chosen = logspaced(ordered, k)
         if not chosen:
             raise EmergenceError(f"revision={select} selects revisions log-spaced in training tokens, and all "
@@ -211,7 +211,7 @@ def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
     raise EmergenceError(f"unknown revision selection {select!r}; valid: {', '.join(SELECTIONS)}")
 
 
-if __name__ == "__main__":  # the command line moved to emergence.sources (no import of the registry here)
+if __name__ == "__main__":  # the command line moved to emergence.sources (no import of the catalog here)
     import sys
 
     print("error: the revisions command is `python -m emergence.sources {show,refresh,derive} MODEL`",

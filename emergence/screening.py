@@ -20,7 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from emergence import EmergenceError, registry, sweep_prefetch
+from emergence import EmergenceError, catalog, sweep_prefetch
 from emergence.contract import (
     CONFIG_HASH_TAG,
     FAMILY_PARAM,
@@ -34,8 +34,8 @@ from emergence.contract import (
     PID_TAG,
     PRETRAINING_CORPUS_PARAM,
     PROBE_PARAM,
-    REGISTRY_INDEX_PARAM,
-    REGISTRY_SIZE_PARAM,
+    KNOWN_INDEX_PARAM,
+    KNOWN_SIZE_PARAM,
     REVISION_PARAM,
     REVISION_TAG,
     SCREEN_TAG,
@@ -51,7 +51,7 @@ from emergence.loading import load, model_bytes, plan_batch_size
 from emergence.preflight import JobPlan
 from emergence.prefetch import FetchFailed, Pipeline, disk_short
 from emergence.probes import build_probe
-from emergence.registry import model_label
+from emergence.catalog import model_label
 from emergence.revisions import Revision
 from emergence.screens import recipe_for, screen
 from emergence.sources._hub import HubUnreachable
@@ -69,7 +69,7 @@ class RevisionResult:
     classes: Tuple[str, ...] = ("induction",)
     #: Why a revision has no metrics here (``screened by another sweep (run ..., host ..., pid ...)``).
     note: str = ""
-    #: The model with its seed for a run of a seed suite (:func:`emergence.registry.model_label`); the
+    #: The model with its seed for a run of a seed suite (:func:`emergence.catalog.model_label`); the
     #: tables group by it.
     label: str = ""
 
@@ -99,10 +99,10 @@ def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revisio
         PRETRAINING_CORPUS_PARAM: cfg.model.pretraining_corpus,
         N_LAYERS_PARAM: str(adapter.n_layers), N_HEADS_PARAM: str(adapter.n_heads),
         HEAD_DIM_PARAM: str(adapter.head_dim),
-        REGISTRY_INDEX_PARAM: str(known.index(revision)) if revision in known else "",
-        REGISTRY_SIZE_PARAM: str(len(known)),
+        KNOWN_INDEX_PARAM: str(known.index(revision)) if revision in known else "",
+        KNOWN_SIZE_PARAM: str(len(known)),
     })
-    seed = registry.model_source(cfg.model).run_seed(cfg.model)  # a run of a seed suite: seed, kind, group
+    seed = catalog.model_source(cfg.model).run_seed(cfg.model)  # a run of a seed suite: seed, kind, group
     if seed is not None:
         params.update(seed.params())
     return params

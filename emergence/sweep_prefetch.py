@@ -23,7 +23,7 @@ from typing import Any, Iterator, List, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from emergence import registry
+from emergence import catalog
 from emergence.loading import choose_device, load
 from emergence.prefetch import Fetched, Pipeline
 from emergence.tracking import Tracker, config_hash
@@ -62,14 +62,14 @@ class SweepPrefetch:
 
         def fetch(item: SweepItem):
             cfg = item.cfg
-            known = registry.model_revisions(cfg.model)
-            return registry.model_source(cfg.model).fetch(cfg.model, item.revision, known, cfg.cache.toy_dir, progress)
+            known = catalog.model_revisions(cfg.model)
+            return catalog.model_source(cfg.model).fetch(cfg.model, item.revision, known, cfg.cache.toy_dir, progress)
 
         def load_ahead(item: SweepItem, folder):
             cfg = item.cfg
             if not loads_ahead(cfg):
                 return None
-            return load(cfg.model, item.revision, known=registry.model_revisions(cfg.model), device=cfg.device,
+            return load(cfg.model, item.revision, known=catalog.model_revisions(cfg.model), device=cfg.device,
                         toy_dir=cfg.cache.toy_dir, progress=False, folder=folder,
                         precision=cfg.matmul_precision)
 
@@ -107,10 +107,10 @@ def sweep_items(cfgs: Sequence[Any]) -> List[SweepItem]:
     ``force``): what a :class:`SweepPrefetch` fetches ahead."""
     items, trackers = [], {}
     for cfg in cfgs:
-        if cfg.revision.pin is None or not registry.model_source(cfg.model).evictable:
+        if cfg.revision.pin is None or not catalog.model_source(cfg.model).evictable:
             continue
-        (revision,) = registry.selected_revisions(cfg.model, cfg.revision)
-        registry.resolve_family(cfg.model, [revision], network=False)  # (as its job does: the same identity)
+        (revision,) = catalog.selected_revisions(cfg.model, cfg.revision)
+        catalog.resolve_family(cfg.model, [revision], network=False)  # (as its job does: the same identity)
         key = (str(cfg.tracking.uri), cfg.tracking.experiment)
         if key not in trackers:
             trackers[key] = Tracker(cfg.tracking)

@@ -160,8 +160,8 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
     """Analyse one curve (see module docstring); never raises on short or flat curves. A verdict
     rule value its schema refuses is one :class:`~stats.errors.StatsError` line.
 
-    With tracked ``results`` that know the model's registry (runs log ``registry_index``),
-    the evidence also says how many registry revisions lie inside the largest jump's
+    With tracked ``results`` that know the model's known revisions (runs log ``registry_index``),
+    the evidence also says how many known revisions lie inside the largest jump's
     interval (``max_jump_between``; 0: resolved to adjacent checkpoints, as ``revision=refine``
     leaves it)."""
     cfg = AnalysisConfig() if config is None else config
@@ -170,7 +170,7 @@ def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Op
     analysis = _analyse(curve, cfg, rng, results)
     ev = analysis.verdict.evidence
     if results is not None and ev.get("max_jump_revisions"):
-        ev["max_jump_between"] = results.registry_between(curve.model, *ev["max_jump_revisions"])
+        ev["max_jump_between"] = results.known_between(curve.model, *ev["max_jump_revisions"])
     return analysis
 
 

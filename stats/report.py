@@ -189,7 +189,7 @@ def _curves_section(summary: dict) -> list:
          "rise a *pure* step?) are evidence, not criteria. "
          "Times are from the 4-parameter logistic in log10 tokens, "
          "intervals by parametric bootstrap; a width marked `<=` is a bound (the transition falls between two revisions). "
-         "Where the runs know the model's registry, the largest jump says whether its interval is two adjacent checkpoints "
+         "Where the runs know the model's known revisions, the largest jump says whether its interval is two adjacent checkpoints "
          "(the transition resolved) or how many checkpoints lie inside (`python -m emergence model=<model> "
          "revision=refine` screens a few of them).",
          "",

@@ -148,7 +148,7 @@ class Curve(Results):
 class TrackedResults(Results):
     """The tidy tables read from a store or a CSV (see module docstring)."""
 
-    EXCLUDE = ("curves", "layers", "heads", "continuous", "registry_index", "seeds", "counts_only")
+    EXCLUDE = ("curves", "layers", "heads", "continuous", "known_index", "seeds", "counts_only")
 
     curves: pd.DataFrame
     layers: pd.DataFrame
@@ -156,9 +156,9 @@ class TrackedResults(Results):
     continuous: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CONTINUOUS_COLUMNS))
     source: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
-    #: (model, revision) -> the revision's index in its model's registry (the runs'
-    #: ``registry_index`` param; empty for CSV input): which screened revisions are adjacent checkpoints.
-    registry_index: dict = field(default_factory=dict)
+    #: (model, revision) -> the revision's index among its model's known revisions (the runs'
+    #: ``registry_index`` param, its written name; empty for CSV input): which screened revisions are adjacent checkpoints.
+    known_index: dict = field(default_factory=dict)
     #: model name in the tables -> its :class:`emergence.contract.RunSeed` (training run of a seed
     #: suite: seed, kind, group), for the models that are one run of a seed suite; the pooling of
     #: :mod:`stats.pooling` groups them by ``group``. Empty without seeds.
@@ -174,10 +174,10 @@ class TrackedResults(Results):
                 out.setdefault(self.seeds[model].group, []).append(model)
         return out
 
-    def registry_between(self, model: str, lo: str, hi: str) -> Optional[int]:
+    def known_between(self, model: str, lo: str, hi: str) -> Optional[int]:
         """Registry revisions strictly between screened revisions ``lo`` and ``hi`` (0: adjacent
         checkpoints); None when the runs do not say."""
-        a, b = self.registry_index.get((model, lo)), self.registry_index.get((model, hi))
+        a, b = self.known_index.get((model, lo)), self.known_index.get((model, hi))
         return None if a is None or b is None else abs(b - a) - 1
 
     @property

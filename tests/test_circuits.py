@@ -144,13 +144,13 @@ def test_excluded_heads_are_never_drawn_as_controls():
 def test_screen_ablation_keeps_previous_token_heads_out_of_the_controls_by_default():
     """The composed ``screen=ablation`` draws controls outside the group and the heads
     flagged previous-token (a documented departure); ``control_exclude=[]`` is METHODS."""
-    from emergence import registry
+    from emergence import catalog
 
     model = tiny_model("gpt_neox")
     adapter = adapter_for(model)
     total = adapter.n_layers * adapter.n_heads
     p = probe(n_sequences=16)
-    cfg = registry.compose(["model=toy_neox", "screen=ablation"]).screen
+    cfg = catalog.compose(["model=toy_neox", "screen=ablation"]).screen
     assert list(cfg.ablation.control_exclude) == ["previous_token"]
     # A random model flags nothing at the study's thresholds; flag the top half here.
     plain = OmegaConf.merge(cfg, {"ablation": None})

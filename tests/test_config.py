@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from emergence.registry import CONF_DIR, group_options, model_revisions
+from emergence.catalog import CONF_DIR, group_options, model_revisions
 
 STUDY_ALIASES = {"pythia": "pythia_1b", "olmo": "olmo_1b_0724", "olmoe": "olmoe_1b_7b_0924"}
 
@@ -110,7 +110,7 @@ KNOWN_HASHES = [
 
 @pytest.mark.parametrize("overrides, digest", KNOWN_HASHES, ids=[" ".join(o) or "default" for o, _ in KNOWN_HASHES])
 def test_run_identity_hashes_are_those_of_earlier_stores(overrides, digest):
-    from emergence.registry import compose
+    from emergence.catalog import compose
     from emergence.revisions import Revision
     from emergence.tracking import config_hash
 

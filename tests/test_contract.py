@@ -25,7 +25,7 @@ def checkpoints(tmp_path_factory):
 def job(checkpoints, store, *overrides):
     """Screen every revision of the tiny checkpoints into ``store`` (one run each)."""
     from emergence.job import run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     cfg = compose(["model=pythia_70m", "model.name=tiny", f"model.path={checkpoints}", "model.repo=null",
                    "model.revisions=folder", "revision=all", "corpus.n_sequences=16", "corpus.batch_size=8",

@@ -110,7 +110,7 @@ def test_a_llama_style_model_is_one_yaml_file_and_screens(tmp_path, model_type):
     import mlflow
 
     from emergence.job import run_job
-    from emergence.registry import CONF_DIR
+    from emergence.catalog import CONF_DIR
 
     folder = save_folders(tmp_path / "ckpt", model_type)
     conf = tmp_path / "conf"
@@ -160,7 +160,7 @@ def test_a_gpt2_family_added_through_the_registry_alone_is_screened(gpt2_family,
     from emergence.config import ScreenConfig
     from emergence.loading import load
     from emergence.probes import synthetic_induction
-    from emergence.registry import model_revisions
+    from emergence.catalog import model_revisions
     from emergence.screens import screen
 
     torch.manual_seed(0)

@@ -49,7 +49,7 @@ def user_conf(tmp_path, monkeypatch):
 
 
 def compose(overrides):
-    from emergence.registry import compose as registry_compose
+    from emergence.catalog import compose as registry_compose
 
     return registry_compose(overrides)
 

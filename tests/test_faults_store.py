@@ -212,7 +212,7 @@ def test_a_revision_another_sweep_holds_is_named_in_the_summary(checkpoints, sto
     other two, exits 0 and lists step100 as screened by another sweep, with its host and pid."""
     import socket
 
-    from emergence.registry import compose
+    from emergence.catalog import compose
     from emergence.revisions import Revision
     from emergence.tracking import config_hash
 

@@ -122,7 +122,7 @@ def test_a_forced_skip_one_head_is_flagged_as_such(skip_one, monkeypatch):
 
 def test_the_stats_reader_finds_the_seventh_class(skip_one, tmp_path):
     from emergence.job import run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
     from stats.sources.mlflow import read_mlflow
     from stats.heads import apply_thresholds, thresholds_dict
 
@@ -147,7 +147,7 @@ def test_the_reference_recipe_measures_the_seventh_class_at_the_last_query(skip_
     import numpy as np
 
     from emergence.probes import build_probe
-    from emergence.registry import compose
+    from emergence.catalog import compose
     from emergence.screens.xu2026 import baseline_positions
 
     model = tiny_model("gpt_neox", vocab_size=128, max_positions=64, seed=2)

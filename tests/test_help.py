@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import emergence.config as config
-from emergence.registry import GROUPS, group_options
+from emergence.catalog import GROUPS, group_options
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -57,14 +57,14 @@ def installed(tmp_path_factory):
 
 def test_the_installed_copy_is_imported_and_carries_its_config_tree(installed):
     python, work, env, purelib = installed
-    out = run(python, "-c", "import json, emergence, stats, emergence.registry as r, hydra_plugins.emergence_sweeper as s; "
+    out = run(python, "-c", "import json, emergence, stats, emergence.catalog as r, hydra_plugins.emergence_sweeper as s; "
               "print(json.dumps([emergence.__file__, str(emergence.CONF_DIR), str(stats.CONF_DIR), s.__file__, "
               "r.group_options('model')]))", cwd=work, env=env)
     emergence_file, conf, stats_conf, sweeper, models = json.loads(out)
     for path in (emergence_file, conf, stats_conf, sweeper):
         assert Path(path).resolve().is_relative_to(purelib.resolve()), path
     assert (Path(conf) / "config.yaml").is_file() and (Path(stats_conf) / "stats.yaml").is_file()
-    from emergence.registry import group_options
+    from emergence.catalog import group_options
 
     assert models == group_options("model")  # the checkout's registry
 

@@ -122,7 +122,7 @@ def test_text_file_corpus_with_the_model_tokenizer(tmp_path):
     from transformers import PreTrainedTokenizerFast
 
     from emergence.job import run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     text = tmp_path / "story.txt"
     words = "the cat sat on the mat and the dog sat on the log while the bird sang".split()
@@ -157,7 +157,7 @@ def test_a_job_opens_its_parent_run_without_writing_into_its_config(checkpoints,
     from emergence.job import run_job
     from emergence.parent_run import job_parent
     from emergence.preflight import validate
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     cfg = compose(local_model(checkpoints) + ["revision=all", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
                                               f"tracking.artifacts={tmp_path}/art", "tracking.experiment=e2e"])

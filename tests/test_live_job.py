@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from emergence import EmergenceError
-from emergence.registry import compose
+from emergence.catalog import compose
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["model=toy_neox", "recipe@model.recipe=fast_neox", "live=adaptive", "live.first_step=5",

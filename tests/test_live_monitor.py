@@ -14,7 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from emergence.registry import compose
+from emergence.catalog import compose
 
 LIVE = ["model=toy_neox", "recipe@model.recipe=fast_neox", "live=adaptive", "live.first_step=5",
         "live.screens_per_decade=10", "live.saves_per_decade=4", "stats=false"]

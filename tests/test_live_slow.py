@@ -25,8 +25,8 @@ def test_the_adaptive_toy_brackets_the_induction_jump_within_003_decades_with_at
 
     from emergence.job import run_job
     from emergence.live.toy import live_suite_folder
-    from emergence.refine import find_bracket
-    from emergence.registry import compose
+    from emergence.refine_rule import find_bracket
+    from emergence.catalog import compose
     from emergence.revisions import Revision
 
     cfg = compose(["model=toy_neox", "live=adaptive", "stats=false", f"cache.toy_dir={toy_cache}",

@@ -61,7 +61,7 @@ def test_model_path_alone_with_a_name_and_a_real_screen(gptj_folder, tmp_path):
 def test_a_selection_that_finds_no_revision_says_why(tmp_path):
     from emergence.__main__ import folder_model
     from emergence.preflight import validate
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     folder = save_decoder(tmp_path / "steps_only", "gpt2", steps=(10, 20))
     (folder / "revisions.json").unlink()  # step<N>/ folders, no token counts
@@ -81,7 +81,7 @@ def test_a_revisions_json_naming_a_missing_folder_is_refused_before_any_work(tmp
 
     from emergence.__main__ import folder_model
     from emergence.preflight import validate
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     folder = save_decoder(tmp_path / "run", "gpt2", steps=(0, 10, 20))
     shutil.rmtree(folder / "step10")
@@ -138,7 +138,7 @@ def test_a_hub_model_without_the_hub_stops_at_its_first_revision_in_one_line(tmp
 ])
 def test_the_new_suites_plan_offline(tmp_path, overrides, label, first, last, repo):
     from emergence.planning import planned_jobs
-    from emergence.registry import compose, model_revisions
+    from emergence.catalog import compose, model_revisions
 
     cfg = compose([*overrides, "dry_run=true", f"tracking.uri=sqlite:///{tmp_path}/m.db"])
     jobs = planned_jobs(cfg)

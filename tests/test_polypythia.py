@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 from emergence import EmergenceError
 from emergence import contract as C
-from emergence.registry import compose, model_source, selected_revisions
+from emergence.catalog import compose, model_source, selected_revisions
 from emergence.revisions import Revision
 from emergence.sources import polypythia as pp
 from emergence.tracking import config_hash
@@ -53,7 +53,7 @@ def test_the_sources_command_lists_the_suites_repos(capsys):
      C.RunSeed("1", "weight", "polypythia_160m")),
 ])
 def test_one_config_picks_a_run_and_it_records_its_seed(overrides, repo, seed):
-    from emergence.registry import model_label
+    from emergence.catalog import model_label
     from emergence.screening import run_params
 
     cfg = compose(["model=polypythia", *overrides])
@@ -101,7 +101,7 @@ def test_models_without_a_seed_keep_their_run_identity():
 
 
 def test_toy_runs_record_their_recipe_seed():
-    from emergence.registry import model_label
+    from emergence.catalog import model_label
 
     cfg = compose(["model=toy_neox", "model.recipe.seed=3"]).model
     assert model_source(cfg).run_seed(cfg) == C.RunSeed("3", "both", "toy_neox")
@@ -118,7 +118,7 @@ def test_dry_run_of_a_seed_sweep_lists_every_job_offline(monkeypatch, capsys, tm
 
     import huggingface_hub
 
-    import emergence.refinement
+    import emergence.refine_rounds
     import emergence.screening
     from emergence.__main__ import cli
 
@@ -126,7 +126,7 @@ def test_dry_run_of_a_seed_sweep_lists_every_job_offline(monkeypatch, capsys, tm
         raise AssertionError("a dry run started work (a model load, a download or tracking)")
 
     for module, name in ((emergence.screening, "load"), (emergence.screening, "revision_pipeline"),
-                         (emergence.screening, "Tracker"), (emergence.refinement, "Tracker")):
+                         (emergence.screening, "Tracker"), (emergence.refine_rounds, "Tracker")):
         monkeypatch.setattr(module, name, work)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", work)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

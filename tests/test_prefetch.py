@@ -162,7 +162,7 @@ HUB_JOB = textwrap.dedent("""
     from emergence.job import run_job
     from emergence import EmergenceError
     from emergence.screening import JobFailed
-    from emergence.registry import compose
+    from emergence.catalog import compose
     store = sys.argv[1]
     cfg = compose(["model=pythia_70m", "revision=logspaced", "revision.k=3", "cache.evict=true",
                    "corpus.n_sequences=16", "corpus.batch_size=8", "corpus.segment_length=12",

@@ -1,10 +1,10 @@
-"""The refinement planner (emergence/refine.py) against registries with a known switch."""
+"""The refinement planner (emergence/refine_rule.py) against known revisions with a known switch."""
 
 import math
 
 import pytest
 
-from emergence.refine import choose_inside, find_bracket, plan_round, simulate
+from emergence.refine_rule import choose_inside, find_bracket, plan_round, simulate
 from emergence.revisions import Revision, logspaced
 
 

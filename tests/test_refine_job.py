@@ -45,7 +45,7 @@ def screened(store):
 
 def test_refine_finds_the_switch_revision_and_a_second_call_adds_none(registry, tmp_path, capsys, switched):
     from emergence.job import run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     store = tmp_path / "store"
     results = run_job(compose(overrides(registry, store)), progress=False)
@@ -65,7 +65,7 @@ def test_refine_finds_the_switch_revision_and_a_second_call_adds_none(registry, 
     analysis = analyse_curve(tracked.curve("switchy", "induction"), results=tracked)
     assert analysis.verdict.evidence["max_jump_revisions"] == [f"step{SWITCH - 1}", f"step{SWITCH}"]
     assert analysis.verdict.evidence["max_jump_between"] == 0
-    assert tracked.registry_between("switchy", "step1", "step40") == 38
+    assert tracked.known_between("switchy", "step1", "step40") == 38
     # A second call finds the bracket resolved and screens nothing.
     run_job(compose(overrides(registry, store)), progress=False)
     assert screened(store) == steps
@@ -74,7 +74,7 @@ def test_refine_finds_the_switch_revision_and_a_second_call_adds_none(registry, 
 
 def test_dry_run_prints_the_first_rounds_plan(registry, tmp_path, switched):
     from emergence.job import plan_jobs, run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     store = tmp_path / "store"
     start = plan_jobs(compose(overrides(registry, store, "dry_run=true")))
@@ -88,7 +88,7 @@ def test_dry_run_prints_the_first_rounds_plan(registry, tmp_path, switched):
 def test_multirun_with_joblib_gives_the_same_result(registry, tmp_path, switched):
     single, multi = tmp_path / "single", tmp_path / "multi"
     from emergence.job import run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     run_job(compose(overrides(registry, single)), progress=False)
     env = dict(os.environ, HF_HUB_OFFLINE="1",
@@ -104,7 +104,7 @@ def test_multirun_with_joblib_gives_the_same_result(registry, tmp_path, switched
 
 def test_the_report_says_whether_the_largest_jump_is_resolved(registry, tmp_path, switched):
     from emergence.job import run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
     from stats.analysis import analyse
     from stats.config import AnalysisConfig
     from stats.sources.mlflow import read_mlflow

@@ -9,7 +9,7 @@ from emergence import EmergenceError
 from emergence import revisions as rv
 from emergence.sources import snapshot
 from emergence.sources.pythia import pythia_revisions
-from emergence.registry import load_model_config, model_revisions
+from emergence.catalog import load_model_config, model_revisions
 
 # Real branch names of allenai/OLMo-1B-0724-hf and allenai/OLMoE-1B-7B-0924.
 REAL_BRANCHES = ["main", "step20000-tokens41B", "step1454000-tokens3048B", "step5000-tokens20B",

@@ -25,7 +25,7 @@ from emergence import families
 from emergence.adapters import adapter_for
 from emergence.config import AblationConfig, ScreenConfig
 from emergence.probes import synthetic_induction, xu2026
-from emergence.registry import compose
+from emergence.catalog import compose
 from emergence.screens import screen
 from emergence.screens import attention as screen_attention_module
 from emergence.screens.ablation import group_ablation

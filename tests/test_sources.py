@@ -79,7 +79,7 @@ def test_folder_source_lists_locates_sizes_and_declares_limits(tmp_path):
 
 
 def test_toy_source_takes_limits_and_schedule_from_the_recipe(tmp_path):
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     cfg = compose(["model=toy_olmoe"]).model
     source = sources.source_for(cfg)
@@ -122,7 +122,7 @@ def tokens_folder_source():
 
 def test_a_source_added_through_the_registry_alone_plans_and_screens(tokens_folder_source, tmp_path):
     from emergence.job import plan_jobs, run_job
-    from emergence.registry import compose
+    from emergence.catalog import compose
 
     folder = tmp_path / "ckpt"
     for tokens in (500, 5000, 50000):

@@ -109,7 +109,7 @@ def test_throughput_settings_are_not_part_of_a_runs_identity():
     """batch_size and memory_gb change how a pass is cut, not its results: same identity."""
     from hydra import compose, initialize_config_dir
 
-    from emergence.registry import CONF_DIR
+    from emergence.catalog import CONF_DIR
     from emergence.revisions import Revision
     from emergence.tracking import config_hash
 

@@ -6,7 +6,7 @@ Slow: trains toy_neox with its real recipe once (about 2-3 minutes on 2 cores).
 import numpy as np
 import pytest
 
-from emergence import registry
+from emergence import catalog
 from emergence.loading import load
 from emergence.probes import build_probe
 from emergence.screens import screen
@@ -17,8 +17,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def toy(toy_cache):
-    cfg = registry.compose(["model=toy_neox", f"cache.toy_dir={toy_cache}"])
-    revisions = registry.selected_revisions(cfg.model, cfg.revision)
+    cfg = catalog.compose(["model=toy_neox", f"cache.toy_dir={toy_cache}"])
+    revisions = catalog.selected_revisions(cfg.model, cfg.revision)
     return cfg, revisions
 
 
@@ -46,7 +46,7 @@ def test_ablating_the_induction_heads_beats_every_control_outside_the_circuit(to
     induction heads themselves (seen 2026-12-06: the group 5.76 nats, the controls' mean 5.21,
     several above the group), which is why the composed pool leaves them out."""
     _, revisions = toy
-    ablation_cfg = registry.compose(["model=toy_neox", "screen=ablation", f"cache.toy_dir={toy_cache}"])
+    ablation_cfg = catalog.compose(["model=toy_neox", "screen=ablation", f"cache.toy_dir={toy_cache}"])
     loaded, probe, last = screened(ablation_cfg, revisions[-1])
     m, heads = last.metrics, last.heads
     group = [tuple(x) for x in heads.loc[heads["flag.induction"] == 1, ["layer", "head"]].to_numpy()]

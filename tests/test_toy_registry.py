@@ -8,7 +8,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from emergence.registry import CONF_DIR, model_revisions
+from emergence.catalog import CONF_DIR, model_revisions
 from emergence.toy import as_recipe, checkpoint_schedule, suite_folder
 
 TOY_MODELS = {"toy_neox": ("neox", "gpt_neox"), "toy_olmo": ("olmo", "olmo"), "toy_olmoe": ("olmoe", "olmoe")}

@@ -9,7 +9,7 @@ import torch
 from omegaconf import OmegaConf
 
 from emergence import contract as C
-from emergence.registry import compose, model_source
+from emergence.catalog import compose, model_source
 from emergence.toy import as_recipe, recipe_hash
 from emergence.toy.corpus import ToyCorpus
 from emergence.toy.models import build_model

@@ -145,7 +145,7 @@ LISTED_CASES = [
 def cli(monkeypatch, capsys, tmp_path):
     """Run ``python -m emergence ARGS`` in this process; returns (exit status, stderr lines). Loading
     a model, training a toy or opening the store fails the test: bad input must stop before."""
-    import emergence.refinement
+    import emergence.refine_rounds
     import emergence.screening
     from emergence.__main__ import cli as entry
 
@@ -153,7 +153,7 @@ def cli(monkeypatch, capsys, tmp_path):
         raise AssertionError("work started (model load, toy training or tracking) for bad input")
 
     for module, name in ((emergence.screening, "load"), (emergence.screening, "revision_pipeline"),
-                         (emergence.screening, "Tracker"), (emergence.refinement, "Tracker")):
+                         (emergence.screening, "Tracker"), (emergence.refine_rounds, "Tracker")):
         monkeypatch.setattr(module, name, work)
 
     def run(*args):
@@ -361,7 +361,7 @@ def test_a_truncated_weights_file_and_a_broken_tokenizer_are_one_line(tmp_path):
 
     from emergence import EmergenceError
     from emergence.loading import load
-    from emergence.registry import compose
+    from emergence.catalog import compose
     from emergence.revisions import Revision
 
     folder = save_revisions(tmp_path / "tiny", "gpt_neox", steps=(10,))
@@ -391,7 +391,7 @@ def test_a_bad_group_option_file_is_one_line_naming_the_file_and_key(tmp_path):
     import shutil
 
     from emergence import EmergenceError
-    from emergence.registry import CONF_DIR
+    from emergence.catalog import CONF_DIR
     from emergence.contract.checks import precheck
 
     conf = tmp_path / "conf"

@@ -15,7 +15,7 @@ from emergence import EmergenceError
 from emergence.adapters import adapter_for
 from emergence.config import HEAD_CLASSES
 from emergence.probes import build_probe, xu2026_shape
-from emergence.registry import compose
+from emergence.catalog import compose
 from emergence.screens import screen
 from emergence.screens.head_ablation import ablated
 from emergence.screens.xu2026 import baseline_positions

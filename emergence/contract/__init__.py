@@ -105,10 +105,11 @@ PRETRAINING_CORPUS_PARAM = "pretraining_corpus"
 N_LAYERS_PARAM = "n_layers"
 N_HEADS_PARAM = "n_heads"
 HEAD_DIM_PARAM = "head_dim"
-#: The revision's position in its model's registry (0 = fewest tokens) and the registry's size:
+#: The revision's position among its model's known revisions (0 = fewest tokens) and their number (the
+#: written names ``registry_index`` / ``registry_size`` are kept from before the rename, so old stores read the same):
 #: two screened revisions are adjacent checkpoints when their indices differ by 1.
-REGISTRY_INDEX_PARAM = "registry_index"
-REGISTRY_SIZE_PARAM = "registry_size"
+KNOWN_INDEX_PARAM = "registry_index"
+KNOWN_SIZE_PARAM = "registry_size"
 #: Seed suites (many training runs of one model, :class:`RunSeed`): the run's seed, what it varies
 #: (one of :data:`SEED_KINDS`) and the group of runs it belongs to (pooled by ``stats``).
 SEED_PARAM = "seed"

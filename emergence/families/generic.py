@@ -8,7 +8,7 @@ the ``num_attention_heads x head_dim`` per-head outputs. :func:`find_hook_paths`
 three paths; ``model.family: auto`` uses this family for a model type no other family covers
 (after checking, on an empty model built on the ``meta`` device before any weights are read,
 that the paths are found and the attention goes through the interface:
-emergence/registry.py, ``resolve_family``).
+emergence/catalog.py, ``resolve_family``).
 
 Tested (tests/test_families_auto.py) on ``starcoder2`` and ``granite``, which no family file
 names; the named families' types (``llama``, ``qwen3``, ``gemma``, ``phi3``, ``gpt2``...) would

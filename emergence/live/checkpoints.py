@@ -5,7 +5,7 @@ Layout (what ``model.revisions: folder`` reads, emergence/sources/folder.py)::
     <folder>/<name>/        config.json + model.safetensors: one HF model folder per checkpoint
     <folder>/revisions.json {"revisions": [{"name", "step", "tokens"}, ...], "complete": false, ...}
 
-``revisions.json`` is rewritten atomically after every save, so the registry is
+``revisions.json`` is rewritten atomically after every save, so the known revisions are
 readable while the model trains (``complete`` turns true when training ends). A folder
 is written to ``.tmp-<name>-<pid>`` and renamed into place, so a checkpoint listed is
 always whole. :class:`CheckpointFolder` writes the folders itself (the toy trainer, a

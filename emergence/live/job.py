@@ -24,7 +24,7 @@ from emergence.live.toy import ensure_trained_live, live_suite_folder, suite_con
 from emergence.live.view import live_view
 from emergence.planning import PlannedJob, download_sizes
 from emergence.preflight import validate
-from emergence.registry import model_source
+from emergence.catalog import model_source
 from emergence.screening import RevisionResult, screen_revisions
 
 

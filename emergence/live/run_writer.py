@@ -6,8 +6,8 @@ screen; :func:`emergence.tracking.config_hash`), with the job's params
 (:func:`emergence.screening.run_params`: the flattened config, model, revision, step, tokens,
 family, layers, heads, ``registry_index``), every class's metrics, ``heads.csv`` and the
 resolved config. A screen whose checkpoint was saved carries its index in the growing
-registry (``registry_index``: saves come in step order, so the index never changes; its
-``registry_size`` is the registry's size when it was logged); a screen that was not saved
+known revisions (``registry_index``: saves come in step order, so the index never changes; its
+``registry_size`` is their number when it was logged); a screen that was not saved
 has an empty ``registry_index`` and the tag ``emergence.live.checkpoint = not saved``.
 
 :class:`RunWriter` writes from a daemon thread, so a slow or unreachable store never

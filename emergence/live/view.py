@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 from omegaconf import OmegaConf
 
 from emergence.config import ModelConfig
-from emergence.registry import compose
+from emergence.catalog import compose
 
 
 def plain(cfg):

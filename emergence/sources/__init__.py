@@ -179,7 +179,7 @@ class ModelSource:
 
     def names_seed(self, model) -> bool:
         """Whether the run's seed belongs in its label without a seed on the command line
-        (:func:`emergence.registry.model_label`): yes for a seed suite whose runs are named by
+        (:func:`emergence.catalog.model_label`): yes for a seed suite whose runs are named by
         their seed (default); a toy says no for its recipe's default seed."""
         return True
 

@@ -15,7 +15,7 @@ import sys
 from typing import Optional, Sequence
 
 from emergence import EmergenceError
-from emergence.registry import load_model_config, model_revisions
+from emergence.catalog import load_model_config, model_revisions
 from emergence.sources import polypythia, snapshot, source_for
 from emergence.sources.snapshot import SnapshotSource
 
@@ -26,7 +26,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         description="Revisions of a registered model: 'show MODEL' lists them; 'refresh MODEL' stores the "
                     "hub's branch list as its snapshot; 'derive MODEL' writes one from the documented schedule.")
     parser.add_argument("action", choices=["show", "refresh", "derive", "repos"])
-    parser.add_argument("model", help="registry name, e.g. olmo_1b_0724 (see conf/model/)")
+    parser.add_argument("model", help="model name (a file of conf/model/), e.g. olmo_1b_0724 (see conf/model/)")
     args = parser.parse_args(argv)
     try:
         spec = load_model_config(args.model)

@@ -2,7 +2,7 @@
 
 Many training runs of one Pythia model that differ only in their random seeds, so that a
 circuit's timing can be pooled across runs with its between-run variation (``stats``,
-:mod:`stats.pooling`). The registry (:data:`SIZES`, :func:`suite_repos`), all under
+:mod:`stats.pooling`). The suite (:data:`SIZES`, :func:`suite_repos`), all under
 ``EleutherAI/`` on the hub:
 
 - ``pythia-{size}-seed{1..9}`` for every size in :data:`SIZES` (14m, 31m, 70m, 160m, 410m):
@@ -47,7 +47,7 @@ DECOUPLED = {"160m": (1, 2, 3)}
 
 
 def suite_seeds(size: str, kind: str) -> Tuple[int, ...]:
-    """The seeds the registry holds for ``size`` and ``kind``."""
+    """The seeds the suite holds for ``size`` and ``kind``."""
     if kind == "both":
         return SEEDS + (ORIGINAL_SEED,)
     return DECOUPLED.get(size, ())
@@ -55,7 +55,7 @@ def suite_seeds(size: str, kind: str) -> Tuple[int, ...]:
 
 def repo_for(size: str, seed: int, kind: str = "both") -> str:
     """The hub repo of one run; :class:`EmergenceError` (one line, the valid choices) when the
-    registry has no such run."""
+    suite has no such run."""
     if size not in SIZES:
         raise EmergenceError(f"model.size={size!r} is not a PolyPythias size; valid: {', '.join(SIZES)}")
     if kind not in SEED_KINDS:
@@ -74,7 +74,7 @@ def repo_for(size: str, seed: int, kind: str = "both") -> str:
 
 
 def suite_repos() -> List[Tuple[str, str, int, str]]:
-    """Every run of the registry as ``(size, kind, seed, repo)``: 5 sizes x (9 seeds + the
+    """Every run of the suite as ``(size, kind, seed, repo)``: 5 sizes x (9 seeds + the
     original), plus 3 data and 3 weight seeds of 160m (56 repos)."""
     return [(size, kind, seed, repo_for(size, seed, kind))
             for size in SIZES for kind in SEED_KINDS for seed in suite_seeds(size, kind)]
@@ -101,7 +101,7 @@ class PolyPythiaSource(PythiaSource):
         if model_get(model, "path"):
             raise EmergenceError(f"model {model.name!r} has revisions: polypythia, which reads the hub, and "
                                  f"model.path={model.path!r}; for local checkpoint folders set model.revisions=folder")
-        self.repo(model)  # the size, seed and kind name a run of the registry
+        self.repo(model)  # the size, seed and kind name a run of the suite
 
     def revisions(self, model) -> List[rv.Revision]:
         """Pythia's 154 branches (never ``main``: the final checkpoint is ``step143000``)."""

@@ -50,7 +50,7 @@ def _branch_name(step: int, tokens: float, prefix: str = "", rounding: str = "fl
 
 
 #: Documented checkpoint schedules (METHODS section 2), used to derive a snapshot
-#: where the hub cannot be reached. Keys are registry model names.
+#: where the hub cannot be reached. Keys are model names (files of conf/model/).
 DERIVED_SCHEDULES = {
     # OLMoE: every 5000 steps, step5000-tokens20B .. step1220000-tokens5117B, 4,194,304 tokens a step.
     "olmoe_1b_7b_0924": dict(start=5000, stop=1220000, every=5000, tokens_per_step=4_194_304),

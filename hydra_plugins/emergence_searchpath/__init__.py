@@ -7,7 +7,7 @@ the package's ``conf/``, then in
 - the folders given on the command line with Hydra's ``--config-dir DIR`` or
   ``hydra.searchpath=[file://DIR]`` (Hydra adds those itself to its app; ``$EMERGENCE_CONFIG_DIRS``
   holds them for the checks made before it starts and for a sweep's worker processes:
-  emergence/registry.py ``use_config_dirs``; an environment variable, not a module global,
+  emergence/catalog.py ``use_config_dirs``; an environment variable, not a module global,
   because Hydra's plugin scan executes this module again).
 
 Standard library and Hydra only: every Hydra app of the environment imports it.
@@ -22,7 +22,7 @@ from typing import List
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
-#: Folders added by a command line (emergence.registry.use_config_dirs), os.pathsep-separated.
+#: Folders added by a command line (emergence.catalog.use_config_dirs), os.pathsep-separated.
 EXTRA_VARIABLE = "EMERGENCE_CONFIG_DIRS"
 
 

@@ -25,7 +25,7 @@ additions:
   hub revision is downloaded (and on CUDA loaded onto the device) while a job screens
   (``emergence.sweep_prefetch``), so a ``-m`` study overlaps its downloads as one job does;
 - ``revision=refine`` jobs run in rounds after the others (:meth:`RevisionSweeper._refine`,
-  the round loop of emergence/refinement.py), each round one batch of pinned jobs;
+  the round loop of emergence/refine_rounds.py), each round one batch of pinned jobs;
 - a job that fails does not stop the others (whatever the launcher: basic, joblib,
   submitit); the parent run ends FAILED and names the failed jobs;
 - at the end, from the jobs' returns (which come back to this process whatever the
@@ -103,7 +103,7 @@ class RevisionSweeper(BasicSweeper):
 
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
         from emergence.config import refines, trains_live  # (when the sweeper runs: see the module notes)
-        from emergence.registry import selected_revisions
+        from emergence.catalog import selected_revisions
 
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         if cfg.revision.pin is not None:
@@ -233,7 +233,7 @@ class RevisionSweeper(BasicSweeper):
         """Whether every job of a group has its revision's run finished already (emergence/parent_run.py
         ``all_finished``: never for a refinement or with ``force``); then the group opens no parent run."""
         from emergence.parent_run import all_finished  # (when the sweeper runs: see the module notes)
-        from emergence.registry import selected_revisions
+        from emergence.catalog import selected_revisions
 
         loader = self.hydra_context.config_loader
         for job in jobs:
@@ -273,11 +273,11 @@ class RevisionSweeper(BasicSweeper):
     def _refine(self, parent_of: Dict[tuple, str], outcome: "SweepOutcome") -> None:
         """Run the ``revision=refine`` jobs in rounds, as Hydra's optimisation sweepers do: plan
         every refine job's next revisions from the store, launch them as one batch of pinned jobs,
-        wait, plan again (the round loop of emergence/refinement.py); a job stops when its brackets
+        wait, plan again (the round loop of emergence/refine_rounds.py); a job stops when its brackets
         are resolved or after ``revision.refine.rounds`` rounds. A job whose store holds fewer than
         2 revisions of its identity first screens its start selection (round 0)."""
-        from emergence.refinement import Refinement, refine_rounds, screened_runs  # (see the module notes)
-        from emergence.registry import model_revisions, selected_revisions
+        from emergence.refine_rounds import Refinement, refine_rounds, screened_runs  # (see the module notes)
+        from emergence.catalog import model_revisions, selected_revisions
 
         jobs: List[Refinement] = []
         bases: Dict[int, List[str]] = {}  # id(refinement) -> its job's overrides, with its parent run

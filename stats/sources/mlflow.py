@@ -36,7 +36,7 @@ from emergence.contract import (
     N_HEADS_TOTAL_METRIC,
     N_LAYERS_PARAM,
     PRETRAINING_CORPUS_PARAM,
-    REGISTRY_INDEX_PARAM,
+    KNOWN_INDEX_PARAM,
     STATUS_COMPLETE,
     STATUS_TAG,
     SWEEP_TAG,
@@ -111,11 +111,11 @@ def read_mlflow(
     runs, what, sweep = select_runs(client, tracking_uri, experiment, filter_string, sweep, models, status)
     points, labels, notes, seeds = group_runs(runs)
     rows = {"curves": [], "layers": [], "continuous": [], "heads": []}
-    registry_index: dict = {}
+    known_index: dict = {}
     with tempfile.TemporaryDirectory() if read_heads else nullcontext() as tmp:
         for identity, group in points.items():
             model = labels[(identity.model, identity.probe, identity.seed)]
-            tokens = _point_rows(model, identity.revision, group, rows, registry_index)
+            tokens = _point_rows(model, identity.revision, group, rows, known_index)
             if read_heads:
                 heads = combined_heads([f for f in (_read_heads(client, r, tmp) for r in group) if f is not None])
                 if heads is not None:
@@ -129,7 +129,7 @@ def read_mlflow(
               "probes": {label: probe for (_, probe, _), label in labels.items()}}
     return TrackedResults(curves=curves, layers=pd.DataFrame(rows["layers"], columns=LAYER_COLUMNS), heads=heads,
                           continuous=pd.DataFrame(rows["continuous"], columns=CONTINUOUS_COLUMNS), source=source,
-                          notes=notes + head_notes, registry_index=registry_index, seeds=seeds)
+                          notes=notes + head_notes, known_index=known_index, seeds=seeds)
 
 
 def select_runs(client, tracking_uri: str, experiment: str, filter_string: Optional[str], sweep: Optional[str],
@@ -170,9 +170,9 @@ def select_runs(client, tracking_uri: str, experiment: str, filter_string: Optio
     return runs, what, sweep
 
 
-def _point_rows(model: str, revision: str, group: list, rows: dict, registry_index: dict) -> float:
+def _point_rows(model: str, revision: str, group: list, rows: dict, known_index: dict) -> float:
     """Add one point's (the runs of one identity, newest first) count, per-layer and continuous rows
-    to ``rows`` and its registry index to ``registry_index``; return its token count."""
+    to ``rows`` and its index among the known revisions to ``known_index``; return its token count."""
     p = combined(r.data.params for r in group)
     m = combined(r.data.metrics for r in group)
     run_id = group[0].info.run_id
@@ -183,8 +183,8 @@ def _point_rows(model: str, revision: str, group: list, rows: dict, registry_ind
     if not (np.isfinite(tokens) and tokens >= 0):
         raise StatsError(f"run {run_id}: param tokens={p[TOKENS_PARAM]!r} is not a token count (a finite number >= 0)")
     corpus = p.get(PRETRAINING_CORPUS_PARAM, "unknown")
-    if str(p.get(REGISTRY_INDEX_PARAM, "")).isdigit():
-        registry_index[(model, revision)] = int(p[REGISTRY_INDEX_PARAM])
+    if str(p.get(KNOWN_INDEX_PARAM, "")).isdigit():
+        known_index[(model, revision)] = int(p[KNOWN_INDEX_PARAM])
     n_total = m.get(N_HEADS_TOTAL_METRIC)
     if n_total is None and N_LAYERS_PARAM in p and N_HEADS_PARAM in p:
         n_total = int(p[N_LAYERS_PARAM]) * int(p[N_HEADS_PARAM])

@@ -1,4 +1,4 @@
-"""Model registry: the YAML files of ``conf/model/`` and the revisions each one has.
+"""The model catalog: the YAML files of ``conf/model/`` and the revisions each one has.
 
 A model is one YAML file (repo or local folder, family, pretraining corpus, where the
 revision list comes from); adding a model of a registered family (emergence/families/)
@@ -109,7 +109,7 @@ def model_revisions(model: DictConfig) -> List[rv.Revision]:
 def selected_revisions(model: DictConfig, revision: DictConfig,
                        known: Optional[List[rv.Revision]] = None) -> List[rv.Revision]:
     """The revisions a job screens: the selection, or the one pinned revision of it (for
-    ``refine``, whose later rounds the sweeper pins, any revision of the model's registry).
+    ``refine``, whose later rounds the sweeper pins, any of the model's known revisions).
     ``known``: the model's revisions where the caller has them (:func:`model_revisions`)."""
     known = model_revisions(model) if known is None else known
     selection = rv.select(known, revision.select, model.name, k=revision.k, name=revision.name)

@@ -1,6 +1,6 @@
 """``revision=refine``: the rounds of an adaptive refinement, for one job or for a sweep's.
 
-The rule of a round (which bracket, which revisions inside it) is emergence/refine.py's,
+The rule of a round (which bracket, which revisions inside it) is emergence/refine_rule.py's,
 from the head counts of the runs already screened (:func:`screened_runs`: the complete
 runs of the job's identity, matched by its hash, so runs of another corpus or screen never
 count). :func:`refine_rounds` is the one round loop: plan every refinement's next round
@@ -21,7 +21,7 @@ from emergence.console import format_refinement
 from emergence.contract import CONFIG_HASH_TAG, count_metric
 from emergence.contract.store import sqlite_file
 from emergence.preflight import JobPlan, validate
-from emergence.refine import Bracket, RoundPlan, plan_round
+from emergence.refine_rule import Bracket, RoundPlan, plan_round
 from emergence.revisions import Revision
 from emergence.screening import RevisionResult, screen_revisions
 from emergence.tracking import Tracker, config_hash
@@ -47,7 +47,7 @@ def screened_runs(cfg: DictConfig, known: List[Revision], tracker: Optional[Trac
 
 
 def refine_plan(cfg: DictConfig, known: List[Revision], runs: Dict[Revision, object]) -> RoundPlan:
-    """The next round (:func:`emergence.refine.plan_round`) from the screened ``runs``' head counts."""
+    """The next round (:func:`emergence.refine_rule.plan_round`) from the screened ``runs``' head counts."""
     ref = cfg.revision.refine
     counts = {head_class: {r: run.data.metrics[count_metric(head_class)] for r, run in runs.items()
                            if count_metric(head_class) in run.data.metrics} for head_class in ref.classes}

@@ -1,9 +1,9 @@
 r"""Adaptive revision refinement: which revisions to screen next to resolve a transition.
 
 Ten log-spaced revisions say that a class's head count rises *somewhere* between two
-screened revisions; the model's registry usually holds many checkpoints in between.
+screened revisions; the model's known revisions usually include many checkpoints in between.
 Refinement screens a few of them, round after round, until the rise sits between two
-*adjacent* checkpoints of the registry.
+*adjacent* known revisions.
 
 Rule (per class c, per round). With the screened revisions r_1 < ... < r_m (by tokens)
 and their counts k_c(r_i) of flagged heads:
@@ -14,13 +14,13 @@ and their counts k_c(r_i) of flagged heads:
    no count rises above the one before it (no transition to resolve). A fall is
    bracketed only on request (``revision.refine.declines``), as its own entry
    ``<class> decline``: the largest drop, refined like a rise.
-2. **Resolved** when no registry revision lies strictly between r_i and r_{i+1}.
-3. **Next revisions.** Otherwise up to ``per_round`` registry revisions strictly inside
+2. **Resolved** when no known revision lies strictly between r_i and r_{i+1}.
+3. **Next revisions.** Otherwise up to ``per_round`` known revisions strictly inside
    the bracket, spaced evenly in log tokens: the targets
    :math:`x_j = x_{lo} + (x_{hi} - x_{lo})\, j / (p + 1)`, j = 1..p, with
    :math:`x = \log_{10} t`, each taking the nearest inside revision (by log tokens)
    not already screened or chosen. With ``per_round = 1`` this is bisection in log
-   tokens, so a bracket holding B registry revisions is resolved in about
+   tokens, so a bracket holding B known revisions is resolved in about
    :math:`\log_2 B` rounds of one revision.
 
 A bracket that starts at a zero-token revision (``step0``) uses the first inside
@@ -30,7 +30,7 @@ Largest rise, not a fitted change point: the counts follow the same heads across
 revisions and only rise or fall between screened revisions, so the interval with the
 largest rise is the one that holds most of the formation, which is also the
 ``sharp`` rule's interval in :mod:`stats.shape`. This module is pure (no model, no
-store); emergence/refinement.py reads the store and screens what it plans, round by round.
+store); emergence/refine_rounds.py reads the store and screens what it plans, round by round.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Bracket:
 
     def describe(self) -> str:
         return (f"{self.lo.name} ({self.k_lo:g}) -> {self.hi.name} ({self.k_hi:g}), "
-                f"{self.inside} registry revision(s) inside")
+                f"{self.inside} known revision(s) inside")
 
     @property
     def span(self) -> str:
