@@ -11,7 +11,7 @@ lists its first round (:func:`refine_first_round`). The plan is printed by
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import List
 
 from omegaconf import DictConfig
 
@@ -32,20 +32,12 @@ class PlannedJob:
     preparation: str = ""
 
 
-def download_sizes(model_cfg, revisions: List[Revision]) -> Dict[str, str]:
-    """Per revision name, what a screen of it would download, as the model's source knows
-    it from the disk alone (never the hub): ``cached, <size>`` for a hub revision in the
-    local HF cache, ``local, <size>`` for a checkpoint folder, ``toy (trained here)``, else
-    ``unknown``."""
-    return catalog.model_source(model_cfg).download_sizes(model_cfg, revisions)
-
-
 def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
     """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
     model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
     plan = validate(cfg)
     revisions = refine_first_round(cfg, plan.revisions, plan.known) if refines(cfg) else plan.revisions
-    sizes = download_sizes(cfg.model, revisions)
+    sizes = plan.source.download_sizes(cfg.model, revisions)  # from the disk alone, never the hub
     first = plan.source.preparation(cfg.model, cfg.cache.toy_dir)
     return [PlannedJob(catalog.model_label(cfg.model), r, sizes[r.name], first) for r in revisions]
 

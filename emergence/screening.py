@@ -20,8 +20,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from emergence import EmergenceError, catalog, sweep_prefetch
+from emergence import EmergenceError, sweep_prefetch
 from emergence.contract import (
+    RunSeed,
     CONFIG_HASH_TAG,
     FAMILY_PARAM,
     HEAD_DIM_PARAM,
@@ -88,8 +89,9 @@ def sweep_id(cfg: DictConfig) -> str:
     return f"adhoc-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revision]) -> Dict[str, str]:
-    """Every config value (flattened) and the run contract's identity params; ``known`` are the
+def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revision], seed: Optional[RunSeed]) -> Dict[str, str]:
+    """Every config value (flattened) and the run contract's identity params (with ``seed``'s for a run
+    of a seed suite: :meth:`emergence.sources.ModelSource.run_seed`); ``known`` are the
     model's known revisions, whose index of the revision (the ``registry_index`` param) says which
     checkpoints are adjacent."""
     params = flatten(OmegaConf.to_container(cfg, resolve=True))
@@ -102,8 +104,7 @@ def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revisio
         KNOWN_INDEX_PARAM: str(known.index(revision)) if revision in known else "",
         KNOWN_SIZE_PARAM: str(len(known)),
     })
-    seed = catalog.model_source(cfg.model).run_seed(cfg.model)  # a run of a seed suite: seed, kind, group
-    if seed is not None:
+    if seed is not None:  # a run of a seed suite: seed, kind, group
         params.update(seed.params())
     return params
 
@@ -204,14 +205,14 @@ def screen_revisions(cfg: DictConfig, plan: JobPlan, progress: bool = True,
     sweep = sweep_id(cfg)
     results: List[RevisionResult] = []
     failures: List[str] = []
-    revisions, known = plan.revisions, plan.known
+    revisions = plan.revisions
     pipeline = revision_pipeline(cfg, plan, tracker, progress)
     bar = tqdm(pipeline, total=len(revisions), desc=f"{cfg.model.name}", unit="rev",
                disable=True if len(revisions) < 2 else bars_disabled(progress))
     for i, fetched in enumerate(bar, 1):
         bar.set_postfix_str(fetched.item.name)
         started = time.perf_counter()
-        result = _claim_and_screen(cfg, tracker, sweep, pipeline, fetched, known, progress, failures)
+        result = _claim_and_screen(cfg, tracker, sweep, pipeline, fetched, plan, progress, failures)
         if result is not None:
             results.append(result)
         outcome = "failed" if result is None else "done before, skipped" if result.skipped else "screened"
@@ -224,7 +225,7 @@ def screen_revisions(cfg: DictConfig, plan: JobPlan, progress: bool = True,
 
 
 def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: Pipeline, fetched,
-                      known: List[Revision], progress: bool, failures: List[str]) -> Optional[RevisionResult]:
+                      plan: JobPlan, progress: bool, failures: List[str]) -> Optional[RevisionResult]:
     """One revision of :func:`screen_revisions`: claimed, screened and logged, or not screened here
     (done before, held elsewhere); None when it failed (its line added to ``failures``)."""
     revision = fetched.item
@@ -241,7 +242,7 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
     pipeline.claimed.add(revision.name)
     try:
         with tracker.heartbeat(run_id):
-            metrics = _screen_revision(cfg, tracker, run_id, fetched, known, progress)
+            metrics = _screen_revision(cfg, tracker, run_id, fetched, plan, progress)
     except ClaimLost as lost:  # another job completed this identity first: its run stays, ours was deleted
         return _not_screened_here(cfg, tracker, revision, digest, str(lost), reported)
     except KeyboardInterrupt as exc:
@@ -280,7 +281,7 @@ def _not_screened_here(cfg: DictConfig, tracker: Tracker, revision: Revision, di
                           note=f"screened by another {by} (host {tags.get(HOST_TAG, '?')}, pid {tags.get(PID_TAG, '?')})")
 
 
-def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, known: List[Revision],
+def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, plan: JobPlan,
                      progress: bool) -> Dict[str, float]:
     """Load one fetched revision, screen it, write its claimed run; returns its metrics.
 
@@ -294,7 +295,7 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, kn
     loaded, fetched.loaded = fetched.loaded, None  # loaded ahead (emergence/prefetch.py), else here
     if loaded is None:
         try:
-            loaded = load(cfg.model, revision, known=known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+            loaded = load(cfg.model, revision, known=plan.known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
                           progress=progress, folder=fetched.value, precision=cfg.matmul_precision)
         except HubUnreachable:  # offline: the job stops here (its run FAILED), not once per revision
             raise
@@ -306,10 +307,10 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, kn
     tic = time.perf_counter()
     probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
     reserve = model_bytes(loaded.model) if sweep_prefetch.loads_ahead(cfg) else 0  # the next one may be loading
-    plan = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
+    batch = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
                            cfg.screen.memory_gb, cfg.corpus.batch_size,
                            rows=recipe_for(cfg.screen).attention_rows(cfg.screen, probe.seq_len), reserve_bytes=reserve)
-    probe.batch_size = plan.batch_size
+    probe.batch_size = batch.batch_size
     result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
                     description=f"{cfg.model.name}@{revision.name}", precision=loaded.matmul_precision)
     screen_seconds = time.perf_counter() - tic
@@ -317,11 +318,11 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, kn
     metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
                     "screen_seconds": screen_seconds, "load_seconds": load_seconds,
                     "fetch_wait_seconds": fetched.waited_s})
-    params = run_params(cfg, revision, loaded.adapter, known)
+    params = run_params(cfg, revision, loaded.adapter, plan.known, plan.source.run_seed(cfg.model))
     params.update(result.params)
     params.update({PROBE_PARAM: probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
                    "device": str(loaded.device), "source": loaded.source,
-                   "batch_size": str(plan.batch_size), "memory_budget": plan.describe(),
+                   "batch_size": str(batch.batch_size), "memory_budget": batch.describe(),
                    "matmul_precision": loaded.matmul_precision, "loaded_ahead": str(ahead).lower()})
     tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
                      config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,

@@ -63,7 +63,7 @@ def test_one_config_picks_a_run_and_it_records_its_seed(overrides, repo, seed):
     assert source.locate(cfg.model, final[0]).where == repo and source.locate(cfg.model, final[0]).revision == "step143000"
     assert cfg.model.name == seed.group and source.run_seed(cfg.model) == seed
     adapter = SimpleNamespace(n_layers=12, n_heads=12, head_dim=64)
-    params = run_params(cfg, final[0], adapter, source.revisions(cfg.model))
+    params = run_params(cfg, final[0], adapter, source.revisions(cfg.model), source.run_seed(cfg.model))
     assert {k: params[k] for k in (C.SEED_PARAM, C.SEED_KIND_PARAM, C.SEED_GROUP_PARAM)} == seed.params()
     assert C.run_seed(params) == seed
     assert model_label(cfg.model) == f"{seed.group} [{seed.label}]"
@@ -77,7 +77,7 @@ def test_one_config_picks_a_run_and_it_records_its_seed(overrides, repo, seed):
     (["model.seed_kind=weight", "model.seed=4"], "model.seed=4 is not a weight-seed run of pythia-160m; valid: 1, 2, 3"),
     (["model.repo=EleutherAI/pythia-160m"], "computes the repo from model.size, model.seed and model.seed_kind"),
 ])
-def test_a_run_the_registry_does_not_hold_is_refused_in_one_line(overrides, message):
+def test_a_run_the_suite_does_not_hold_is_refused_in_one_line(overrides, message):
     from emergence.config import check_config
 
     cfg = compose(["model=polypythia", *overrides])

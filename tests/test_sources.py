@@ -138,11 +138,9 @@ def test_a_source_added_through_the_registry_alone_plans_and_screens(tokens_fold
 
 
 def test_dry_run_sizes_come_from_the_source(tmp_path):
-    from emergence.planning import download_sizes
-
     folder = save_revisions(tmp_path / "ckpt", "gpt_neox", steps=(1, 2))
     cfg = model(path=str(folder))
     revisions = sources.source_for(cfg).revisions(cfg)
-    assert all(v.startswith("local, ") for v in download_sizes(cfg, revisions).values())
+    assert all(v.startswith("local, ") for v in sources.source_for(cfg).download_sizes(cfg, revisions).values())
     assert json.loads((folder / "revisions.json").read_text())["revisions"][0]["tokens"] == 1000
     assert [r.tokens for r in revisions] == [1000, 2000]  # revisions.json wins over tokens_per_step

@@ -22,7 +22,7 @@ from typing import List
 from emergence import EmergenceError
 from emergence.live.toy import ensure_trained_live, live_suite_folder, suite_config
 from emergence.live.view import live_view
-from emergence.planning import PlannedJob, download_sizes
+from emergence.planning import PlannedJob
 from emergence.preflight import validate
 from emergence.catalog import model_source
 from emergence.screening import RevisionResult, screen_revisions
@@ -63,6 +63,7 @@ def plan(cfg) -> List[PlannedJob]:
               f"during training, into {folder}")
         return []
     view = live_view(suite_config(cfg, folder))
-    revisions = validate(view).revisions
-    sizes = download_sizes(view.model, revisions)
+    plan = validate(view)
+    revisions = plan.revisions
+    sizes = plan.source.download_sizes(view.model, revisions)
     return [PlannedJob(view.model.name, r, sizes[r.name]) for r in revisions]

@@ -31,6 +31,7 @@ from omegaconf import OmegaConf
 
 from emergence.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG, TOKENS_METRIC,
                                 TOKENS_TAG)
+from emergence import catalog
 from emergence.revisions import Revision
 from emergence.screening import run_params, sweep_id
 from emergence.tracking import ClaimLost, Tracker, config_hash
@@ -179,7 +180,8 @@ class RunWriter:
         if run_id is None:  # complete already (a resumed training), or another live writer holds it
             return
         try:
-            params = run_params(cfg, revision, record.shape, record.known)
+            seed = catalog.model_source(cfg.model).run_seed(cfg.model)  # the folder exists once a save is written
+            params = run_params(cfg, revision, record.shape, record.known, seed)
             params.update(record.result.params)
             params.update(record.extra_params)
             metrics = dict(record.result.metrics)
