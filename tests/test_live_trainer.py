@@ -1,6 +1,6 @@
 """LiveCallback in a real HF Trainer run of a tiny GPT-NeoX on the CPU.
 
-The screen's attention is switched as in the refinement tests (tests/switching_registry.py):
+The screen's attention is switched as in the refinement tests (tests/switching_revisions.py):
 from step 23 on, the model's config says ``switched_on`` and its heads (1, 1) and (2, 2)
 read as induction heads, so the induction count jumps from 0 to 2 between the watch
 screens at steps 20 and 25. The callback must save both (the lookback copy of step 20),
@@ -18,7 +18,7 @@ import json
 import pytest
 import torch
 
-import switching_registry
+import switching_revisions
 
 SWITCH = 23
 
@@ -81,7 +81,7 @@ def trained(tmp_path_factory):
         return Trainer(model=model, args=args, train_dataset=Sequences(),
                        callbacks=[Switch(), live, Observe(live, crash_at)])
 
-    restore = switching_registry.install()
+    restore = switching_revisions.install()
     try:
         with pytest.raises(Crash):
             trainer(crash_at=26).train()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import switching_registry
+import switching_revisions
 
 ROOT = Path(__file__).resolve().parents[1]
 SWITCH = 23  # the first switched-on revision: step23
@@ -15,13 +15,13 @@ SWITCH = 23  # the first switched-on revision: step23
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
-    return switching_registry.build(tmp_path_factory.mktemp("switch") / "reg", n=40, switch_step=SWITCH)
+    return switching_revisions.build(tmp_path_factory.mktemp("switch") / "reg", n=40, switch_step=SWITCH)
 
 
 @pytest.fixture
 def switched():
     """The switched attention in this process, restored afterwards (it is process-wide)."""
-    restore = switching_registry.install()
+    restore = switching_revisions.install()
     yield
     restore()
 
@@ -92,7 +92,7 @@ def test_multirun_with_joblib_gives_the_same_result(registry, tmp_path, switched
 
     run_job(compose(overrides(registry, single)), progress=False)
     env = dict(os.environ, HF_HUB_OFFLINE="1",
-               PYTHONPATH=os.pathsep.join([str(switching_registry.sitecustomize_dir(tmp_path / "site")),
+               PYTHONPATH=os.pathsep.join([str(switching_revisions.sitecustomize_dir(tmp_path / "site")),
                                            os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "emergence", "-m", *overrides(registry, multi), "hydra/launcher=joblib",
            "hydra.launcher.n_jobs=2", f"hydra.sweep.dir={tmp_path}/sweep"]

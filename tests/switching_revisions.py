@@ -1,4 +1,4 @@
-"""A local registry of tiny checkpoints whose induction circuit switches on at a known revision.
+"""A local folder of tiny checkpoints whose induction circuit switches on at a known revision.
 
 Every revision folder holds the same tiny GPT-NeoX weights; from the switch revision on, its
 ``config.json`` carries ``switched_on: true``. :func:`install` swaps transformers' eager
