@@ -37,10 +37,10 @@ when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) acc
 sharp rise whose bracketing revisions are more than C apart, a gradual one without two
 revisions inside it more than C apart or without revisions outside it on both sides, which
 show its floor and its ceiling) accepts ``unresolved`` or its true shape, never the other;
-``none`` is not accepted (:func:`stats.space_scores.score_study`); so does one whose shape the
-noise hides (aggregate counts: :func:`oracle_shape_z`, the rise's distance from the nearest rise
-of width C against the counts' noise, below :data:`DETECTABLE_Z`, as for a change); ``unresolved``
-on a resolvable truth counts as not right. A censored truth expects ``none``; where part of its rise
+``none`` is not accepted (:func:`stats.space_scores.score_study`); a rise whose shape the noise
+hides accepts the same (aggregate counts: :func:`oracle_shape_z`, the rise's distance from the
+nearest rise of width C against the counts' noise, below :data:`DETECTABLE_Z`, as for a change);
+``unresolved`` on a resolvable truth counts as not right. A censored truth expects ``none``; where part of its rise
 lies inside the range (:attr:`StudyTruth.partly_seen`: the start of a rise after it, the end of
 one before it) the grid cannot resolve it, and its true shape or ``unresolved`` is right besides.
 ``none`` is accepted besides where the data cannot show the change: a rise in the last
