@@ -77,5 +77,5 @@ def sitecustomize_dir(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     tests = Path(__file__).resolve().parent
     (folder / "sitecustomize.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(tests)!r})\nimport switching_registry\nswitching_registry.install()\n")
+        f"import sys\nsys.path.insert(0, {str(tests)!r})\nimport switching_revisions\nswitching_revisions.install()\n")
     return folder
