@@ -19,6 +19,7 @@ screening a step again) is not written twice.
 
 from __future__ import annotations
 
+import functools
 import queue
 import sys
 import threading
@@ -29,9 +30,9 @@ from typing import Callable, Dict, List, Optional
 import mlflow
 from omegaconf import OmegaConf
 
+from emergence import catalog
 from emergence.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG, TOKENS_METRIC,
                                 TOKENS_TAG)
-from emergence import catalog
 from emergence.revisions import Revision
 from emergence.screening import run_params, sweep_id
 from emergence.tracking import ClaimLost, Tracker, config_hash
@@ -168,6 +169,12 @@ class RunWriter:
                 mlflow.set_tracking_uri(previous)
         return self._tracker
 
+    @functools.cached_property
+    def run_seed(self):
+        """The run seed of a seed suite's toy (:meth:`emergence.sources.ModelSource.run_seed`), or None;
+        resolved once, at the first write (the model's folder exists once a save is written)."""
+        return catalog.model_source(self.cfg.model).run_seed(self.cfg.model)
+
     def _write(self, record: LiveRecord) -> None:
         cfg, revision = self.cfg, record.revision
         tracker = self.tracker()
@@ -180,8 +187,7 @@ class RunWriter:
         if run_id is None:  # complete already (a resumed training), or another live writer holds it
             return
         try:
-            seed = catalog.model_source(cfg.model).run_seed(cfg.model)  # the folder exists once a save is written
-            params = run_params(cfg, revision, record.shape, record.known, seed)
+            params = run_params(cfg, revision, record.shape, record.known, self.run_seed)
             params.update(record.result.params)
             params.update(record.extra_params)
             metrics = dict(record.result.metrics)
