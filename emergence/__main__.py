@@ -86,7 +86,8 @@ def main(cfg: DictConfig):
             raise JobFailed(f"{type(exc).__name__}: {exc}") from exc
     try:
         plan = None if trains_live(cfg) else validate(cfg)  # the input checked once, before any run is opened
-        with job_parent(cfg, None if plan is None else plan.revisions) as parent:  # its parent run (emergence/parent_run.py)
+        job = cfg if plan is None else plan.config  # (the job's config as resolved: emergence/preflight.py)
+        with job_parent(job, None if plan is None else plan.revisions) as parent:  # its parent run (emergence/parent_run.py)
             results = parent.results = run_job(cfg, plan=plan, parent_run=parent.run_id)
     except EmergenceError as exc:
         refuse(exc)

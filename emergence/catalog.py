@@ -157,7 +157,7 @@ FAMILY_CONFIG_TRIES = 3
 def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network: bool = True) -> str:
     """The family that screens ``model`` (emergence.families.choose), from the ``config.json`` of
     its first revision, read before any weights are loaded (a local folder, the HF cache, or
-    with ``network`` the hub's small config file); ``model.family`` is set to it. Without a
+    with ``network`` the hub's small config file); ``model`` is left as it is. Without a
     readable config (a toy suite before training; a dry run offline) an explicit family stands
     and ``auto`` stays ``auto``; a job then reads the config with the network, whose failure
     offline is one line."""
@@ -173,9 +173,7 @@ def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network:
         return str(model.family)
     where = f"{model.name}@{first.name}"
     model_type = str(config.get("model_type", ""))
-    family = families.choose(str(model.family), model_type, where, lambda: _generic_problem(config))
-    model.family = family.name
-    return family.name
+    return families.choose(str(model.family), model_type, where, lambda: _generic_problem(config)).name
 
 
 def _generic_problem(config: dict):

@@ -19,7 +19,6 @@ from emergence.live import job as live_job
 from emergence.planning import PlannedJob, planned_jobs
 from emergence.preflight import JobPlan, validate
 from emergence.refine_rounds import refine_job
-from emergence.catalog import model_label
 from emergence.screening import RevisionResult, screen_revisions
 
 
@@ -35,9 +34,12 @@ def run_job(cfg: DictConfig, progress: bool = True, plan: Optional[JobPlan] = No
     if trains_live(cfg):
         return live_job.run(cfg, progress)
     plan = validate(cfg) if plan is None else plan
-    if refines(cfg):
-        return labelled(cfg, refine_job(cfg, progress, parent_run, plan))
-    return labelled(cfg, screen_revisions(cfg, plan, progress, parent_run))
+    cfg = plan.config
+    results = refine_job(cfg, progress, parent_run, plan) if refines(cfg) else \
+        screen_revisions(cfg, plan, progress, parent_run)
+    for r in results:
+        r.label = plan.label
+    return results
 
 
 def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:
@@ -46,10 +48,3 @@ def plan_jobs(cfg: DictConfig) -> List[PlannedJob]:
         return live_job.plan(cfg)
     return planned_jobs(cfg)
 
-
-def labelled(cfg: DictConfig, results: List[RevisionResult]) -> List[RevisionResult]:
-    """``results`` with their :attr:`~emergence.screening.RevisionResult.label` set (the model with its seed)."""
-    label = model_label(cfg.model)
-    for r in results:
-        r.label = label
-    return results

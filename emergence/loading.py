@@ -137,14 +137,13 @@ def placement(device: torch.device) -> dict:
 
 def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: str = "auto",
          toy_dir: Optional[str] = None, progress: bool = True, folder: Optional[str] = None,
-         precision: str = "auto") -> LoadedModel:
+         precision: str = "auto", source=None) -> LoadedModel:
     """Load ``model_cfg`` at ``revision`` with SDPA attention, straight onto the chosen device, in
     the family's dtype; ``precision``: the ``matmul_precision`` setting (:func:`choose_matmul_precision`).
 
     ``folder``: what the source's ``fetch`` returned for it (read from there, no hub call);
     without it, the source's ``locate`` says where the revision is (the toy suite is trained
-    there on first use)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    there on first use). ``source``: the model's source where the caller has it (a job's plan)."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # one progress bar per job is ours; weight loading is instant
@@ -154,7 +153,7 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         enable_progress_bars()
 
     dev = choose_device(device)
-    source = source_for(model_cfg)
+    source = source_for(model_cfg) if source is None else source
     if folder is not None:
         where, rev = folder, None
     else:
@@ -164,10 +163,25 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
     kwargs = dict(**placement(dev))
     if rev is not None:
         kwargs["revision"] = rev
+    family, model = _from_pretrained(model_cfg, where, rev, named, known, kwargs, dev)
+    model.to(dev).eval()
+    tokenizer = _tokenizer(where, rev, named)
+    dtype = kwargs["dtype"]
+    return LoadedModel(model, tokenizer, adapter_for(model, family), named, dev, dtype,
+                       choose_matmul_precision(family, precision, dev, dtype))
+
+
+def _from_pretrained(model_cfg, where: str, rev: Optional[str], named: str, known: Sequence[Revision],
+                     kwargs: dict, dev: torch.device):
+    """(family, model) of the checkpoint at ``where`` (``rev``), with ``kwargs`` completed by its
+    attention implementation and dtype. A missing revision, an unreachable hub, an unreadable folder
+    and corrupt weights each raise one line."""
+    from transformers import AutoModelForCausalLM
+
     try:
         family, kwargs["attn_implementation"] = checkpoint_family(model_cfg.family, where, rev, named)
-        dtype = kwargs["dtype"] = choose_dtype(family, model_cfg.dtype, dev)
-        model = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+        kwargs["dtype"] = choose_dtype(family, model_cfg.dtype, dev)
+        return family, AutoModelForCausalLM.from_pretrained(where, **kwargs)
     except EmergenceError:
         raise
     except OSError as exc:
@@ -185,18 +199,21 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         what = str(bad[0]) if bad else f"a weights file of {named}"
         raise EmergenceError(f"{what} is truncated or corrupt ({str(exc).splitlines()[0]}); delete it and "
                              "download it again (a toy checkpoint: delete its folder, it is retrained)") from None
-    model.to(dev).eval()
-    tokenizer = None  # a folder without tokenizer files (the toy suite): ids come from the config
-    has_files = rev is not None or any((Path(where) / f).exists() for f in TOKENIZER_FILES)
-    if has_files:
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(where, **({"revision": rev} if rev else {}))
-        except Exception as exc:  # noqa: BLE001  (never screen without it: the probe would use padded rows)
-            raise EmergenceError(f"cannot load the tokenizer of {named} ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''}); its files are incomplete or "
-                                 "corrupt: delete them and download them again") from None
-    return LoadedModel(model, tokenizer, adapter_for(model, family), named, dev, dtype,
-                       choose_matmul_precision(family, precision, dev, dtype))
+
+
+def _tokenizer(where: str, rev: Optional[str], named: str):
+    """The checkpoint's tokenizer; None for a folder without tokenizer files (the toy suite: ids come
+    from the config). Incomplete files raise: never screen without it (the probe would use padded rows)."""
+    from transformers import AutoTokenizer
+
+    if rev is None and not any((Path(where) / f).exists() for f in TOKENIZER_FILES):
+        return None
+    try:
+        return AutoTokenizer.from_pretrained(where, **({"revision": rev} if rev else {}))
+    except Exception as exc:  # noqa: BLE001
+        raise EmergenceError(f"cannot load the tokenizer of {named} ({type(exc).__name__}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else ''}); its files are incomplete or "
+                             "corrupt: delete them and download them again") from None
 
 
 def checkpoint_family(requested: str, where: str, rev: Optional[str], named: str) -> Tuple[str, str]:

@@ -15,7 +15,6 @@ from typing import List
 
 from omegaconf import DictConfig
 
-from emergence import catalog
 from emergence.config import refines
 from emergence.preflight import validate
 from emergence.refine_rounds import refine_plan, screened_runs
@@ -36,10 +35,11 @@ def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
     """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
     model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
     plan = validate(cfg)
+    cfg = plan.config
     revisions = refine_first_round(cfg, plan.revisions, plan.known) if refines(cfg) else plan.revisions
     sizes = plan.source.download_sizes(cfg.model, revisions)  # from the disk alone, never the hub
     first = plan.source.preparation(cfg.model, cfg.cache.toy_dir)
-    return [PlannedJob(catalog.model_label(cfg.model), r, sizes[r.name], first) for r in revisions]
+    return [PlannedJob(plan.label, r, sizes[r.name], first) for r in revisions]
 
 
 def refine_first_round(cfg: DictConfig, start: List[Revision], known: List[Revision]) -> List[Revision]:

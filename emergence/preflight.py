@@ -22,28 +22,33 @@ job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import sys
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Any, List, Optional, Sequence
 
 from omegaconf import DictConfig
 
 from emergence import EmergenceError, catalog
-from emergence.config import check_config
+from emergence.config import CORPUS_KINDS, check_config
 from emergence.contract.storecheck import store_problem
 from emergence.loading import choose_device, choose_dtype
-from emergence.probes import check_probe
+from emergence.probes import CorpusKind
 from emergence.revisions import Revision
-from emergence.screens import recipe_for
+from emergence.screens.recipes import ScreenRecipe, recipe_for
 from emergence.screens.ablation import check_heads
 from emergence.sources import ModelSource
 
 
 @dataclass(frozen=True)
 class JobPlan:
-    """What a job's config resolves to, checked once before any work (:func:`validate`): the rest of
-    the job reads these instead of resolving them again from the config."""
+    """What a job's config resolves to, checked once before any work (:func:`validate`, the plan's one
+    builder): the rest of the job reads these instead of resolving them again from the config.
+
+    ``config`` is the job's config as resolved (its model's family read from its checkpoint, which
+    the run's identity and params record); the config the caller gave is never written to."""
 
     #: the model's source (``model.revisions``: emergence/sources/)
     source: ModelSource
@@ -51,22 +56,41 @@ class JobPlan:
     known: List[Revision]
     #: the revisions the job screens (the ``revision`` group's selection, or its pinned one)
     revisions: List[Revision]
+    #: the family that screens it (from its first revision's ``config.json``; ``auto`` where none can be read)
+    family: str
+    #: its name in tables, curves and stores (with its seed where a seed tells its runs apart)
+    label: str
+    #: which run of a seed suite it is (:class:`emergence.contract.RunSeed`), None for a model of one run
+    seed: Any
+    #: the screen recipe (``screen.recipe``) and the probe's corpus kind (``corpus.kind``)
+    recipe: ScreenRecipe
+    probe: CorpusKind
+    #: the store the job writes (``tracking.uri``), checked to answer
+    store: str
+    #: the job's config, resolved (a copy of the given one: ``model.family`` is :attr:`family`)
+    config: DictConfig
+
+    def pinned(self, revisions: Sequence[Revision]) -> "JobPlan":
+        """This plan for ``revisions`` of its selection (a sweep's job pinned to one revision)."""
+        return dataclasses.replace(self, revisions=list(revisions))
 
 
 def validate(cfg: DictConfig) -> JobPlan:
     """Check every user-given value (see the module notes); returns the job's plan."""
     check_config(cfg)
-    recipe_for(cfg.screen).check(cfg.screen, cfg.corpus)
+    recipe = recipe_for(cfg.screen)
+    recipe.check(cfg.screen, cfg.corpus)
     source = catalog.model_source(cfg.model)  # the config against its source (emergence/sources/)
     known = source.revisions(cfg.model)
     revisions = catalog.selected_revisions(cfg.model, cfg.revision, known)
     problem = source.selection_problem(cfg.model, revisions)  # e.g. a revisions.json naming a missing folder
     if problem:
         raise EmergenceError(problem)
-    catalog.resolve_family(cfg.model, revisions, network=not cfg.dry_run)  # config.json, before any weights
-    choose_dtype(cfg.model.family, cfg.model.dtype, choose_device(cfg.device))
+    family = catalog.resolve_family(cfg.model, revisions, network=not cfg.dry_run)  # config.json, before any weights
+    choose_dtype(family, cfg.model.dtype, choose_device(cfg.device))
     limits = source.declared_limits(cfg.model, revisions)
-    note = check_probe(cfg.corpus, limits)
+    probe = CORPUS_KINDS.get(cfg.corpus.kind)
+    note = probe.check(cfg.corpus, limits)
     if note:
         print(f"note: {note}", file=sys.stderr)
     if cfg.screen.ablation is not None:
@@ -75,7 +99,10 @@ def validate(cfg: DictConfig) -> JobPlan:
     problem = source.write_problem(cfg.model, cfg.cache.toy_dir)  # e.g. a read-only cache.toy_dir
     if problem:
         raise EmergenceError(problem)
-    return JobPlan(source, known, revisions)
+    config = copy.deepcopy(cfg)
+    config.model.family = family
+    return JobPlan(source, known, revisions, family, catalog.model_label(cfg.model), source.run_seed(cfg.model),
+                   recipe, probe, str(cfg.tracking.uri), config)
 
 
 def check_store(tracking) -> None:

@@ -11,7 +11,6 @@ and plan again, until each is resolved or has run ``revision.refine.rounds`` rou
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -122,6 +121,7 @@ def refine_job(cfg: DictConfig, progress: bool = True, parent_run: Optional[str]
     identity (earlier ones as ``skipped``); ``parent_run``: the parent run the job opened; ``plan``:
     the job's checked plan (:func:`emergence.preflight.validate`), None: checked here."""
     plan = validate(cfg) if plan is None else plan
+    cfg = plan.config
     known = plan.known
     tracker = Tracker(cfg.tracking, parent_run)
     runs = screened_runs(cfg, known, tracker)
@@ -132,7 +132,7 @@ def refine_job(cfg: DictConfig, progress: bool = True, parent_run: Optional[str]
         screen_revisions(cfg, plan, progress, parent_run)
     job = Refinement(cfg, known)
     refine_rounds([job], lambda _job: screened_runs(cfg, known, tracker),
-                  lambda due: screen_revisions(cfg, dataclasses.replace(plan, revisions=due[0][1]), progress, parent_run),
+                  lambda due: screen_revisions(cfg, plan.pinned(due[0][1]), progress, parent_run),
                   lambda _job: f"refine round {_job.rounds} of at most {_job.max_rounds} ({cfg.model.name})")
     print(job.table())
     return [RevisionResult(cfg.model.name, r, run.info.run_id, dict(run.data.metrics), skipped=r not in job.added,

@@ -51,10 +51,8 @@ from emergence.contract.progress import bars_disabled, stage_line
 from emergence.loading import load, model_bytes, plan_batch_size
 from emergence.preflight import JobPlan
 from emergence.prefetch import FetchFailed, Pipeline, disk_short
-from emergence.probes import build_probe
-from emergence.catalog import model_label
 from emergence.revisions import Revision
-from emergence.screens import recipe_for, screen
+from emergence.screens import screen
 from emergence.sources._hub import HubUnreachable
 from emergence.tracking import ClaimLost, Tracker, config_hash, flatten
 
@@ -238,13 +236,13 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
             REVISION_TAG: revision.name, TOKENS_TAG: str(revision.tokens), SCREEN_TAG: cfg.screen.name}
     run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
     if run_id is None:
-        return _not_screened_here(cfg, tracker, revision, digest, why, reported)
+        return _not_screened_here(cfg, tracker, revision, digest, why, reported, plan.label)
     pipeline.claimed.add(revision.name)
     try:
         with tracker.heartbeat(run_id):
             metrics = _screen_revision(cfg, tracker, run_id, fetched, plan, progress)
     except ClaimLost as lost:  # another job completed this identity first: its run stays, ours was deleted
-        return _not_screened_here(cfg, tracker, revision, digest, str(lost), reported)
+        return _not_screened_here(cfg, tracker, revision, digest, str(lost), reported, plan.label)
     except KeyboardInterrupt as exc:
         tracker.fail(run_id, exc, status="KILLED")
         raise
@@ -257,17 +255,17 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
         failures.append(f"{revision.name}: {why}")
         print(f"{run_name} failed: {why}", file=sys.stderr)
         return None
-    tracker.log_curves([(model_label(cfg.model), metrics, revision.tokens)])  # one curve a seed
+    tracker.log_curves([(plan.label, metrics, revision.tokens)])  # one curve a seed
     return RevisionResult(cfg.model.name, revision, run_id, metrics, skipped=False, classes=reported)
 
 
 def _not_screened_here(cfg: DictConfig, tracker: Tracker, revision: Revision, digest: str, why: str,
-                       reported: Tuple[str, ...]) -> RevisionResult:
+                       reported: Tuple[str, ...], label: str) -> RevisionResult:
     """The result of a revision this job did not claim: done before (its run's metrics), or held
     by a live job elsewhere (no metrics; the table says who screens it)."""
     done = tracker.finished_run(digest)
     if done is not None:
-        tracker.log_curves([(model_label(cfg.model), done.data.metrics, revision.tokens)])
+        tracker.log_curves([(label, done.data.metrics, revision.tokens)])
         return RevisionResult(cfg.model.name, revision, done.info.run_id, dict(done.data.metrics), skipped=True,
                               classes=reported)
     run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
@@ -296,7 +294,7 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, pl
     if loaded is None:
         try:
             loaded = load(cfg.model, revision, known=plan.known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
-                          progress=progress, folder=fetched.value, precision=cfg.matmul_precision)
+                          progress=progress, folder=fetched.value, precision=cfg.matmul_precision, source=plan.source)
         except HubUnreachable:  # offline: the job stops here (its run FAILED), not once per revision
             raise
         except EmergenceError as exc:  # a missing, truncated or corrupt checkpoint: this revision only
@@ -305,11 +303,11 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, pl
     else:
         load_seconds, ahead = fetched.load_s, True
     tic = time.perf_counter()
-    probe = build_probe(cfg.corpus, loaded.model.config, loaded.tokenizer)
+    probe = plan.probe.build(cfg.corpus, loaded.model.config, loaded.tokenizer)
     reserve = model_bytes(loaded.model) if sweep_prefetch.loads_ahead(cfg) else 0  # the next one may be loading
     batch = plan_batch_size(loaded.model.config, probe.seq_len, loaded.dtype, loaded.device,
                            cfg.screen.memory_gb, cfg.corpus.batch_size,
-                           rows=recipe_for(cfg.screen).attention_rows(cfg.screen, probe.seq_len), reserve_bytes=reserve)
+                           rows=plan.recipe.attention_rows(cfg.screen, probe.seq_len), reserve_bytes=reserve)
     probe.batch_size = batch.batch_size
     result = screen(loaded.model, loaded.adapter, probe, cfg.screen, progress=progress,
                     description=f"{cfg.model.name}@{revision.name}", precision=loaded.matmul_precision)
@@ -318,7 +316,7 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, pl
     metrics.update({TOKENS_METRIC: float(revision.tokens), "train_step": float(revision.step),
                     "screen_seconds": screen_seconds, "load_seconds": load_seconds,
                     "fetch_wait_seconds": fetched.waited_s})
-    params = run_params(cfg, revision, loaded.adapter, plan.known, plan.source.run_seed(cfg.model))
+    params = run_params(cfg, revision, loaded.adapter, plan.known, plan.seed)
     params.update(result.params)
     params.update({PROBE_PARAM: probe.description, "dtype": str(loaded.dtype).replace("torch.", ""),
                    "device": str(loaded.device), "source": loaded.source,

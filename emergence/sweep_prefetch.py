@@ -23,7 +23,6 @@ from typing import Any, Iterator, List, Optional, Sequence
 
 from omegaconf import OmegaConf
 
-from emergence import catalog
 from emergence.loading import choose_device, load
 from emergence.prefetch import Fetched, Pipeline
 from emergence.tracking import Tracker, config_hash
@@ -49,7 +48,7 @@ def fingerprint(cfg) -> str:
 @dataclass
 class SweepItem:
     key: tuple  # (model name, revision name)
-    cfg: Any
+    plan: Any  # the job's plan (emergence/preflight.py JobPlan), checked by the sweeper
     revision: Any
 
 
@@ -61,17 +60,15 @@ class SweepPrefetch:
         self.taken = 0
 
         def fetch(item: SweepItem):
-            cfg = item.cfg
-            known = catalog.model_revisions(cfg.model)
-            return catalog.model_source(cfg.model).fetch(cfg.model, item.revision, known, cfg.cache.toy_dir, progress)
+            plan, cfg = item.plan, item.plan.config
+            return plan.source.fetch(cfg.model, item.revision, plan.known, cfg.cache.toy_dir, progress)
 
         def load_ahead(item: SweepItem, folder):
-            cfg = item.cfg
+            plan, cfg = item.plan, item.plan.config
             if not loads_ahead(cfg):
                 return None
-            return load(cfg.model, item.revision, known=catalog.model_revisions(cfg.model), device=cfg.device,
-                        toy_dir=cfg.cache.toy_dir, progress=False, folder=folder,
-                        precision=cfg.matmul_precision)
+            return load(cfg.model, item.revision, known=plan.known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+                        progress=False, folder=folder, precision=cfg.matmul_precision, source=plan.source)
 
         self.pipeline = Pipeline(self.items, fetch, load=load_ahead)
         self._iter: Optional[Iterator[Fetched]] = None
@@ -88,7 +85,7 @@ class SweepPrefetch:
         for got in self._iter:
             self.taken += 1
             if got.item.key == key:
-                if got.loaded is not None and fingerprint(got.item.cfg) != fingerprint(cfg):
+                if got.loaded is not None and fingerprint(got.item.plan.config) != fingerprint(cfg):
                     got.loaded = None
                 return got
         return None
@@ -102,30 +99,30 @@ class SweepPrefetch:
             self._iter.close()
 
 
-def sweep_items(cfgs: Sequence[Any]) -> List[SweepItem]:
-    """The hub revisions of pinned jobs, in order, leaving out those with a finished run (and no
-    ``force``): what a :class:`SweepPrefetch` fetches ahead."""
+def sweep_items(plans: Sequence[Any]) -> List[SweepItem]:
+    """The hub revisions of pinned jobs (their plans, emergence/preflight.py), in order, leaving out
+    those with a finished run (and no ``force``): what a :class:`SweepPrefetch` fetches ahead."""
     items, trackers = [], {}
-    for cfg in cfgs:
-        if cfg.revision.pin is None or not catalog.model_source(cfg.model).evictable:
+    for plan in plans:
+        cfg = plan.config
+        if cfg.revision.pin is None or not plan.source.evictable:
             continue
-        (revision,) = catalog.selected_revisions(cfg.model, cfg.revision)
-        catalog.resolve_family(cfg.model, [revision], network=False)  # (as its job does: the same identity)
+        (revision,) = plan.revisions
         key = (str(cfg.tracking.uri), cfg.tracking.experiment)
         if key not in trackers:
             trackers[key] = Tracker(cfg.tracking)
         if not cfg.force and trackers[key].finished_run(config_hash(cfg, revision)) is not None:
             continue
-        items.append(SweepItem((cfg.model.name, revision.name), cfg, revision))
+        items.append(SweepItem((cfg.model.name, revision.name), plan, revision))
     return items
 
 
 @contextlib.contextmanager
-def sweep_prefetch(cfgs: Sequence[Any], progress: bool = True):
+def sweep_prefetch(plans: Sequence[Any], progress: bool = True):
     """Within the block, jobs run in this process take their revisions from one pipeline over
-    ``cfgs`` (the batch's job configs, in launch order)."""
+    ``plans`` (the batch's job plans, in launch order)."""
     global _ACTIVE
-    items = sweep_items(cfgs)
+    items = sweep_items(plans)
     if not items or _ACTIVE is not None:
         yield None
         return

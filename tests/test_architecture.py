@@ -16,7 +16,7 @@ from typing import Dict, List, Set
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("emergence", "stats", "hydra_plugins")
 #: Longest function or method, in lines (its signature to its last line, docstring included).
-MAX_FUNCTION_LINES = 80
+MAX_FUNCTION_LINES = 60
 
 
 def modules() -> Dict[str, Path]:
@@ -184,6 +184,35 @@ def test_one_registry_class_holds_every_plug_in_table():
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
             dicts += [f"{module}.{t.id}" for t in targets if isinstance(t, ast.Name) and t.id.endswith("REGISTRY")]
     assert not others and not dicts, others + dicts
+
+
+#: The calls that resolve a model's source, revisions or family from its config (emergence/catalog.py,
+#: emergence/sources/); a job resolves them once, in its plan's builder, and reads the plan after.
+RESOLVERS = {"model_source", "model_revisions", "selected_revisions", "resolve_family", "source_for"}
+#: Where else they may be called, and why: each one is an entry without a job plan.
+RESOLVING_MODULES = {
+    "emergence.preflight": "the plan's one builder (validate)",
+    "emergence.catalog": "the resolvers themselves",
+    "emergence.sources.__main__": "the source command (python -m emergence.sources): a model spec, no job",
+    "emergence.loading": "load() as a library call without a plan (a job passes its plan's source)",
+    "emergence.live.run_writer": "the live monitor inside someone's own training (a library entry, no job)",
+    "hydra_plugins.emergence_sweeper.revision_sweeper": "expanding a sweep into its jobs, before their plans",
+}
+
+
+def test_a_job_resolves_its_model_only_in_its_plans_builder():
+    """No module outside :data:`RESOLVING_MODULES` resolves a model's source, revisions or family from
+    a config (issue 32, point 1): the job reads its plan (emergence/preflight.py ``JobPlan``)."""
+    calls = {}
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in RESOLVERS:
+                    calls.setdefault(module, set()).add(name)
+    assert "emergence.preflight" in calls, "the walker finds no resolver call: the test sees nothing"
+    outside = {m: sorted(c) for m, c in calls.items() if m not in RESOLVING_MODULES}
+    assert not outside, f"modules resolving a model outside the plan's builder: {outside}"
 
 
 def test_the_graph_sees_the_imports_it_should():

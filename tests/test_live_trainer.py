@@ -145,7 +145,8 @@ def test_the_saved_checkpoints_are_screened_once(trained):
 
     cfg, _folder, uri, _seen = trained
     view = live_view(cfg)
-    results = screen_revisions(view, validate(view), progress=False)  # live=adaptive selects revision=all
+    plan = validate(view)
+    results = screen_revisions(plan.config, plan, progress=False)  # live=adaptive selects revision=all
     assert [r.revision.name for r in results] == [f"checkpoint-{s}" for s in (0, 2, 20, 25, 27, 29, 40)]
     assert all(r.skipped for r in results) and len(store_runs(uri)) == 16
 

@@ -24,7 +24,6 @@ from emergence.live.toy import ensure_trained_live, live_suite_folder, suite_con
 from emergence.live.view import live_view
 from emergence.planning import PlannedJob
 from emergence.preflight import validate
-from emergence.catalog import model_source
 from emergence.screening import RevisionResult, screen_revisions
 
 
@@ -34,7 +33,7 @@ def check(cfg) -> None:
         raise EmergenceError(f"revision.pin={cfg.revision.pin} cannot be set with live=adaptive: its checkpoints are "
                              "chosen during training (under -m each model is one job: -m model=toy_neox,toy_olmo "
                              "live=adaptive)")
-    if model_source(cfg.model).name != "toy":
+    if cfg.model.revisions != "toy":  # (the source it names: emergence/sources/toy.py)
         raise EmergenceError(f"live=adaptive trains a toy model (model=toy_neox, toy_olmo, toy_olmoe); "
                              f"{cfg.model.name!r} has revisions: {cfg.model.revisions}. To screen a model you "
                              "train yourself, use emergence.live.LiveCallback (HF Trainer) or LiveMonitor")
@@ -46,7 +45,8 @@ def run(cfg, progress: bool = True) -> List[RevisionResult]:
     validate(cfg)
     folder, logged = ensure_trained_live(cfg, progress)
     view = live_view(suite_config(cfg, folder))
-    results = screen_revisions(view, validate(view), progress)
+    plan = validate(view)
+    results = screen_revisions(plan.config, plan, progress)
     for r in results:
         if r.revision.name in logged:  # screened by the monitor during this training, not before it
             r.skipped = False

@@ -347,11 +347,7 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
     save_at = {} if monitor is not None else {r["step"]: r["name"] for r in schedule}
     per_step = int(rec.batch_size) * int(rec.seq_len)
 
-    # Whatever happens next, this folder is not a finished suite until we say so.
-    (folder / REVISIONS_FILE).unlink(missing_ok=True)
-    for child in folder.glob(".tmp-*"):
-        shutil.rmtree(child) if child.is_dir() else child.unlink()
-
+    _mark_unfinished(folder)
     corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, data_seed(rec))
     t0 = time.perf_counter()
     with _training_context(rec.threads):
@@ -365,26 +361,16 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
         bar = tqdm(total=rec.steps, initial=start, desc=f"training {name}", unit="step",
                    disable=bars_disabled(progress), dynamic_ncols=True)
         try:
-            if start == 0 and monitor is not None and monitor.step(model, 0, 0):
-                _save_state(folder, 0, model, optimizer, digest, losses, live=monitor.state_dict())
-            if start == 0 and 0 in save_at:
-                _save_checkpoint(model, folder, save_at[0])
-                _save_state(folder, 0, model, optimizer, digest, losses)
+            if start == 0:
+                _save_due(folder, 0, 0, False, model, optimizer, digest, losses, save_at, monitor)
             for step in range(start, rec.steps):
                 loss = train_update(model, optimizer, rec, corpus, step, extra)
                 done = step + 1
                 losses.append(loss)
                 bar.update(1)
-                if done in save_at:
-                    _save_checkpoint(model, folder, save_at[done])
-                    _save_state(folder, done, model, optimizer, digest, losses)
-                if monitor is not None and monitor.step(model, done, done * per_step, final=done == rec.steps):
-                    _save_state(folder, done, model, optimizer, digest, losses, live=monitor.state_dict())
-                if done % 25 == 0 or done == rec.steps:
-                    bar.set_postfix_str(f"loss={np.mean(losses[-25:]):.3f}"
-                                        + (f" {monitor.status()}" if monitor is not None else ""))
-                if done % max(1, rec.steps // 4) == 0 and done < rec.steps:
-                    stage_line(f"training {name}: step {done}/{rec.steps}, loss {np.mean(losses[-25:]):.3f}", progress)
+                _save_due(folder, done, done * per_step, done == rec.steps, model, optimizer, digest, losses, save_at,
+                          monitor)
+                _report(bar, name, done, rec.steps, losses, monitor, progress)
                 if on_step is not None:
                     on_step(done)
         finally:
@@ -398,6 +384,34 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
     write_listing(folder, rec, schedule, digest, name, seconds, start, losses, monitor)
     (folder / STATE_FILE).unlink(missing_ok=True)
     return folder
+
+
+def _save_due(folder: Path, step: int, tokens: int, final: bool, model, optimizer, digest: str, losses: List[float],
+              save_at: Dict[int, str], monitor) -> None:
+    """After update ``step``: the fixed schedule's checkpoint (with the resume state) where one is due,
+    or the live monitor's decision (its state saved with the resume state where it saved one)."""
+    if step in save_at:
+        _save_checkpoint(model, folder, save_at[step])
+        _save_state(folder, step, model, optimizer, digest, losses)
+    if monitor is not None and monitor.step(model, step, tokens, final=final):
+        _save_state(folder, step, model, optimizer, digest, losses, live=monitor.state_dict())
+
+
+def _mark_unfinished(folder: Path) -> None:
+    """Whatever happens next, ``folder`` is not a finished suite until its listing is written again:
+    the listing and any half-written temporary files go."""
+    (folder / REVISIONS_FILE).unlink(missing_ok=True)
+    for child in folder.glob(".tmp-*"):
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+def _report(bar, name: str, done: int, steps: int, losses: List[float], monitor, progress: bool) -> None:
+    """The training's progress after update ``done``: the bar's loss every 25 updates, a stage line
+    at each quarter."""
+    if done % 25 == 0 or done == steps:
+        bar.set_postfix_str(f"loss={np.mean(losses[-25:]):.3f}" + (f" {monitor.status()}" if monitor is not None else ""))
+    if done % max(1, steps // 4) == 0 and done < steps:
+        stage_line(f"training {name}: step {done}/{steps}, loss {np.mean(losses[-25:]):.3f}", progress)
 
 
 def write_listing(folder: Path, rec: ToyRecipeConfig, revisions: List[Dict], digest: str, name: str, seconds: float,

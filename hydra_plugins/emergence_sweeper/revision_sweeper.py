@@ -100,6 +100,8 @@ def job_error(ret: JobReturn) -> str:
 class RevisionSweeper(BasicSweeper):
     #: ``revision=refine`` jobs (their overrides, unpinned): run in rounds by :meth:`_refine`.
     refine_bases: List[List[str]]
+    #: Each job's plan (emergence/preflight.py ``JobPlan``), by its overrides: built once, by :meth:`_check`.
+    plans: Dict[tuple, Any]
 
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
         from emergence.config import refines, trains_live  # (when the sweeper runs: see the module notes)
@@ -141,7 +143,7 @@ class RevisionSweeper(BasicSweeper):
                 err = io.StringIO()
                 try:
                     with redirect_stderr(err):
-                        validate(cfg)
+                        self.plans[tuple(overrides)] = validate(cfg)
                 except EmergenceError as exc:
                     print(f"error: {exc}", file=sys.stderr)
                     sys.exit(2)
@@ -157,6 +159,7 @@ class RevisionSweeper(BasicSweeper):
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         self.refine_bases = []
+        self.plans = {}
         params_conf = self._parse_config()
         params_conf.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
@@ -233,14 +236,8 @@ class RevisionSweeper(BasicSweeper):
         """Whether every job of a group has its revision's run finished already (emergence/parent_run.py
         ``all_finished``: never for a refinement or with ``force``); then the group opens no parent run."""
         from emergence.parent_run import all_finished  # (when the sweeper runs: see the module notes)
-        from emergence.catalog import selected_revisions
 
-        loader = self.hydra_context.config_loader
-        for job in jobs:
-            cfg = loader.load_sweep_config(self.config, list(job))
-            if not all_finished(cfg, selected_revisions(cfg.model, cfg.revision)):
-                return False
-        return True
+        return all(all_finished(self.plans[tuple(job)].config, self.plans[tuple(job)].revisions) for job in jobs)
 
     def _report(self, outcome: "SweepOutcome", parents: Dict[tuple, str]) -> None:
         """The end of the sweep: the figures of each model's curves in its parent run of this config's
@@ -277,13 +274,12 @@ class RevisionSweeper(BasicSweeper):
         are resolved or after ``revision.refine.rounds`` rounds. A job whose store holds fewer than
         2 revisions of its identity first screens its start selection (round 0)."""
         from emergence.refine_rounds import Refinement, refine_rounds, screened_runs  # (see the module notes)
-        from emergence.catalog import model_revisions, selected_revisions
 
         jobs: List[Refinement] = []
         bases: Dict[int, List[str]] = {}  # id(refinement) -> its job's overrides, with its parent run
         for base in self.refine_bases:
-            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(base))
-            jobs.append(Refinement(cfg, model_revisions(cfg.model)))
+            plan = self.plans[tuple(base)]
+            jobs.append(Refinement(plan.config, plan.known))
             # every refine job's store has a parent run (sweep()); _launch reads it back by its key
             bases[id(jobs[-1])] = [*base, f"{PARENT}{parent_of[tuple(base)]}"]
 
@@ -292,7 +288,7 @@ class RevisionSweeper(BasicSweeper):
             return [[*base, f"revision.pin={r.name}"] for r in revisions]
 
         start = [overrides for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
-                 for overrides in pinned(job, selected_revisions(job.cfg.model, job.cfg.revision))]
+                 for overrides in pinned(job, self.plans[tuple(own_overrides(bases[id(job)]))].revisions)]
         if start:
             print(f"refine: screening the start selection first ({len(start)} job(s))")
             self._launch([start], outcome)
@@ -326,8 +322,8 @@ class RevisionSweeper(BasicSweeper):
 
         if not isinstance(self.launcher, BasicLauncher):
             return contextlib.nullcontext()
-        loader = self.hydra_context.config_loader
-        return sweep_prefetch([loader.load_sweep_config(self.config, list(job)) for job in batch])
+        plans = [self.plans.get(tuple(own_overrides(job))) for job in batch]  # (a refinement round's jobs: none)
+        return sweep_prefetch([plan for plan in plans if plan is not None])
 
     def _launch(self, batches: List[List[List[str]]], outcome: "SweepOutcome") -> None:
         """Launch ``batches`` one after another; every job's return is kept in ``outcome``, and each

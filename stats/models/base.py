@@ -157,7 +157,7 @@ def levenberg_marquardt(
     written out and its rows dropped), so an iteration costs what its running problems need.
     """
     theta = np.clip(np.array(theta0, float), lower, upper)
-    P, q = theta.shape
+    P = theta.shape[0]
     k = np.asarray(k, float)
     n = np.broadcast_to(np.asarray(n, float), k.shape)
     ll_out = np.empty(P)
@@ -166,25 +166,11 @@ def levenberg_marquardt(
     p, J = mean_jac(th)
     ll = binomial_loglik(kk, nn, p, const=0.0)
     lam = np.full(P, 1e-3)
-    eye = np.eye(q)
     at_lower, at_upper = lower + 1e-12, upper - 1e-12
     for _ in range(max_iter):
         if ids.size == 0:
             break
-        pp = np.clip(p, EPS, 1 - EPS)
-        v = pp * (1 - pp)
-        JT = J.transpose(0, 2, 1)  # (P, q, m): batched matrix products, faster than einsum here
-        g = np.matmul(JT, ((kk - nn * pp) / v)[..., None])[..., 0]
-        H = np.matmul(JT * (nn / v)[:, None, :], J)
-        fixed = ((th <= at_lower) & (g < 0)) | ((th >= at_upper) & (g > 0))
-        if fixed.any():
-            free = ~fixed
-            g = np.where(fixed, 0.0, g)
-            H = H * free[:, :, None] * free[:, None, :]
-        diag = np.diagonal(H, axis1=1, axis2=2)
-        damp = lam[:, None] * (diag + 1e-8) + fixed
-        step = _solve_damped(H + damp[:, :, None] * eye, g)
-        new = np.clip(th + step, lower, upper)
+        new = np.clip(th + _damped_step(th, p, J, kk, nn, lam, at_lower, at_upper), lower, upper)
         pn, Jn = mean_jac(new)
         lln = binomial_loglik(kk, nn, pn, const=0.0)
         gain = lln - ll
@@ -202,6 +188,24 @@ def levenberg_marquardt(
             ids, th, p, J, ll, lam, kk, nn = ids[run], th[run], p[run], J[run], ll[run], lam[run], kk[run], nn[run]
     theta[ids], ll_out[ids] = th, ll
     return theta, ll_out
+
+
+def _damped_step(th, p, J, kk, nn, lam, at_lower, at_upper) -> np.ndarray:
+    """The damped Fisher-scoring step of :func:`levenberg_marquardt` (P, q): score ``g`` and
+    information ``H`` with the coordinates at a bound whose score points outwards frozen."""
+    pp = np.clip(p, EPS, 1 - EPS)
+    v = pp * (1 - pp)
+    JT = J.transpose(0, 2, 1)  # (P, q, m): batched matrix products, faster than einsum here
+    g = np.matmul(JT, ((kk - nn * pp) / v)[..., None])[..., 0]
+    H = np.matmul(JT * (nn / v)[:, None, :], J)
+    fixed = ((th <= at_lower) & (g < 0)) | ((th >= at_upper) & (g > 0))
+    if fixed.any():
+        free = ~fixed
+        g = np.where(fixed, 0.0, g)
+        H = H * free[:, :, None] * free[:, None, :]
+    diag = np.diagonal(H, axis1=1, axis2=2)
+    damp = lam[:, None] * (diag + 1e-8) + fixed
+    return _solve_damped(H + damp[:, :, None] * np.eye(th.shape[1]), g)
 
 
 #: From this many systems on, :func:`_solve_damped` factorises them all at once (:func:`_cholesky_solve`).
