@@ -1,4 +1,12 @@
-"""Shared fixtures; the tiny models themselves live in ``tiny_models.py``."""
+"""Shared fixtures and the tests' kinds; the tiny models themselves live in ``tiny_models.py``.
+
+The folders mirror the packages: ``tests/emergence`` and ``tests/stats`` test one module's
+behaviour each, ``tests/e2e`` runs the commands end to end, and ``tests/`` itself holds the
+helpers and the repository-wide checks (architecture, lint). Each test has one kind (a marker,
+pyproject.toml): ``cli`` for every test of ``tests/e2e`` and those marked so elsewhere, ``store``
+for those marked so (a real MLflow store in the test process), ``unit`` for the rest; ``slow``
+as well for the few that train a toy model (minutes). ``pytest -m unit`` is the quick loop.
+"""
 
 from __future__ import annotations
 
@@ -12,14 +20,26 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
 
 # A test run started in the background by a non-interactive shell (`.ci/run &`) inherits SIGINT
-# ignored, and so would the jobs the tests start: a Ctrl-C the tests send them (tests/test_interrupt.py,
-# tests/test_team_store.py) would never arrive, and the interrupted run would finish. Jobs started
+# ignored, and so would the jobs the tests start: a Ctrl-C the tests send them (tests/e2e/test_interrupt.py,
+# tests/e2e/test_team_store.py) would never arrive, and the interrupted run would finish. Jobs started
 # from a terminal have the default disposition; give the test run's children that.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from servers import mlflow_server  # noqa: E402
 from tiny_models import FAMILIES  # noqa: E402
+
+
+KINDS = ("unit", "store", "cli")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Give every test its kind (see the module notes)."""
+    for item in items:
+        if "e2e" in item.path.parts and not item.get_closest_marker("cli"):
+            item.add_marker(pytest.mark.cli)
+        if not any(item.get_closest_marker(kind) for kind in KINDS):
+            item.add_marker(pytest.mark.unit)
 
 
 @pytest.fixture(params=FAMILIES)

@@ -1,7 +1,7 @@
 """A real ``mlflow server`` for the tests that need one, and a free port: one copy of each.
 
 The ``server`` fixture (tests/conftest.py) starts one for a test module; a test that stops or
-freezes its server (tests/test_faults_io.py) starts its own with :func:`mlflow_server`."""
+freezes its server (tests/e2e/test_faults_io.py) starts its own with :func:`mlflow_server`."""
 
 from __future__ import annotations
 

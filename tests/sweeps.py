@@ -4,6 +4,7 @@ tiny local checkpoint folders, and read a store back."""
 from __future__ import annotations
 
 import os
+import commands
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +38,7 @@ def start(*args, **kw) -> subprocess.Popen:
 
 
 def run(*args, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
-    proc = subprocess.run(command(*args), cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
+    proc = commands.run(command(*args), cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc

@@ -1,7 +1,7 @@
 """The linter (ruff, configured in pyproject.toml: pycodestyle E/W and pyflakes F) finds nothing."""
 
 import shutil
-import subprocess
+import commands
 import sys
 from pathlib import Path
 
@@ -21,6 +21,6 @@ def ruff() -> list:
 
 
 def test_ruff_finds_nothing():
-    proc = subprocess.run([*ruff(), "check", "--no-cache", "--output-format", "concise", *PATHS], cwd=ROOT,
+    proc = commands.run([*ruff(), "check", "--no-cache", "--output-format", "concise", *PATHS], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

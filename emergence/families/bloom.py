@@ -5,7 +5,7 @@ BLOOM adds ALiBi biases to its attention scores and has no SDPA path and no atte
 interface: it is loaded with eager attention, whose module always returns its attention
 probabilities as its second output; the screen reads its rows there (emergence/screens/
 attention.py, ``eager_taps``), so they are exactly transformers' ``output_attentions``
-(tests/test_families_auto.py checks it). Its decoder layers return ``(hidden_states, weights)``.
+(tests/emergence/test_families_auto.py checks it). Its decoder layers return ``(hidden_states, weights)``.
 ``pretraining_tp > 1`` with ``slow_but_exact`` bypasses ``dense`` (no released checkpoint sets it).
 """
 

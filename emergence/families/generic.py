@@ -10,7 +10,7 @@ three paths; ``model.family: auto`` uses this family for a model type no other f
 that the paths are found and the attention goes through the interface:
 emergence/catalog.py, ``resolve_family``).
 
-Tested (tests/test_families_auto.py) on ``starcoder2`` and ``granite``, which no family file
+Tested (tests/emergence/test_families_auto.py) on ``starcoder2`` and ``granite``, which no family file
 names; the named families' types (``llama``, ``qwen3``, ``gemma``, ``phi3``, ``gpt2``...) would
 be found too, but their own files say so explicitly.
 """

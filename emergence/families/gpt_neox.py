@@ -5,7 +5,7 @@ Hooks: ``gpt_neox.layers[i].attention`` (its forward returns the screen's attent
 trained in fp16 with large Q/K biases; its attention overflows in fp16, so ``auto``
 stays float32 on a GPU too and float16 is refused. On CUDA its float32 matrix products
 run in TF32 (``matmul_precision: auto``; TF32 keeps float32's range, so the biases do not
-overflow; ``matmul_precision=float32`` restores IEEE float32: tests/test_precision.py
+overflow; ``matmul_precision=float32`` restores IEEE float32: tests/emergence/test_precision.py
 states the tolerance).
 """
 

@@ -7,10 +7,10 @@ usual (an HF model folder, with its optimizer state). ``on_save`` lists every ch
 the ``Trainer`` writes (the monitor's, and any of its own ``save_strategy``) in
 ``<output_dir>/revisions.json``, screened once, and stores the monitor's state in the
 checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=True)`` resumes
-with it (tested: tests/test_live_trainer.py). The lookback copy (the screen before a jump) is written by the monitor itself
+with it (tested: tests/emergence/test_live_trainer.py). The lookback copy (the screen before a jump) is written by the monitor itself
 as ``checkpoint-<M>/`` (weights and config only). The last step is always saved.
 
-An HF ``Trainer`` (the example of docs/live.md, which tests/test_live_trainer.py runs as written)::
+An HF ``Trainer`` (the example of docs/live.md, which tests/emergence/test_live_trainer.py runs as written)::
 
     from transformers import Trainer, TrainingArguments
     from emergence.live import LiveCallback, folder_config

@@ -8,7 +8,7 @@ asks for (emergence/live/checkpoints.py) and logs the screen as a run (emergence
 in a background thread). It returns True when it saved a checkpoint of this step (a
 loop that wants to resume saves its optimizer state then, with :meth:`state_dict`).
 
-A plain PyTorch loop (10 lines: the example of docs/live.md, which tests/test_live_monitor.py runs
+A plain PyTorch loop (10 lines: the example of docs/live.md, which tests/emergence/test_live_monitor.py runs
 as written)::
 
     from emergence.live import LiveMonitor, folder_config

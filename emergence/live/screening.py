@@ -14,7 +14,7 @@ the model as it is, inside :func:`untouched`:
   each layer's weights) and the model's own (SDPA for the toy) is restored afterwards.
 
 Everything is restored whether the screen succeeds or raises. The weights are only read,
-so training with and without screens gives bit-identical weights (tests/test_live_monitor.py).
+so training with and without screens gives bit-identical weights (tests/emergence/test_live_monitor.py).
 """
 
 from __future__ import annotations

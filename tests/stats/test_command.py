@@ -2,7 +2,7 @@
 validation; one-line errors."""
 
 import json
-import subprocess
+import commands
 import sys
 from pathlib import Path
 
@@ -15,11 +15,13 @@ import stats
 from stats.config import StatsConfig
 from stats.shape import SHAPES
 
+pytestmark = pytest.mark.cli
+
 CONF = str(Path(stats.__file__).resolve().parents[1] / "conf")
 
 
 def run_stats(*overrides, cwd=None):
-    return subprocess.run([sys.executable, "-m", "stats", *overrides], capture_output=True, text=True, cwd=cwd, timeout=300)
+    return commands.run([sys.executable, "-m", "stats", *overrides], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 def store_overrides(store, out):
@@ -186,7 +188,7 @@ def test_stats_never_imports_model_code():
     code = ("import sys, json, stats, stats.analysis, stats.figures, stats.report, stats.__main__; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('emergence', 'torch', "
             "'transformers'))))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = commands.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     imported = json.loads(proc.stdout.strip().splitlines()[-1])
     assert [m for m in imported if m != "emergence" and m.split(".")[:2] != ["emergence", "contract"]] == []

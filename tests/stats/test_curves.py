@@ -8,6 +8,7 @@ from stats.sources.mlflow import read_mlflow
 from stats.errors import StatsError
 
 
+@pytest.mark.store
 def test_read_mlflow_tidy_tables(mlflow_store):
     r = read_mlflow(mlflow_store["uri"], mlflow_store["experiment"])
     assert r.models == ["toy_neox", "toy_olmo"]
@@ -31,6 +32,7 @@ def test_read_mlflow_tidy_tables(mlflow_store):
     assert r.has_pr()
 
 
+@pytest.mark.store
 def test_read_mlflow_filters(mlflow_store):
     r = read_mlflow(mlflow_store["uri"], filter_string="params.model = 'toy_olmo'", read_heads=False)
     assert r.models == ["toy_olmo"] and r.heads is None
@@ -49,12 +51,14 @@ def test_read_mlflow_filters(mlflow_store):
         ({"filter_string": "params.model = 'absent'"}, "no complete screen runs"),
     ],
 )
+@pytest.mark.store
 def test_read_mlflow_errors_name_the_value_and_the_choices(mlflow_store, kwargs, message):
     with pytest.raises(StatsError, match=message) as e:
         read_mlflow(mlflow_store["uri"], read_heads=False, **kwargs)
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.store
 def test_missing_store_is_a_clear_error(tmp_path):
     with pytest.raises(StatsError, match="no MLflow store"):
         read_mlflow(f"sqlite:///{tmp_path}/absent.db")

@@ -200,6 +200,7 @@ def test_heads_csv_seed_column(tmp_path):
     assert got.seed_groups() == {"m": ["m [seed 1]", "m [seed 2]"]}
 
 
+@pytest.mark.store
 def test_mlflow_runs_are_keyed_on_their_seed_and_old_runs_are_seed_none(tmp_path):
     from conftest import simulate_heads, write_sweep
     from mlflow.tracking import MlflowClient

@@ -3,13 +3,12 @@ against its schema's constraints (stats/config.py, walked by emergence/contract/
 options' cross-checks (stats.config.check_config) before any data is read; bad data files
 (conflicting duplicate rows) are refused in one line too. Exit status 2, one stderr line.
 
-The bad values come from the schema (tests/test_validation.py builds them), so a new
+The bad values come from the schema (tests/e2e/test_validation.py builds them), so a new
 constrained option is tested without a new line here."""
 
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 import sys
 
 import pandas as pd
@@ -17,7 +16,10 @@ import pytest
 
 from emergence.contract.checks import constrained_fields
 from stats.config import StatsConfig
-from test_validation import CLOSED_PORT, schema_cases  # tests/test_validation.py (tests/ is on the path)
+from test_validation import CLOSED_PORT, case_id, schema_cases  # tests/e2e/test_validation.py (tests/ is on the path)
+import commands
+
+pytestmark = pytest.mark.cli
 
 #: String options that hold free text (URIs, paths, names, filters).
 FREE_TEXT = {"source.tracking_uri", "source.experiment", "source.filter", "source.sweep", "source.models",
@@ -176,7 +178,7 @@ URI_CASES = [
 ]
 
 
-@pytest.mark.parametrize("overrides, shows", URI_CASES, ids=[" ".join(o) for o, _ in URI_CASES])
+@pytest.mark.parametrize("overrides, shows", URI_CASES, ids=[case_id(o) for o, _ in URI_CASES])
 def test_a_bad_store_is_one_line_before_anything_is_read(cli, overrides, shows):
     code, lines = cli(*overrides)
     assert code == 2 and len(lines) == 1, lines
@@ -234,7 +236,7 @@ def test_a_file_analysis_writes_no_store_and_counts_empty_cells(tmp_path, monkey
 
 
 def test_end_to_end_exit_status_and_one_stderr_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "stats", "analysis.pr_lead.column=prr", f"hydra.run.dir={tmp_path}"],
+    proc = commands.run([sys.executable, "-m", "stats", "analysis.pr_lead.column=prr", f"hydra.run.dir={tmp_path}"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == ["stats: error: analysis.pr_lead.column='prr' is unknown; valid: pr, pr_corrected"]

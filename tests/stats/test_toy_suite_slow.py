@@ -2,7 +2,7 @@
 temporary store, analysed by ``python -m stats``: the report with every figure."""
 
 import json
-import subprocess
+import commands
 import sys
 
 import pytest
@@ -13,14 +13,14 @@ def test_stats_on_the_toy_suite_runs(tmp_path, toy_cache):
     """Reuses the session's toy cache (tests/conftest.py), so toy_neox trains once per test run."""
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     common = [f"tracking.uri={uri}", f"tracking.artifacts={tmp_path}/mlartifacts"]
-    job = subprocess.run(
+    job = commands.run(
         [sys.executable, "-m", "emergence", "model=toy_neox", f"cache.toy_dir={toy_cache}",
          f"hydra.run.dir={tmp_path}/run", *common],
         capture_output=True, text=True, timeout=3000,
     )
     assert job.returncode == 0, job.stderr[-3000:]
     out = tmp_path / "stats"
-    proc = subprocess.run(
+    proc = commands.run(
         [sys.executable, "-m", "stats", f"source.tracking_uri={uri}", f"hydra.run.dir={out}", "analysis.progress=false", *common],
         capture_output=True, text=True, timeout=600,
     )

@@ -9,7 +9,7 @@ read as a seed suite; BOS-50 % is never reached (6 of 16 heads), so its mileston
 from __future__ import annotations
 
 import re
-import subprocess
+import commands
 import sys
 
 import numpy as np
@@ -105,8 +105,9 @@ def test_a_declared_unit_refuses_its_threshold_before_anything_is_read(tmp_path)
     check_config(cfg)  # in range: accepted (the file is read later)
 
 
+@pytest.mark.cli
 def test_the_command_line_refuses_a_threshold_out_of_its_unit_with_exit_2(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "stats", "source=heads_csv", f"source.path={tmp_path / 'none.csv'}",
+    proc = commands.run([sys.executable, "-m", "stats", "source=heads_csv", f"source.path={tmp_path / 'none.csv'}",
                            "source.units.induction=score", f"output_dir={tmp_path / 'out'}", "tracking.log=false"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr[-2000:]
