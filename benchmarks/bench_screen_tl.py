@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from emergence.contract import INDUCTION_LOSS_METRIC, selectivity_column  # noqa: E402  (torch-free)
+from emergence.common.contract import INDUCTION_LOSS_METRIC, selectivity_column  # noqa: E402  (torch-free)
 from bench_screen import flop_floor, load_average, logit_rows  # noqa: E402  (the yardstick's routes)
 
 #: EleutherAI/pythia-160m config.json values (hidden size, layers, heads, d_ff, vocab, rotary).

@@ -40,7 +40,7 @@ def per_head_table(n_models: int, n_revisions: int, rng):
     import numpy as np
     import pandas as pd
 
-    from emergence.contract import head_classes
+    from emergence.common import head_classes
     from stats.simulate import HeadPopulation, logspaced_tokens
 
     thresholds = head_classes.default_thresholds()

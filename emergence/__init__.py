@@ -9,12 +9,12 @@ Where things are (the same rule in ``stats``):
 - Outputs (MLflow store, toy checkpoints, Hydra logs, statistics reports) go to
   ``<home>/outputs`` with ``home`` = ``$EMERGENCE_HOME`` when set, else the current
   working directory: the config's ``${emergence_home:}`` resolver
-  (:mod:`emergence.contract.paths`, shared with ``stats``).
+  (:mod:`emergence.common.paths`, shared with ``stats``).
 """
 
 from pathlib import Path
 
-from emergence.contract.paths import PROJECT_ROOT, emergence_home, register_resolvers  # noqa: F401  (re-exported)
+from emergence.common.paths import PROJECT_ROOT, emergence_home, register_resolvers  # noqa: F401  (re-exported)
 
 __version__ = "0.1.0"
 

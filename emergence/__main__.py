@@ -23,10 +23,10 @@ from omegaconf import DictConfig
 from emergence import EmergenceError, OutputError, emergence_home
 from emergence.config import EmergenceConfig, trains_live
 from emergence.console import format_plan, format_table, print_summary
-from emergence.contract.checks import discard_run_dir, run_folder_problem
-from emergence.contract.checks import precheck as compose_and_check
-from emergence.contract.quiet import quiet_logs, take_verbose_flag, verbose
-from emergence.contract.store import StoreError, failed_before
+from emergence.common.checks import discard_run_dir, run_folder_problem
+from emergence.common.checks import precheck as compose_and_check
+from emergence.common.quiet import quiet_logs, take_verbose_flag, verbose
+from emergence.common.store import StoreError, failed_before
 from emergence.help import register_resolver
 from emergence.catalog import CONF_DIR, GROUPS, check_group_choice, use_config_dirs
 
@@ -50,7 +50,7 @@ def in_multirun() -> bool:
 
 def refuse(exc: BaseException) -> None:
     """Exit 2 with one line for input refused inside the Hydra app, leaving no Hydra log behind
-    (emergence.contract.checks.discard_run_dir)."""
+    (emergence.common.checks.discard_run_dir)."""
     print(f"error: {exc}", file=sys.stderr)
     discard_run_dir(str(emergence_home() / "outputs"))
     sys.exit(2)
@@ -125,7 +125,7 @@ def folder_model(argv):
 
 
 def cli() -> None:
-    quiet_logs(take_verbose_flag(sys.argv))  # the libraries' INFO lines only with -v (emergence/contract/quiet.py)
+    quiet_logs(take_verbose_flag(sys.argv))  # the libraries' INFO lines only with -v (emergence/common/quiet.py)
     sys.argv[1:] = folder_model(sys.argv[1:])
     try:
         precheck(sys.argv[1:])

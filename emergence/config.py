@@ -5,7 +5,7 @@ dataclass here; the primary config ``conf/config.yaml`` lists the schema
 ``emergence_schema`` first in its defaults, so Hydra merges every group option into
 a typed node: a misspelt key or a wrong type fails at composition and the error
 names the key. Each field's constraint (range, choices) sits next to it, in its
-``metadata`` (see emergence/contract/checks.py); a group's rules across its fields sit
+``metadata`` (see emergence/common/checks.py); a group's rules across its fields sit
 next to its schema (:func:`check_corpus`, :func:`check_ablation`); :func:`check_config`
 checks a composed config against both, in one line, before any model is loaded or
 trained, and :func:`check_screen` checks a screen config handed to
@@ -24,16 +24,17 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from emergence import EmergenceError, families, sources
-from emergence.contract import SEED_KINDS, head_classes
-from emergence.contract.head_classes import local
-from emergence.contract.checks import SEED, check, constraint, problem
-from emergence.contract.plugins import Registry
+from emergence.common.contract import SEED_KINDS
+from emergence.common import head_classes
+from emergence.common.head_classes import local
+from emergence.common.checks import SEED, check, constraint, problem
+from emergence.common.plugins import Registry
 from emergence.revisions import MIN_LOGSPACED, SELECTIONS
 from emergence.sources import crfm_gpt2, polypythia
 from emergence.toy.recipe import ToyRecipeConfig
 
 #: The head classes of the selectivity screen (METHODS section 5), from the registry
-#: emergence/contract/head_classes/ (one file per class), as it stands at import.
+#: emergence/common/head_classes/ (one file per class), as it stands at import.
 HEAD_CLASSES = head_classes.names()
 #: Architecture families (``model.family``): the registry emergence/families/ (one file per
 #: family), as it stands at import.
@@ -276,11 +277,11 @@ class TrackingConfig:
     #: claim rule holds whatever it is (emergence/tracking.py).
     claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
     #: Tracking server only: a call the server does not answer fails after about this many seconds
-    #: (retries included; emergence/contract/store.py ``server_timeouts``), and the job with it; a
+    #: (retries included; emergence/common/store.py ``server_timeouts``), and the job with it; a
     #: ``-m`` sweep then stops, saying how to resume. Also the longest a claim waits for a rival's.
     timeout_s: float = field(default=60.0, metadata={"min": 5, "max": 3600, "finite": True})
     #: Seconds to wait for a tracking (or database) server to answer the check made before any
-    #: work (emergence/contract/storecheck.py): an unreachable store is refused in one line, not after minutes.
+    #: work (emergence/common/storecheck.py): an unreachable store is refused in one line, not after minutes.
     connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
-from emergence.contract import INDUCTION_LOSS_METRIC, count_metric, fraction_metric, parse_metric
-from emergence.contract.mlflow_ui import open_lines
+from emergence.common.contract import INDUCTION_LOSS_METRIC, count_metric, fraction_metric, parse_metric
+from emergence.common.mlflow_ui import open_lines
 from emergence.handoff import stats_report
-from emergence.contract.units import format_tokens
+from emergence.common.units import format_tokens
 from emergence.revisions import Revision
 from emergence.ui import remember_job
 

@@ -21,7 +21,7 @@ A sweep's parent gets the same figures at the end of the sweep (the sweeper call
 :func:`log_figures`: hydra_plugins/emergence_sweeper). The figures are a convenience: when they
 cannot be drawn the job says so in one line and goes on (its runs hold the data); when the store
 cannot take them (a full disk) the partial artifacts are removed and the job fails
-(:class:`~emergence.contract.store.StoreError`, one line, exit 1) with its parent run FAILED.
+(:class:`~emergence.common.store.StoreError`, one line, exit 1) with its parent run FAILED.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from omegaconf import DictConfig
 
 from emergence.config import refines, trains_live
 from emergence.console import interrupted_line
-from emergence.contract import FRACTION, parse_metric
-from emergence.contract.store import StoreError, log_artifacts_whole
+from emergence.common.contract import FRACTION, parse_metric
+from emergence.common.store import StoreError, log_artifacts_whole
 from emergence.screening import JobFailed, sweep_id
 from emergence.tracking import Tracker, config_hash, end_parent, parent_heartbeat, start_parent
 

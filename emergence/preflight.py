@@ -17,7 +17,7 @@ job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
 6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers;
 7. what the model source writes before screening (a toy suite still to train: a writable
    ``cache.toy_dir``). The run folder (``hydra.run.dir``) is checked before Hydra makes it
-   (emergence/__main__.py, :func:`emergence.contract.checks.run_folder_problem`).
+   (emergence/__main__.py, :func:`emergence.common.checks.run_folder_problem`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from omegaconf import DictConfig
 
 from emergence import EmergenceError, catalog
 from emergence.config import CORPUS_KINDS, check_config
-from emergence.contract.storecheck import store_problem
+from emergence.common.storecheck import store_problem
 from emergence.loading import choose_device, choose_dtype
 from emergence.probes import CorpusKind
 from emergence.revisions import Revision
@@ -60,7 +60,7 @@ class JobPlan:
     family: str
     #: its name in tables, curves and stores (with its seed where a seed tells its runs apart)
     label: str
-    #: which run of a seed suite it is (:class:`emergence.contract.RunSeed`), None for a model of one run
+    #: which run of a seed suite it is (:class:`emergence.common.contract.RunSeed`), None for a model of one run
     seed: Any
     #: the screen recipe (``screen.recipe``) and the probe's corpus kind (``corpus.kind``)
     recipe: ScreenRecipe
@@ -106,7 +106,7 @@ def validate(cfg: DictConfig) -> JobPlan:
 
 
 def check_store(tracking) -> None:
-    """The store of ``tracking`` can be used (emergence/contract/storecheck.py: a known scheme; a local
+    """The store of ``tracking`` can be used (emergence/common/storecheck.py: a known scheme; a local
     store writable, a server answering within ``tracking.connect_timeout_s``); checked once per
     process and store, before any work, dry runs included."""
     _check_store(str(tracking.uri), tracking.artifacts, float(tracking.connect_timeout_s))

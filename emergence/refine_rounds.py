@@ -17,8 +17,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from omegaconf import DictConfig
 
 from emergence.console import format_refinement
-from emergence.contract import CONFIG_HASH_TAG, count_metric
-from emergence.contract.store import sqlite_file
+from emergence.common.contract import CONFIG_HASH_TAG, count_metric
+from emergence.common.store import sqlite_file
 from emergence.preflight import JobPlan, validate
 from emergence.refine_rule import Bracket, RoundPlan, plan_round
 from emergence.revisions import Revision

@@ -21,33 +21,12 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from emergence import EmergenceError, sweep_prefetch
-from emergence.contract import (
-    RunSeed,
-    CONFIG_HASH_TAG,
-    FAMILY_PARAM,
-    HEAD_DIM_PARAM,
-    HOST_TAG,
-    MODEL_PARAM,
-    MODEL_TAG,
-    N_HEADS_PARAM,
-    N_LAYERS_PARAM,
-    PARENT_TAG,
-    PID_TAG,
-    PRETRAINING_CORPUS_PARAM,
-    PROBE_PARAM,
-    KNOWN_INDEX_PARAM,
-    KNOWN_SIZE_PARAM,
-    REVISION_PARAM,
-    REVISION_TAG,
-    SCREEN_TAG,
-    STEP_PARAM,
-    SWEEP_TAG,
-    TOKENS_METRIC,
-    TOKENS_PARAM,
-    TOKENS_TAG,
-)
-from emergence.contract.store import StoreError
-from emergence.contract.progress import bars_disabled, stage_line
+from emergence.common.contract import (RunSeed, CONFIG_HASH_TAG, FAMILY_PARAM, HEAD_DIM_PARAM, HOST_TAG,
+    MODEL_PARAM, MODEL_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PARENT_TAG, PID_TAG, PRETRAINING_CORPUS_PARAM,
+    PROBE_PARAM, KNOWN_INDEX_PARAM, KNOWN_SIZE_PARAM, REVISION_PARAM, REVISION_TAG, SCREEN_TAG, STEP_PARAM,
+    SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG)
+from emergence.common.store import StoreError
+from emergence.common.progress import bars_disabled, stage_line
 from emergence.loading import load, model_bytes, plan_batch_size
 from emergence.preflight import JobPlan
 from emergence.prefetch import FetchFailed, Pipeline, disk_short
@@ -194,7 +173,7 @@ def screen_revisions(cfg: DictConfig, plan: JobPlan, progress: bool = True,
     cannot be screened (its checkpoint missing, truncated or corrupt; its download failed;
     its screen raised) gets its run FAILED with the error as a tag and the others go on;
     :class:`JobFailed` at the end names the failed ones. Ctrl-C marks the run being screened
-    KILLED; a failing store (:class:`emergence.contract.store.StoreError`) or a config error found
+    KILLED; a failing store (:class:`emergence.common.store.StoreError`) or a config error found
     only after loading ends the job. Revisions come through the download pipeline
     (:func:`revision_pipeline`): one fetched ahead. The batch size comes from the memory budget
     (:func:`emergence.loading.plan_batch_size`). ``parent_run``: the parent run the job opened

@@ -1,7 +1,7 @@
 """MLflow tracking of screens: one run per (model, revision, corpus, screen), in an experiment per study.
 
 The store itself (layout, lock, migration, retry, one-line I/O failures, dead runs) is
-:mod:`emergence.contract.store`, shared with ``stats``. What the screening side adds, so
+:mod:`emergence.common.store`, shared with ``stats``. What the screening side adds, so
 that many jobs (one machine, a cluster, two people) share one store:
 
 - **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job
@@ -24,13 +24,13 @@ that many jobs (one machine, a cluster, two people) share one store:
   revision as done by another job): its work is lost, never the one run per identity
   (a last line of defence, for a claim taken for dead while its process was only frozen).
 - **Dead claims are cleaned, never duplicated.** A RUNNING claim is dead when its
-  process is gone (:func:`emergence.contract.store.claim_alive`). A dead claim, and a
+  process is gone (:func:`emergence.common.store.claim_alive`). A dead claim, and a
   FAILED or KILLED run of the same identity, is deleted by the next job of that identity
   before it claims, with its artifacts (a run killed while writing them leaves a partial
   folder); so a job killed by SIGKILL or Ctrl-C and rerun leaves exactly one run.
 - **A dead sweep's parent run is ended.** A sweep's parent run carries the sweeper's
   host, pid and a heartbeat too (:func:`parent_heartbeat`); the next sweep or job in the
-  experiment (:func:`emergence.contract.store.end_dead_runs`) marks it KILLED, so
+  experiment (:func:`emergence.common.store.end_dead_runs`) marks it KILLED, so
   ``kill -9`` of a sweep leaves no run RUNNING for good.
 - **A run is complete or marked.** Params, metrics and artifacts are written into the
   claimed run and it is tagged ``emergence.status = complete`` last, then FINISHED;
@@ -57,12 +57,11 @@ from typing import TYPE_CHECKING, Dict, Iterable, Mapping, Optional, Tuple
 
 from omegaconf import DictConfig, OmegaConf
 
-from emergence.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON, CONFIG_ARTIFACT, CONFIG_HASH_TAG,
-                                ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC,
-                                KIND_TAG, MODEL_TAG, NOTE_TAG, NULL_FREE_IDENTITY_KEYS, PARENT_TAG, PID_TAG,
-                                PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG,
-                                THROUGHPUT_PARAMS, count_metric, fraction_metric, parse_metric)
-from emergence.contract.store import (Heartbeat, StoreError, claim_alive, drop_artifacts, end_dead_runs,
+from emergence.common.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON, CONFIG_ARTIFACT, CONFIG_HASH_TAG,
+    ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC, KIND_TAG, MODEL_TAG,
+    NOTE_TAG, NULL_FREE_IDENTITY_KEYS, PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE,
+    STATUS_TAG, SWEEP_TAG, THROUGHPUT_PARAMS, count_metric, fraction_metric, parse_metric)
+from emergence.common.store import (Heartbeat, StoreError, claim_alive, drop_artifacts, end_dead_runs,
                                       failed_before, is_complete, prepare_store, retry, server_timeouts, sqlite_file,
                                       store_io, store_lock)
 from emergence.revisions import Revision
@@ -164,7 +163,7 @@ class Tracker:
         self.heartbeat_s = float(tracking_cfg.heartbeat_s)
         self.stale_after_s = float(tracking_cfg.stale_after_s)
         self.settle_s = float(tracking_cfg.claim_settle_s)
-        #: Seconds a call to a tracking server may go unanswered (emergence/contract/store.py).
+        #: Seconds a call to a tracking server may go unanswered (emergence/common/store.py).
         self.timeout_s = float(getattr(tracking_cfg, "timeout_s", 60.0))
         #: The live run that held the identity at this job's last lost claim (None: done, or won).
         self.last_holder = None

@@ -22,8 +22,8 @@ import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence
 
-from emergence.contract import PARENT_TAG
-from emergence.contract.store import prepare_store, retry, store_lock
+from emergence.common.contract import PARENT_TAG
+from emergence.common.store import prepare_store, retry, store_lock
 
 COPIED_TAG = "emergence.copied_from"
 

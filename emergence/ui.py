@@ -7,7 +7,7 @@
   open on "Model training" in a browser that has not chosen: emergence/ui_app.py) is started on
   ``127.0.0.1`` (port 5000, or the next free one; ``--port``) and waited for (``/health``, at most
   ``--wait`` seconds); for a tracking server, its own UI. Then the runs table and the saved view of
-  the curves are printed, opened on "Model training" (emergence/contract/mlflow_ui.py), and the UI
+  the curves are printed, opened on "Model training" (emergence/common/mlflow_ui.py), and the UI
   runs until Ctrl-C.
 - **The report**: the newest ``report.md`` under ``<home>/outputs/stats/``, its path and its
   opening lines printed (``--open``: also opened in the browser with the runs table).
@@ -30,8 +30,8 @@ import urllib.request
 from pathlib import Path
 from typing import List, Optional
 
-from emergence.contract.mlflow_ui import experiment_url, view_url
-from emergence.contract.paths import emergence_home
+from emergence.common.mlflow_ui import experiment_url, view_url
+from emergence.common.paths import emergence_home
 
 #: Where the last job's store is written down, under ``<home>/outputs``.
 LAST_JOB_FILE = "last_job.json"

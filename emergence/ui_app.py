@@ -3,7 +3,7 @@ in the "Model training" view in a browser that has not chosen one.
 
 MLflow 3.17's UI lands on its GenAI pages (an experiment on its GenAI overview, a run page in the
 "Evaluation runs" mode) unless the browser's localStorage holds the sidebar's switch
-(``mlflow.workflowType_v1``) or the URL carries ``workflowType`` (emergence/contract/mlflow_ui.py):
+(``mlflow.workflowType_v1``) or the URL carries ``workflowType`` (emergence/common/mlflow_ui.py):
 no tag or server setting changes that default. This app is MLflow's (``mlflow.server.fastapi_app``)
 with one addition: the UI's page (``index.html``) first sets that switch to ``machine_learning``
 *where the browser has no value yet*, so that a choice the researcher made in the sidebar stands.
@@ -14,7 +14,7 @@ It is registered as the MLflow app plug-in ``emergence`` (pyproject's ``mlflow.a
 
 from __future__ import annotations
 
-from emergence.contract.mlflow_ui import WORKFLOW_STORAGE_KEY, WORKFLOW_TRAINING
+from emergence.common.mlflow_ui import WORKFLOW_STORAGE_KEY, WORKFLOW_TRAINING
 
 #: Run before the UI's scripts: the "Model training" switch where the browser has none.
 SCRIPT = (f"<script>try{{if(!localStorage.getItem('{WORKFLOW_STORAGE_KEY}'))"

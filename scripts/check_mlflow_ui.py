@@ -52,7 +52,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--window-size=1600,1000"]
 #: How many charts the page has drawn (plotly's plot areas with their traces).
 PLOTS = "return document.querySelectorAll('.js-plotly-plot .scatterlayer .trace').length;"
-#: Columns the runs-table view must show (emergence/contract/mlflow_ui.py, runs_view).
+#: Columns the runs-table view must show (emergence/common/mlflow_ui.py, runs_view).
 RUNS_COLUMNS = ("fraction.bos", "fraction.induction", "count.bos", "count.induction")
 STUDY = ["-m", "model=toy_neox,toy_olmo", "recipe@model.recipe=fast_neox", "model.family=auto", "corpus.n_sequences=64", "stats=false"]
 
@@ -96,7 +96,7 @@ def make_study(home: Path) -> str:
 
 def copy_store(store: Path, work: Path, experiment: str) -> str:
     """A copy of ``store`` with the tags the tool writes (its runs' artifacts stay where they are)."""
-    from emergence.contract.store import prepare_store
+    from emergence.common.store import prepare_store
 
     shutil.copy2(store, work / "mlflow.db")
     uri = f"sqlite:///{work}/mlflow.db"
@@ -178,7 +178,7 @@ def look(browser: Browser, url: str, want: str, view_section: str, shot: Path, t
 
 
 def check_pages(port: int, experiment_id: str, run_id: str, out: Path, work: Path) -> dict:
-    from emergence.contract.mlflow_ui import experiment_url, view_url
+    from emergence.common.mlflow_ui import experiment_url, view_url
 
     section = "Against tokens"
     base = f"http://127.0.0.1:{port}"

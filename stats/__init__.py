@@ -6,7 +6,7 @@ the induction and attention-sink transitions, and is the separation real.
 Definitions follow METHODS section 8; each module states the math it implements.
 
 Stages (one direction; of ``emergence`` this package imports only the model-free run
-contract ``emergence.contract`` and its submodules), each returning a results object
+contract ``emergence.common.contract`` and its submodules), each returning a results object
 (:mod:`stats.results`: fields, ``summary()`` text, ``to_dict()`` derived from the fields):
 
     read       stats.sources (one module per source kind)  -> stats.tracked.TrackedResults
@@ -23,7 +23,7 @@ contract ``emergence.contract`` and its submodules), each returning a results ob
 
 from omegaconf import OmegaConf
 
-from emergence.contract.paths import register_resolvers
+from emergence.common.paths import register_resolvers
 from stats.paths import CONF_DIR, PROJECT_ROOT, emergence_home
 from stats.help import help_text
 from stats.errors import StatsError
@@ -49,7 +49,7 @@ def _help_template() -> str:
     return help_text().replace("$", "$$")  # Hydra's template is a string.Template
 
 
-register_resolvers()  # ${project_root:}, ${emergence_home:} (emergence/contract/paths.py)
+register_resolvers()  # ${project_root:}, ${emergence_home:} (emergence/common/paths.py)
 if not OmegaConf.has_resolver("stats_help"):  # `python -m stats --help` (conf/stats.yaml, hydra.help)
     OmegaConf.register_new_resolver("stats_help", _help_template)
 

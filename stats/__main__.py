@@ -21,8 +21,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 import stats  # noqa: F401  (registers the OmegaConf resolvers of conf/stats.yaml)
-from emergence.contract.checks import discard_run_dir, precheck, run_folder_problem
-from emergence.contract.quiet import quiet_logs, take_verbose_flag
+from emergence.common.checks import discard_run_dir, precheck, run_folder_problem
+from emergence.common.quiet import quiet_logs, take_verbose_flag
 from stats.api import run, summary_line
 from stats.config import StatsConfig, check_config, register_configs
 from stats.errors import StatsError
@@ -57,7 +57,7 @@ def with_run_dir(argv: list) -> list:
 def cli() -> None:
     """``python -m stats``: the command line is composed and checked first (every value of a
     ``-m`` sweep), so a wrong type, a misspelt key or a bad value is one line and exit 2. The
-    libraries' INFO lines are off unless ``-v`` (emergence/contract/quiet.py)."""
+    libraries' INFO lines are off unless ``-v`` (emergence/common/quiet.py)."""
     quiet_logs(take_verbose_flag(sys.argv))
     try:
         precheck(sys.argv[1:], str(CONF_DIR), "stats", StatsConfig, StatsError, check_config)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from emergence.contract.progress import bars_disabled
+from emergence.common.progress import bars_disabled
 
 from stats.config import AnalysisConfig, check_analysis, units_problem
 from stats.errors import StatsError

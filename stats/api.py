@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
-from emergence.contract.storecheck import store_problem
+from emergence.common.storecheck import store_problem
 from stats.analysis import analyse
 from stats.config import SourceConfig, StatsConfig, TrackingConfig, check_analysis
 from stats.errors import StatsError
@@ -33,7 +33,7 @@ def logs_run(conf: StatsConfig) -> bool:
 def check_stores(conf: StatsConfig) -> None:
     """The stores the analysis reads (the source's :attr:`~stats.sources.Source.store_key`, e.g.
     ``source.tracking_uri``) and writes (``tracking.uri``, when ``tracking.log``) can be used, before
-    anything is read (emergence/contract/storecheck.py: a known scheme, a server that answers, a
+    anything is read (emergence/common/storecheck.py: a known scheme, a server that answers, a
     local store that can be written)."""
     checks = []
     key = get_source(conf.source.kind).store_key

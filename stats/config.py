@@ -8,7 +8,7 @@ type fails at composition, naming the key. The same dataclasses are the options 
 Each option's default and constraint (range, choices) sit next to it, in its field and
 ``metadata``, and nowhere else: the YAML files under ``conf/`` set only what differs, and the
 library functions take their keyword defaults from :data:`DEFAULTS`. The schema walker
-emergence/contract/checks.py (torch-free) checks a composed config: :func:`check_config` (the
+emergence/common/checks.py (torch-free) checks a composed config: :func:`check_config` (the
 command line, before any data is read) and :func:`check_analysis` (the library);
 :func:`check_options` checks one options object the library was handed (the verdict rule of
 :func:`stats.curve_analysis.analyse_curve`, a milestone rule). The rules across fields (a
@@ -27,8 +27,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from emergence.contract import head_classes as class_registry  # torch-free: class names and default thresholds
-from emergence.contract.checks import SEED, check, constraint, problem  # torch-free: the schema walker both apps share
+from emergence.common import head_classes as class_registry  # torch-free: class names and default thresholds
+from emergence.common.checks import SEED, check, constraint, problem  # torch-free: the schema walker both apps share
 from stats.sources import get as get_source, kinds as source_kinds
 from stats.errors import StatsError
 from stats.units import UNIT_CHOICES, UNITS, threshold_problem
@@ -42,8 +42,8 @@ FORMATIONS = ("t50", "onset")
 PR_COLUMNS = ("pr", "pr_corrected")
 
 
-#: Constraints shared by several fields (see emergence/contract/checks.py). The head classes are
-#: the registry's, read at each check (:mod:`emergence.contract.head_classes`: a class registered
+#: Constraints shared by several fields (see emergence/common/checks.py). The head classes are
+#: the registry's, read at each check (:mod:`emergence.common.head_classes`: a class registered
 #: after import counts), the choices of every ``*_class`` key.
 CLASS = {"choices": class_registry.names}
 SHARE = {"gt": 0, "lt": 1}
@@ -169,7 +169,7 @@ class PRLeadConfig:
 #: Thresholds applied at analysis time to per-head data, in the unit of the class's column
 #: (``source.units``: x over a uniform head, or a score in [0, 1]): a head is flagged class c when
 #: S_c >= threshold_c. One float field per head class of the registry
-#: (emergence/contract/head_classes/), its default the class's default threshold (the screen's,
+#: (emergence/common/head_classes/), its default the class's default threshold (the screen's,
 #: and the reference study's: ratios; a score column needs its own, in (0, 1]).
 ThresholdsConfig = make_dataclass(
     "ThresholdsConfig", [(name, float, field(default=t)) for name, t in class_registry.default_thresholds().items()],
@@ -371,7 +371,7 @@ def unknown_gap_milestone(milestones) -> Optional[tuple]:
 def check_options(options, where: str, sep: str = ":") -> None:
     """Refuse (one line) a value of ``options`` (a schema dataclass instance the library was handed)
     that its field's constraint refuses: ``{where}{field}={value!r}{sep} must be in (0, 1]`` (or
-    ``valid: [...]``), the constraint read from the schema (:func:`emergence.contract.checks.problem`
+    ``valid: [...]``), the constraint read from the schema (:func:`emergence.common.checks.problem`
     decides, as for the command line)."""
     hints = typing.get_type_hints(type(options))
     for f in dataclasses.fields(options):

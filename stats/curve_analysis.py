@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 from scipy.stats import poisson
 
-from emergence.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
+from emergence.common.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
 from stats.bootstrap import BootstrapResults
 from stats.censoring import Censoring, censoring_from_fit, censoring_from_heads, censoring_without_rise
 from stats.changepoint import ChangePoints, detect_changepoints

@@ -43,8 +43,8 @@ from scipy import stats as sps  # noqa: E402
 
 from tqdm.auto import tqdm  # noqa: E402
 
-from emergence.contract import FRACTION, selectivity_column  # noqa: E402
-from emergence.contract.progress import bars_disabled  # noqa: E402
+from emergence.common.contract import FRACTION, selectivity_column  # noqa: E402
+from emergence.common.progress import bars_disabled  # noqa: E402
 from stats.findings import class_layer_counts  # noqa: E402
 from stats.headviews import circuit_figure, heads_heatmap  # noqa: E402
 from stats.plotstyle import count_axis, format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402

@@ -47,7 +47,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from emergence.contract import flag_column, selectivity_column
+from emergence.common.contract import flag_column, selectivity_column
 from stats.config import DEFAULTS
 from stats.hypotheses import TestResult, clopper_pearson_upper, exceedance_p, layer_floor_test, permutation_spearman
 from stats.pr_lead import first_persistent

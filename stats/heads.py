@@ -37,9 +37,9 @@ from typing import Mapping, Optional
 import numpy as np
 import pandas as pd
 
-from emergence.contract import head_classes
-from emergence.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS, PR_MEAN_METRIC, PRIMARY_COLUMN, column_class,
-                                flag_column, mean_selectivity_metric, selectivity_column)
+from emergence.common import head_classes
+from emergence.common.contract import (FIRST_TOKEN_COLUMN, HEAD_KEY_COLUMNS, PR_COLUMNS, PR_MEAN_METRIC,
+    PRIMARY_COLUMN, column_class, flag_column, mean_selectivity_metric, selectivity_column)
 from stats.errors import StatsError
 from stats.tracked import CONTINUOUS_COLUMNS, CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens
 from stats.units import AUTO, UNITS, detect_unit, threshold_problem

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import LogNorm
 
-from emergence.contract import selectivity_column
+from emergence.common.contract import selectivity_column
 from stats.plotstyle import format_tokens, save, token_axis
 
 #: Rows of a heads heatmap at most (the heads that cross first).

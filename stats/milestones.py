@@ -29,7 +29,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from emergence.contract import selectivity_column
+from emergence.common.contract import selectivity_column
 from stats.config import MilestoneRuleConfig, check_milestone_rules, check_options
 from stats.heads import class_counts
 from stats.results import HEAD_CLASS_KEY, Results

@@ -1,11 +1,11 @@
 """Where ``stats`` finds its config tree and writes its outputs (a leaf: imports no module of ``stats``; the output home is
-:mod:`emergence.contract.paths`, shared with ``emergence``)."""
+:mod:`emergence.common.paths`, shared with ``emergence``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from emergence.contract.paths import PROJECT_ROOT, emergence_home  # noqa: F401  (shared with emergence)
+from emergence.common.paths import PROJECT_ROOT, emergence_home  # noqa: F401  (shared with emergence)
 
 #: The config tree holding ``stats.yaml`` and ``source/``: ``stats/conf`` in an installed
 #: copy (the wheel ships them there), else the checkout's top-level ``conf/``.

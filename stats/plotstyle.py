@@ -20,7 +20,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from emergence.contract.tokenaxis import ReadableLogLocator, share_axis, token_axis  # noqa: E402,F401  (re-exported)
+from emergence.common.tokenaxis import ReadableLogLocator, share_axis, token_axis  # noqa: E402,F401  (re-exported)
 from stats.units import format_tokens  # noqa: E402,F401  (re-exported for the figures)
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # its font subsetting logs INFO lines for every PDF

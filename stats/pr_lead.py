@@ -37,7 +37,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from emergence.contract import flag_column, selectivity_column
+from emergence.common.contract import flag_column, selectivity_column
 from stats.config import DEFAULTS
 from stats.hypotheses import TestResult, sign_test
 from stats.results import Results

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from emergence.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
-from emergence.contract.store import log_run
+from emergence.common.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
+from emergence.common.store import log_run
 from stats.units import format_number, format_threshold, format_tokens, get_unit
 
 
@@ -494,7 +494,7 @@ def metric_key(name: str) -> str:
 def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional[str], experiment: str,
                   params: Optional[dict] = None) -> str:
     """Log the output folder and headline metrics as one MLflow run, through the store both apps
-    write with (:func:`emergence.contract.store.log_run`: prepared under its lock, retried on a
+    write with (:func:`emergence.common.store.log_run`: prepared under its lock, retried on a
     locked SQLite file, an I/O failure one line); return its id."""
     # Named after what it analysed: the models, the classes, and the source (experiment or file).
     models = sorted({c["model"] for c in summary["curves"]})

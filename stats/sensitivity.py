@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from emergence.contract import selectivity_column
+from emergence.common.contract import selectivity_column
 from stats.gaps import fitted_gap
 from stats.heads import class_counts
 from stats.parallel import map_tasks, seeded_analysis

@@ -41,7 +41,7 @@ import pandas as pd
 from scipy.special import expit
 from scipy.stats import norm
 
-from emergence.contract import flag_column, selectivity_column
+from emergence.common.contract import flag_column, selectivity_column
 from stats.bootstrap import simulate_counts
 from stats.errors import StatsError
 from stats.models.logistic import LN9

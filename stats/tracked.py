@@ -34,7 +34,8 @@ from typing import Iterator, Optional
 import numpy as np
 import pandas as pd
 
-from emergence.contract import SEED_KINDS, RunSeed, flag_column, head_classes, selectivity_column
+from emergence.common.contract import SEED_KINDS, RunSeed, flag_column, selectivity_column
+from emergence.common import head_classes
 from stats.errors import StatsError
 from stats.results import Results
 
@@ -159,7 +160,7 @@ class TrackedResults(Results):
     #: (model, revision) -> the revision's index among its model's known revisions (the runs'
     #: ``registry_index`` param, its written name; empty for CSV input): which screened revisions are adjacent checkpoints.
     known_index: dict = field(default_factory=dict)
-    #: model name in the tables -> its :class:`emergence.contract.RunSeed` (training run of a seed
+    #: model name in the tables -> its :class:`emergence.common.contract.RunSeed` (training run of a seed
     #: suite: seed, kind, group), for the models that are one run of a seed suite; the pooling of
     #: :mod:`stats.pooling` groups them by ``group``. Empty without seeds.
     seeds: dict = field(default_factory=dict)

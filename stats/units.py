@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from emergence.contract.units import format_tokens  # noqa: F401  (the one token formatter, re-exported)
+from emergence.common.units import format_tokens  # noqa: F401  (the one token formatter, re-exported)
 
 #: ``source.units.<class>``: decide the unit from the source, then from the values.
 AUTO = "auto"

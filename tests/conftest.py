@@ -15,6 +15,12 @@ import signal
 
 import pytest
 
+# Under pytest-xdist (``-n 2``) each worker shares the cores with the others: one BLAS / OpenMP
+# thread each (set before numpy or torch is imported), so that the workers do not oversubscribe
+# the machine. A command a test runs inherits it; a toy's training sets its own threads.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(key, "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")

@@ -56,7 +56,7 @@ def all_runs(uri: str, experiment: str = EXPERIMENT, view: str = "active"):
     import mlflow
     from mlflow.entities import ViewType
 
-    from emergence.contract.store import retry, store_lock
+    from emergence.common.store import retry, store_lock
 
     with store_lock(uri):
         client = mlflow.MlflowClient(uri)

@@ -133,24 +133,24 @@ def test_the_import_graph_has_no_cycles():
         " <-> ".join(c) + "\n    " + "; ".join(f"{a} -> {b}" for a in c for b in sorted(GRAPH[a] & set(c))) for c in found)
 
 
-def test_stats_imports_only_the_contract_of_emergence():
+def test_stats_imports_only_the_common_layer_of_emergence():
     bad = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if m.split(".")[0] == "stats"
-                 for t in targets if t.split(".")[0] == "emergence" and t.split(".")[:2] != ["emergence", "contract"])
-    assert not bad, "stats reaches past emergence.contract:\n" + "\n".join(bad)
+                 for t in targets if t.split(".")[0] == "emergence" and t.split(".")[:2] != ["emergence", "common"])
+    assert not bad, "stats reaches past emergence.common:\n" + "\n".join(bad)
 
 
-def test_the_contract_imports_nothing_else_of_the_project():
-    bad = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if m.startswith("emergence.contract")
-                 for t in targets if not t.startswith("emergence.contract") and t != "emergence")
-    assert not bad, "emergence.contract imports past itself:\n" + "\n".join(bad)
+def test_the_common_layer_imports_nothing_else_of_the_project():
+    bad = sorted(f"{m} -> {t}" for m, targets in GRAPH.items() if m.startswith("emergence.common")
+                 for t in targets if not t.startswith("emergence.common") and t != "emergence")
+    assert not bad, "emergence.common imports past itself:\n" + "\n".join(bad)
 
 
-def test_the_contract_and_stats_import_torch_only_inside_functions():
-    """``emergence.contract`` and ``stats`` are torch-free at import: a head class's ``targets`` may
+def test_the_common_layer_and_stats_import_torch_only_inside_functions():
+    """``emergence.common`` and ``stats`` are torch-free at import: a head class's ``targets`` may
     import torch when it is called, nothing imports it at a module's top level."""
     bad = []
     for module, path in MODULES.items():
-        if not (module.startswith("emergence.contract") or module.split(".")[0] == "stats"):
+        if not (module.startswith("emergence.common") or module.split(".")[0] == "stats"):
             continue
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -171,14 +171,14 @@ def test_no_function_is_longer_than_the_limit():
 
 
 def test_one_registry_class_holds_every_plug_in_table():
-    """Every table of plug-ins by name is an ``emergence.contract.plugins.Registry``: no other class
+    """Every table of plug-ins by name is an ``emergence.common.plugins.Registry``: no other class
     named as a registry, and no module keeps a registry dict of its own (``_REGISTRY``) beside it."""
     others, dicts = [], []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and "registry" in node.name.lower() \
-                    and module != "emergence.contract.plugins":
+                    and module != "emergence.common.plugins":
                 others.append(f"{module}.{node.name}")
         for node in tree.body:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
@@ -217,8 +217,8 @@ def test_a_job_resolves_its_model_only_in_its_plans_builder():
 
 def test_the_graph_sees_the_imports_it_should():
     """The walker itself: known edges of the flow are found (a graph of no edges has no cycles)."""
-    assert "emergence.contract" in GRAPH["stats.tracked"]
-    assert "emergence.contract.store" in GRAPH["emergence.tracking"]
+    assert "emergence.common.contract" in GRAPH["stats.tracked"]
+    assert "emergence.common.store" in GRAPH["emergence.tracking"]
     assert any(t.startswith("emergence.screens") for t in GRAPH["emergence.screening"] | GRAPH["emergence.job"])
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from emergence import EmergenceError
-from emergence.contract.plugins import Registry, external_entries, package_entries
+from emergence.common.plugins import Registry, external_entries, package_entries
 
 #: dtype names a model config may ask for besides ``auto``.
 DTYPE_NAMES = ("float32", "bfloat16", "float16")

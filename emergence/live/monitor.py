@@ -43,7 +43,7 @@ from types import SimpleNamespace
 from typing import Callable, List, Optional
 
 from emergence.adapters import adapter_for
-from emergence.contract import INDUCTION_LOSS_METRIC, PROBE_PARAM, count_metric
+from emergence.common.contract import INDUCTION_LOSS_METRIC, PROBE_PARAM, count_metric
 from emergence.live.checkpoints import CheckpointFolder
 from emergence.live.detector import Observation
 from emergence.live.schedule import SCHEDULES, Decision

@@ -31,8 +31,8 @@ import mlflow
 from omegaconf import OmegaConf
 
 from emergence import catalog
-from emergence.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG, TOKENS_METRIC,
-                                TOKENS_TAG)
+from emergence.common.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG,
+    TOKENS_METRIC, TOKENS_TAG)
 from emergence.revisions import Revision
 from emergence.screening import run_params, sweep_id
 from emergence.tracking import ClaimLost, Tracker, config_hash

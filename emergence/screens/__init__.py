@@ -5,7 +5,7 @@
 reducers, they run in one forward pass over the probe, and the per-head table and
 whole-model metrics come back (with the recipe's group ablation when configured).
 
-Every registered head class (:mod:`emergence.contract.head_classes`) is computed, flagged and
+Every registered head class (:mod:`emergence.common.head_classes`) is computed, flagged and
 counted in every run; ``screen.classes`` only chooses what is printed, and is logged
 as a param. A class without a ``screen.thresholds`` entry uses its registry default.
 The screen config is checked against its schema first (emergence/config.py ``check_screen``).
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from emergence.config import check_screen
-from emergence.contract import LOGGED_CLASSES_PARAM, PR_INDUCTION_MEAN_METRIC, selectivity_column
+from emergence.common.contract import LOGGED_CLASSES_PARAM, PR_INDUCTION_MEAN_METRIC, selectivity_column
 from emergence.loading import matmul_precision
 from emergence.screens.base import Reducer, ScreenPart, run_pass
 from emergence.screens.classify import all_thresholds, class_metrics, computed_classes, head_table

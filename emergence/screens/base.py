@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from emergence.contract.progress import bars_disabled
+from emergence.common.progress import bars_disabled
 
 from emergence.adapters import ArchitectureAdapter
 from emergence.loading import matmul_precision

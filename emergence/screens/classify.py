@@ -6,7 +6,7 @@ Whole-model fraction of c = flagged heads / all heads.
 
 Every class with a selectivity column (every registered class: the reducers compute
 them all) gets its flags and metrics, whatever ``screen.classes`` says: that list
-only chooses what is printed. Names of metrics and columns: :mod:`emergence.contract`.
+only chooses what is printed. Names of metrics and columns: :mod:`emergence.common.contract`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Dict, List, Mapping
 import numpy as np
 import pandas as pd
 
-from emergence.contract import head_classes
-from emergence.contract import (FIRST_TOKEN_COLUMN, MEAN_FIRST_TOKEN_METRIC, N_HEADS_TOTAL_METRIC, PRIMARY_COLUMN,
-                                column_class, count_metric, flag_column, fraction_metric, layer_count_metric,
-                                mean_selectivity_metric, selectivity_column)
+from emergence.common import head_classes
+from emergence.common.contract import (FIRST_TOKEN_COLUMN, MEAN_FIRST_TOKEN_METRIC, N_HEADS_TOTAL_METRIC,
+    PRIMARY_COLUMN, column_class, count_metric, flag_column, fraction_metric, layer_count_metric,
+    mean_selectivity_metric, selectivity_column)
 
 
 def all_thresholds(thresholds: Mapping[str, float]) -> Dict[str, float]:

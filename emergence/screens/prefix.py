@@ -33,7 +33,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from emergence.contract.progress import bars_disabled
+from emergence.common.progress import bars_disabled
 
 from emergence import families
 from emergence.screens.attention import screen_attention

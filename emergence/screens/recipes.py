@@ -22,7 +22,7 @@ import numpy as np
 
 from emergence import EmergenceError
 from emergence.config import SCREEN_RECIPES
-from emergence.contract import selectivity_column
+from emergence.common.contract import selectivity_column
 from emergence.screens.ablation import group_ablation, parse_heads
 from emergence.screens.base import Reducer, rows_for
 from emergence.screens.continuous import InductionLossReducer

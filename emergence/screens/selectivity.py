@@ -1,5 +1,5 @@
 r"""The selectivity screen (METHODS section 5), reduced layer by layer, for every
-registered head class (:mod:`emergence.contract.head_classes`).
+registered head class (:mod:`emergence.common.head_classes`).
 
 For a class c with target keys T_c(q) over queries Q_c, and A[q, k] the attention of
 query q on key k <= q,
@@ -50,11 +50,11 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from emergence.contract import head_classes
-from emergence.contract import FIRST_TOKEN_COLUMN, selectivity_column
-from emergence.contract.head_classes import HeadClass, local
-from emergence.contract.head_classes.duplicate_token import earlier_copies
-from emergence.contract.head_classes.induction import targets as induction_targets_mask
+from emergence.common import head_classes
+from emergence.common.contract import FIRST_TOKEN_COLUMN, selectivity_column
+from emergence.common.head_classes import HeadClass, local
+from emergence.common.head_classes.duplicate_token import earlier_copies
+from emergence.common.head_classes.induction import targets as induction_targets_mask
 from emergence.screens.base import Reducer, ScreenPart, accumulator
 
 

@@ -34,7 +34,7 @@ and it may hold p or p+1. Key 0 is a target of ``bos`` only and never in the
 baseline. A uniform head over the T keys scores 1.
 
 The table is the study's own, for its six classes (:data:`STUDY_CLASSES`). Any other
-registered head class (:mod:`emergence.contract.head_classes`) is measured the same way from its
+registered head class (:mod:`emergence.common.head_classes`) is measured the same way from its
 own targets at the query q = T-1 (its key-0 policy applied): K_c(n) = its target keys
 in row T-1 of sequence n, S_c the sequences with at least one, over the same baseline.
 
@@ -62,8 +62,8 @@ import numpy as np
 import torch
 
 from emergence import EmergenceError
-from emergence.contract import head_classes
-from emergence.contract import FIRST_TOKEN_COLUMN, selectivity_column
+from emergence.common import head_classes
+from emergence.common.contract import FIRST_TOKEN_COLUMN, selectivity_column
 from emergence.screens.base import Reducer, ScreenPart, accumulator
 from emergence.screens.selectivity import class_masks
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from emergence import EmergenceError
-from emergence.contract.plugins import Registry, external_entries, package_entries
+from emergence.common.plugins import Registry, external_entries, package_entries
 from emergence.revisions import Revision
 
 
@@ -168,7 +168,7 @@ class ModelSource:
         return 0
 
     def run_seed(self, model):
-        """Which training run of a seed suite ``model`` is (an :class:`emergence.contract.RunSeed`,
+        """Which training run of a seed suite ``model`` is (an :class:`emergence.common.contract.RunSeed`,
         logged with every run and pooled by ``stats``); None for a model of one run (default)."""
         return None
 

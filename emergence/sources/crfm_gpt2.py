@@ -24,7 +24,7 @@ from typing import Dict, List, Sequence
 
 from emergence import EmergenceError
 from emergence import revisions as rv
-from emergence.contract import RunSeed
+from emergence.common.contract import RunSeed
 from emergence.sources import model_get
 from emergence.sources._hub import HubSource
 

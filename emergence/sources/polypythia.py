@@ -21,7 +21,7 @@ all, only ``.gitattributes``).
 
 One config picks a run: ``model=polypythia model.size=160m model.seed=3`` (``model.seed_kind``
 defaults to ``both``), and ``-m model=polypythia model.size=160m model.seed=1,2,3`` sweeps the
-seeds, one job per (seed, revision). Every run logs :class:`emergence.contract.RunSeed`: ``seed``,
+seeds, one job per (seed, revision). Every run logs :class:`emergence.common.contract.RunSeed`: ``seed``,
 ``seed_kind`` and ``seed_group`` (the model name, ``polypythia_<size>``: the runs ``stats`` pools).
 """
 
@@ -31,7 +31,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from emergence import EmergenceError
 from emergence import revisions as rv
-from emergence.contract import SEED_KINDS, RunSeed
+from emergence.common.contract import SEED_KINDS, RunSeed
 from emergence.sources import model_get
 from emergence.sources.pythia import PYTHIA_TOKENS_PER_STEP, PythiaSource, pythia_revisions
 

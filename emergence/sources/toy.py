@@ -17,8 +17,8 @@ from typing import Dict, List, Optional, Sequence
 from emergence import EmergenceError
 from emergence import revisions as rv
 from emergence import toy  # (torch-free: the package imports its trainer only when one of these is used)
-from emergence.contract import RunSeed, recipe_seed
-from emergence.contract.storecheck import folder_problem
+from emergence.common.contract import RunSeed, recipe_seed
+from emergence.common.storecheck import folder_problem
 from emergence.sources import Location, ModelLimits, ModelSource, model_get
 from emergence.toy.recipe import estimated_training_seconds
 
@@ -95,7 +95,7 @@ class ToySource(ModelSource):
 
     def run_seed(self, model) -> RunSeed:
         """Every toy suite is one training run of its group (the model name), seeded by the recipe's
-        ``seed``, ``data_seed`` and ``init_seed`` (:func:`emergence.contract.recipe_seed`)."""
+        ``seed``, ``data_seed`` and ``init_seed`` (:func:`emergence.common.contract.recipe_seed`)."""
         recipe = model.recipe
         return recipe_seed(str(model.name), model_get(recipe, "seed", 0), model_get(recipe, "data_seed"),
                            model_get(recipe, "init_seed"))

@@ -60,7 +60,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from emergence import EmergenceError, OutputError
-from emergence.contract.progress import bars_disabled, stage_line
+from emergence.common.progress import bars_disabled, stage_line
 from emergence.toy.corpus import ToyCorpus, check_training_corpus
 from emergence.toy.models import build_model, check_recipe
 from emergence.toy.recipe import ToyRecipeConfig, data_seed

@@ -206,7 +206,7 @@ class RevisionSweeper(BasicSweeper):
         """The store, the experiment and the sweep's parent run of each group exist before any job
         starts; the parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended
         later). Returns (group -> parent, job -> parent, the heartbeats); exit 1 when a store fails."""
-        from emergence.contract.store import StoreError  # (when the sweeper runs: see the module notes)
+        from emergence.common.store import StoreError  # (when the sweeper runs: see the module notes)
         from emergence.tracking import parent_heartbeat, start_parent
 
         parents: Dict[tuple, str] = {}
@@ -244,7 +244,7 @@ class RevisionSweeper(BasicSweeper):
         store and experiment (emergence/parent_run.py), the summary (as a single job's:
         emergence/console.py), then, when jobs failed, one stderr line naming them and exit 1."""
         from emergence.console import print_summary  # (when the sweeper runs: see the module notes)
-        from emergence.contract.store import StoreError
+        from emergence.common.store import StoreError
         from emergence.parent_run import log_figures
 
         results = outcome.results()

@@ -3,7 +3,7 @@
 A source kind (``source.kind``) is one way to read tracked results into a
 :class:`stats.tracked.TrackedResults`. Each module of this package defines one, as
 ``SOURCE = Source(...)``; the table :data:`SOURCES` (a
-:class:`~emergence.contract.plugins.Registry`, as every plug-in table) discovers them on first use,
+:class:`~emergence.common.plugins.Registry`, as every plug-in table) discovers them on first use,
 and :func:`register` adds one from elsewhere.
 Everything that knows the kinds reads this registry: the schema's choices of
 ``source.kind`` (:mod:`stats.config`), ``python -m stats --help``, :func:`read_source`.
@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Optional, Tuple
 
 import pandas as pd
 
-from emergence.contract.plugins import Registry, package_entries
+from emergence.common.plugins import Registry, package_entries
 from stats.errors import StatsError
 
 

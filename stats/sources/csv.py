@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from emergence.contract import head_classes
+from emergence.common import head_classes
 from stats.errors import StatsError
 from stats.sources import Source, needs_path, path_logged, read_table, resolved
 from stats.tracked import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens, empty_table, label_seeds
@@ -76,7 +76,7 @@ def read_csv(path) -> TrackedResults:
 
 def check_classes(classes: pd.Series, where: str) -> None:
     """Refuse (one line) a class name that is not a head class of the registry
-    (emergence/contract/head_classes/): the row, the name, the valid ones."""
+    (emergence/common/head_classes/): the row, the name, the valid ones."""
     valid = head_classes.names()
     bad = ~classes.isin(valid)
     if bad.any():

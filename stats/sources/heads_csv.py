@@ -14,7 +14,8 @@ import difflib
 import sys
 from pathlib import Path
 
-from emergence.contract import FIRST_TOKEN_COLUMN, PR_COLUMNS, PRIMARY_COLUMN, column_class, head_classes
+from emergence.common.contract import FIRST_TOKEN_COLUMN, PR_COLUMNS, PRIMARY_COLUMN, column_class
+from emergence.common import head_classes
 from stats.errors import StatsError
 from stats.heads import (HEADS_OPTIONAL, HEADS_REQUIRED, continuous_from_heads, corpus_map, counts_from_heads,
                          flag_heads, normalise_heads, thresholds_dict, with_units)

@@ -1,8 +1,8 @@
 """Source kind ``mlflow``: the screen runs of an MLflow experiment (the store emergence writes).
 
 The names of what a run logs (metrics, params, tags, ``heads.csv`` columns) and a run's
-identity come from the run contract, :mod:`emergence.contract`; the head classes from the
-registry :mod:`emergence.contract.head_classes` (neither imports model code).
+identity come from the run contract, :mod:`emergence.common.contract`; the head classes from the
+registry :mod:`emergence.common.head_classes` (neither imports model code).
 
 Rules: only runs tagged ``emergence.status = complete`` are read (configurable); runs are
 keyed on (model, revision, probe, seed) (:func:`read_mlflow`): several runs of one key are
@@ -24,30 +24,12 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from emergence.contract import (
-    CONTINUOUS_METRICS,
-    COUNT,
-    HEAD_KEY_COLUMNS,
-    HEADS_ARTIFACT,
-    LAYER_COUNT,
-    MEAN_SELECTIVITY,
-    MODEL_PARAM,
-    N_HEADS_PARAM,
-    N_HEADS_TOTAL_METRIC,
-    N_LAYERS_PARAM,
-    PRETRAINING_CORPUS_PARAM,
-    KNOWN_INDEX_PARAM,
-    STATUS_COMPLETE,
-    STATUS_TAG,
-    SWEEP_TAG,
-    TOKENS_PARAM,
-    RunIdentity,
-    RunSeed,
-    head_classes,
-    parse_metric,
-    probe_kind,
-)
-from emergence.contract.store import sqlite_file
+from emergence.common.contract import (CONTINUOUS_METRICS, COUNT, HEAD_KEY_COLUMNS, HEADS_ARTIFACT, LAYER_COUNT,
+    MEAN_SELECTIVITY, MODEL_PARAM, N_HEADS_PARAM, N_HEADS_TOTAL_METRIC, N_LAYERS_PARAM, PRETRAINING_CORPUS_PARAM,
+    KNOWN_INDEX_PARAM, STATUS_COMPLETE, STATUS_TAG, SWEEP_TAG, TOKENS_PARAM, RunIdentity, RunSeed, parse_metric,
+    probe_kind)
+from emergence.common import head_classes
+from emergence.common.store import sqlite_file
 from stats.errors import StatsError
 from stats.heads import normalise_heads, selectivity_columns, with_units
 from stats.sources import Source
@@ -95,16 +77,16 @@ def read_mlflow(
     ``emergence.status`` tag equals it (None: all). ``read_heads`` downloads each
     run's ``heads.csv`` artifact for the per-head analyses.
 
-    Runs are points of curves by their identity (:class:`emergence.contract.RunIdentity`):
+    Runs are points of curves by their identity (:class:`emergence.common.contract.RunIdentity`):
     model, revision, probe and seed. Several runs of one point (a ``screen=bos`` run after a
     ``screen=all`` one, a forced rerun) are combined: per metric and per ``heads.csv``
     column, the newest run that has it (so an old run that logged only ``count.bos``
     loses nothing), with a note. A model screened on several probes gets one set of
     curves per probe, named ``<model> [<corpus kind>]`` (``[<probe key>]`` when two
     probes share a kind), and one per training run when it is a seed suite (the runs'
-    ``seed`` params, :func:`emergence.contract.run_seed`), named ``<model> [seed 3]``. Runs
+    ``seed`` params, :func:`emergence.common.contract.run_seed`), named ``<model> [seed 3]``. Runs
     of one model and probe measured with different screen settings
-    (:func:`emergence.contract.measure_key`: the recipe, the local window, ...) are refused
+    (:func:`emergence.common.contract.measure_key`: the recipe, the local window, ...) are refused
     in one line.
     """
     client = _client(tracking_uri)

@@ -86,7 +86,7 @@ def test_plain_run_prints_the_table_and_the_ui_command(checkpoints, tmp_path):
     assert "BOS frac" in proc.stdout and "step1000" in proc.stdout
     assert f"mlflow ui --backend-store-uri sqlite:///{store}/mlflow.db" in proc.stdout
     (run,) = runs(store)
-    # screen=bos reports bos only, but the run logs every class (emergence/contract/)
+    # screen=bos reports bos only, but the run logs every class (emergence/common/)
     assert "fraction.bos" in run.data.metrics and "fraction.induction" in run.data.metrics
     assert run.data.params["screen.classes"] == '["bos"]'
 

@@ -1,7 +1,7 @@
 """MLflow as a researcher lands on it (issue 24, point 7), on a real SQLite store.
 
 After ``python -m emergence`` (tiny local checkpoints, no training): the experiment carries
-the tags the MLflow UI reads (emergence/contract/mlflow_ui.py: kind, primary metric, the saved view
+the tags the MLflow UI reads (emergence/common/mlflow_ui.py: kind, primary metric, the saved view
 of the curves against tokens, in the form the UI parses); the job's parent run holds every
 screen run (``mlflow.parentRunId``), the curves ``fraction.<class>.<model>`` at step =
 tokens with the screen runs' values, and its figures; a rerun that finds every run finished adds
@@ -63,7 +63,7 @@ def assert_figures(client, run_id, tmp_path):
 def test_the_job_lands_in_mlflow_with_its_view_parent_run_curves_and_figures(checkpoints, tmp_path):
     import mlflow
 
-    from emergence.contract.mlflow_ui import VIEW_KEY, VIEW_NAME, VIEW_STAMP, VIEW_TAG
+    from emergence.common.mlflow_ui import VIEW_KEY, VIEW_NAME, VIEW_STAMP, VIEW_TAG
 
     store, work = tmp_path / "store", tmp_path / "work"
     work.mkdir()
@@ -178,8 +178,8 @@ def test_a_sweep_over_two_models_opens_one_parent_per_model_tagged_with_it(check
 def test_an_experiment_made_before_gets_the_tags_and_keeps_a_view_saved_over_in_the_ui(tmp_path):
     import mlflow
 
-    from emergence.contract.mlflow_ui import VIEW_TAG, view_tag_value
-    from emergence.contract.store import prepare_store
+    from emergence.common.mlflow_ui import VIEW_TAG, view_tag_value
+    from emergence.common.store import prepare_store
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = mlflow.MlflowClient(uri)

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from emergence.contract.store import artifact_location, local_store_dir
+from emergence.common.store import artifact_location, local_store_dir
 
 
 @pytest.mark.parametrize("layers, heads, printed", [(6, 8, True), (2, 2, False)])
@@ -96,7 +96,7 @@ def test_a_moved_study_reads_back_after_relocate(tmp_path):
     new = tmp_path / "moved" / "study"
     shutil.copytree(old, new)
     shutil.rmtree(old)
-    proc = commands.run([sys.executable, "-m", "emergence.contract", "relocate", str(new / "mlflow.db"),
+    proc = commands.run([sys.executable, "-m", "emergence.common", "relocate", str(new / "mlflow.db"),
                            "--from", str(old)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "relocated 4 artifact location(s)" in proc.stdout  # 1 experiment + 3 runs

@@ -162,7 +162,7 @@ def test_heartbeat_refreshes_the_claim(tmp_path):
 
 
 def test_writes_retry_on_a_locked_database():
-    from emergence.contract.store import retry
+    from emergence.common.store import retry
 
     calls = []
 
@@ -192,7 +192,7 @@ def test_a_store_held_open_by_another_writer_still_takes_writes(tmp_path):
 
 
 def test_prepare_store_repairs_an_interrupted_migration(tmp_path):
-    from emergence.contract.store import prepare_store
+    from emergence.common.store import prepare_store
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     prepare_store(uri, "one")

@@ -14,7 +14,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 from safetensors.torch import load_file
 
-from emergence import contract as C
+from emergence.common import contract as C
 from emergence.toy import as_recipe, checkpoint_schedule, ensure_trained, suite_folder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import time
 
 import mlflow
 
-from emergence.contract.mlflow_ui import experiment_url
+from emergence.common.mlflow_ui import experiment_url
 from servers import free_port
 
 def test_ui_starts_on_the_last_jobs_store_and_prints_the_latest_report(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """Validation before work (issue 12, point 3): every value a user can set is checked against
-its schema's constraints (emergence/config.py, walked by emergence/contract/checks.py), and the
+its schema's constraints (emergence/config.py, walked by emergence/common/checks.py), and the
 cross-field checks run in ``emergence.preflight.validate``, before any model is loaded or trained:
 exit status 2 and one stderr line naming the value and the valid choices.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from emergence.config import EmergenceConfig
-from emergence.contract.checks import constrained_fields
+from emergence.common.checks import constrained_fields
 import commands
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -278,7 +278,7 @@ def test_an_unreachable_server_is_refused_within_the_timeout(cli):
 def test_a_read_only_store_folder_is_one_line_before_any_work(cli, tmp_path):
     """A study folder one cannot write in (48 lines of traceback before): refused before anything
     is loaded, naming the folder and the cause; the store in it is left as it was."""
-    from emergence.contract.store import prepare_store
+    from emergence.common.store import prepare_store
 
     folder = tmp_path / "study"
     prepare_store(f"sqlite:///{folder}/mlflow.db", "emergence")
@@ -355,7 +355,7 @@ def test_help_cfg_and_a_good_sweep_value_still_work(monkeypatch, capsys):
     with pytest.raises(SystemExit) as info:
         entry()
     assert info.value.code == 0
-    from emergence.contract.checks import command_overrides, sweep_variants
+    from emergence.common.checks import command_overrides, sweep_variants
 
     assert command_overrides(["-m", "--cfg", "job", "a=1,2", "hydra/launcher=joblib"]) == (["a=1,2", "hydra/launcher=joblib"], True)
     assert sweep_variants(["a=1,2", "b=x", "c=3,4"]) == [["a=1", "b=x", "c=3"], ["a=2", "b=x", "c=3"], ["a=1", "b=x", "c=4"]]
@@ -397,7 +397,7 @@ def test_a_bad_group_option_file_is_one_line_naming_the_file_and_key(tmp_path):
 
     from emergence import EmergenceError
     from emergence.catalog import CONF_DIR
-    from emergence.contract.checks import precheck
+    from emergence.common.checks import precheck
 
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR, conf)

@@ -1,4 +1,4 @@
-"""The run contract (emergence/contract/), end to end: ``run_job`` screens a tiny model
+"""The run contract (emergence/common/), end to end: ``run_job`` screens a tiny model
 into a temporary MLflow store and the stats reader reads it back by the contract's names.
 Also: a ``screen=bos`` run after ``screen=all`` loses no curve, probes never mix in one
 curve, and runs of one probe measured differently are refused."""
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from tiny_models import save_revisions
-from emergence import contract as C
-from emergence.contract import head_classes
+from emergence.common import contract as C
+from emergence.common import head_classes
 
 pytestmark = pytest.mark.store
 
@@ -168,7 +168,7 @@ def test_the_contract_imports_no_model_code():
     import subprocess
     import sys
 
-    code = ("import sys, emergence.contract, emergence.contract.head_classes; "
+    code = ("import sys, emergence.common.contract, emergence.common.head_classes; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'stats')))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

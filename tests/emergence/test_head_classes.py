@@ -1,4 +1,4 @@
-"""The head-class registry (emergence/contract/head_classes/): the six built-in classes, and a
+"""The head-class registry (emergence/common/head_classes/): the six built-in classes, and a
 seventh added through the registry alone (``register``), as docs/head_classes.md shows:
 the reducer computes it (against a naive loop), the flags, metrics and config defaults
 include it, and the stats reader finds its curve."""
@@ -11,11 +11,11 @@ from omegaconf import OmegaConf
 
 import forced_attention as fa
 from tiny_models import save_revisions, tiny_model
-from emergence import contract as C
-from emergence.contract import head_classes
+from emergence.common import contract as C
+from emergence.common import head_classes
 from emergence.adapters import adapter_for
 from emergence.config import HEAD_CLASSES, ScreenConfig
-from emergence.contract.head_classes import HeadClass
+from emergence.common.head_classes import HeadClass
 from emergence.probes import synthetic_induction
 from emergence.screens import screen
 

@@ -1,4 +1,4 @@
-"""The one mechanism behind every plug-in table (emergence/contract/plugins.py ``Registry``): known
+"""The one mechanism behind every plug-in table (emergence/common/plugins.py ``Registry``): known
 answers for discovery, lazy entries, order, clashes and the one-line error of an unknown name."""
 
 import sys
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from emergence.contract.plugins import Registry
+from emergence.common.plugins import Registry
 
 
 @dataclass(frozen=True)

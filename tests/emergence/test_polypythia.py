@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from emergence import EmergenceError
-from emergence import contract as C
+from emergence.common import contract as C
 from emergence.catalog import compose, model_source, selected_revisions
 from emergence.revisions import Revision
 from emergence.sources import polypythia as pp

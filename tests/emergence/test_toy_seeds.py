@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from omegaconf import OmegaConf
 
-from emergence import contract as C
+from emergence.common import contract as C
 from emergence.catalog import compose, model_source
 from emergence.toy import as_recipe, recipe_hash
 from emergence.toy.corpus import ToyCorpus

@@ -1,5 +1,5 @@
 """Fixtures of the stats tests: a real temporary MLflow store written to the run
-contract (emergence/contract/: the names the screen writes), and a curve CSV
+contract (emergence/common/: the names the screen writes), and a curve CSV
 constructed around the reference study's reported points."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from emergence import contract as C
-from emergence.contract import head_classes
+from emergence.common import contract as C
+from emergence.common import head_classes
 
 CLASSES = head_classes.names()
 

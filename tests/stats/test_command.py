@@ -180,9 +180,9 @@ def test_default_output_dir_is_absolute_under_outputs_stats():
 
 
 def test_stats_never_imports_model_code():
-    """stats reads the run contract and the head-class registry (emergence.contract,
-    emergence.contract.head_classes with its plug-in discovery emergence.contract.plugins; and the schema walker
-    emergence.contract.checks), never the model code."""
+    """stats reads emergence.common: the run contract and the head-class registry (emergence.common.contract,
+    emergence.common.head_classes with its plug-in discovery emergence.common.plugins; and the schema walker
+    emergence.common.checks), never the model code."""
     import json
 
     code = ("import sys, json, stats, stats.analysis, stats.figures, stats.report, stats.__main__; "
@@ -191,4 +191,4 @@ def test_stats_never_imports_model_code():
     proc = commands.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     imported = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert [m for m in imported if m != "emergence" and m.split(".")[:2] != ["emergence", "contract"]] == []
+    assert [m for m in imported if m != "emergence" and m.split(".")[:2] != ["emergence", "common"]] == []

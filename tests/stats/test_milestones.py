@@ -93,8 +93,8 @@ def test_gap_names_must_be_rule_names(tmp_path):
 
 def test_rule_accepts_a_class_registered_after_import():
     """The class list is read from the registry when a rule is checked, not at import."""
-    from emergence.contract import head_classes
-    from emergence.contract.head_classes import HeadClass
+    from emergence.common import head_classes
+    from emergence.common.head_classes import HeadClass
 
     late = HeadClass(name="late_class", threshold=30.0, excludes_key0=True, targets=lambda ids, settings: None)
     with pytest.raises(StatsError, match="head_class='late_class'"):

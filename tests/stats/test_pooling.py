@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from emergence import contract as C
+from emergence.common import contract as C
 from stats.analysis import analyse
 from stats.config import AnalysisConfig
 from stats.sources.csv import read_csv

@@ -1,5 +1,5 @@
 """Validation before work in ``python -m stats`` (issue 12, point 3): every option is checked
-against its schema's constraints (stats/config.py, walked by emergence/contract/checks.py) and the
+against its schema's constraints (stats/config.py, walked by emergence/common/checks.py) and the
 options' cross-checks (stats.config.check_config) before any data is read; bad data files
 (conflicting duplicate rows) are refused in one line too. Exit status 2, one stderr line.
 
@@ -14,7 +14,7 @@ import sys
 import pandas as pd
 import pytest
 
-from emergence.contract.checks import constrained_fields
+from emergence.common.checks import constrained_fields
 from stats.config import StatsConfig
 from test_validation import CLOSED_PORT, case_id, schema_cases  # tests/e2e/test_validation.py (tests/ is on the path)
 import commands

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from emergence.contract import MEAN_FIRST_TOKEN_METRIC
+from emergence.common.contract import MEAN_FIRST_TOKEN_METRIC
 from stats.curve_analysis import analyse_curve
 from stats.config import AnalysisConfig
 from stats.tracked import Curve, TrackedResults

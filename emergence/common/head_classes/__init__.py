@@ -2,7 +2,7 @@
 
 A head class is one attention pattern the screen looks for (METHODS section 5). Each
 module of this package defines one, as ``HEAD_CLASS = HeadClass(...)``; the table
-:data:`HEAD_CLASSES` (a :class:`~emergence.contract.plugins.Registry`) discovers them on first
+:data:`HEAD_CLASSES` (a :class:`~emergence.common.plugins.Registry`) discovers them on first
 use (every module here, in ``order``), and :func:`register` adds
 one from elsewhere (a test, a user's own module). Everything that knows the classes
 derives from this registry: the reducer (``emergence.screens.selectivity``), the
@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Tuple
 
-from emergence.contract.plugins import Registry, package_entries
+from emergence.common.plugins import Registry, package_entries
 
 #: A class name becomes part of metric and column names (``count.<name>``,
 #: ``selectivity.<name>``): lower case letters, digits and underscores, no dots.

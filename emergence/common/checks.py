@@ -384,7 +384,7 @@ def run_folder_problem(argv: Sequence[str], config_dir: str, config_name: str,
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from emergence.contract.storecheck import folder_problem
+    from emergence.common.storecheck import folder_problem
 
     overrides, multirun = command_overrides(argv)
     if overrides is None:

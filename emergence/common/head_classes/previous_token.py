@@ -3,7 +3,7 @@
 T(q) = q-1, for q >= 2 (the query q = 1 would target key 0, which is left out).
 """
 
-from emergence.contract.head_classes import HeadClass
+from emergence.common.head_classes import HeadClass
 
 
 def targets(input_ids, settings):

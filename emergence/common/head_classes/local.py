@@ -5,7 +5,7 @@ T(q) = q-w .. q-2 for the queries q >= w, key 0 left out; w is ``screen.local_wi
 The previous token q-1 is the ``previous_token`` class's.
 """
 
-from emergence.contract.head_classes import HeadClass
+from emergence.common.head_classes import HeadClass
 
 #: The window w when the screen does not set ``local_window``.
 DEFAULT_WINDOW = 4

@@ -17,7 +17,7 @@ key, the URI and the cause, never a traceback minutes later.
   silent connection is the problem. A database server (``postgresql://``, ``mysql://``,
   ``mssql://``) must accept a TCP connection on its port within ``timeout_s``.
 
-Standard library and :mod:`emergence.contract.store` only (``stats`` imports it; no torch, no MLflow
+Standard library and :mod:`emergence.common.store` only (``stats`` imports it; no torch, no MLflow
 unless a URI's scheme is not one of the known ones).
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import urlparse
 
-from emergence.contract.store import ARTIFACTS_DIR, local_store_dir, shown, sqlite_file
+from emergence.common.store import ARTIFACTS_DIR, local_store_dir, shown, sqlite_file
 
 #: The schemes of MLflow 3's tracking-store registry (``''``: a bare path, a file store).
 TRACKING_SCHEMES = ("", "file", "sqlite", "http", "https", "postgresql", "mysql", "mssql", "databricks",

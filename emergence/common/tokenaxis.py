@@ -1,7 +1,7 @@
 """One log-token axis for every figure of both apps (``stats`` figures, the parent run's curves).
 
 Imported only by figure code (it imports matplotlib): ``stats.plotstyle`` and
-``stats.figures.fraction_figures``. Labels come from :func:`emergence.contract.units.format_tokens`
+``stats.figures.fraction_figures``. Labels come from :func:`emergence.common.units.format_tokens`
 (``500K``, ``2M``, ``23B``); the ticks from :class:`ReadableLogLocator`, which never falls back to
 matplotlib's linear ticks (``3.25M3.5M3.75M4M`` on a narrow axis).
 """
@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from emergence.contract.units import format_tokens  # noqa: E402
+from emergence.common.units import format_tokens  # noqa: E402
 
 #: The tick multiples tried on a log axis spanning fewer than two decades, coarsest first.
 NARROW_SUBS = ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))

@@ -1,6 +1,6 @@
-"""``python -m emergence.contract relocate NEW_DB --from OLD_DIR``: after a local SQLite store's
+"""``python -m emergence.common relocate NEW_DB --from OLD_DIR``: after a local SQLite store's
 folder was moved or copied, point its recorded artifact locations at its new folder
-(:func:`emergence.contract.store.relocate_store`)."""
+(:func:`emergence.common.store.relocate_store`)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from emergence.contract.store import relocate_store
+from emergence.common.store import relocate_store
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m emergence.contract",
+        prog="python -m emergence.common",
         description="Point a moved SQLite store's artifact locations at its new folder.")
     parser.add_argument("command", choices=["relocate"])
     parser.add_argument("store", help="the store's database file in its new place, e.g. /new/study/mlflow.db")

@@ -5,8 +5,8 @@ an earlier copy are left out. On the synthetic probe the query n+i attends to ke
 the token that followed the first occurrence: the copy that predicts the next token.
 """
 
-from emergence.contract.head_classes import HeadClass
-from emergence.contract.head_classes.duplicate_token import earlier_copies
+from emergence.common.head_classes import HeadClass
+from emergence.common.head_classes.duplicate_token import earlier_copies
 
 
 def targets(input_ids, settings):

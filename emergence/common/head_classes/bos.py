@@ -4,7 +4,7 @@ T(q) = key 0, for q >= 1. Key 0 is this class's target, so it is not left out
 (``excludes_key0=False``); the baseline is every other visible key.
 """
 
-from emergence.contract.head_classes import HeadClass
+from emergence.common.head_classes import HeadClass
 
 
 def targets(input_ids, settings):

@@ -1,6 +1,6 @@
 """No usage reports to outside hosts by default (MLflow 3, the Hugging Face hub client).
 
-Every process that reads or writes runs imports :mod:`emergence.contract`, which calls
+Every process that reads or writes runs imports :mod:`emergence.common` (the package), which calls
 :func:`telemetry_off_by_default` at import, before MLflow is imported.
 """
 

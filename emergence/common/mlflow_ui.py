@@ -40,8 +40,8 @@ import json
 from typing import Dict, Mapping, Optional
 from urllib.parse import urlencode
 
-from emergence.contract import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, INDUCTION_LOSS_METRIC, KIND_TAG,
-                                MEAN_FIRST_TOKEN_METRIC, MODEL_TAG, REVISION_TAG, TOKENS_METRIC, count_metric, fraction_metric)
+from emergence.common.contract import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, INDUCTION_LOSS_METRIC, KIND_TAG,
+    MEAN_FIRST_TOKEN_METRIC, MODEL_TAG, REVISION_TAG, TOKENS_METRIC, count_metric, fraction_metric)
 
 PRIMARY_METRIC_TAG = "mlflow.experiment.primaryMetric.name"
 PRIMARY_METRIC = fraction_metric("bos")

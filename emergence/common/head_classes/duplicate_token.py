@@ -5,7 +5,7 @@ earlier copy are left out. On the synthetic probe ``[first] a1..an a1..an`` the 
 n+i attends to key i.
 """
 
-from emergence.contract.head_classes import HeadClass
+from emergence.common.head_classes import HeadClass
 
 
 def earlier_copies(input_ids):

@@ -1,22 +1,5 @@
-"""The written contract between screening (``emergence``) and statistics (``stats``): the one
-torch-free home of what both sides agree on.
-
-Both apps import this package; it imports neither (no model code, no torch), and ``stats``
-imports nothing else of ``emergence`` (``tests/test_architecture.py`` walks the imports).
-Its modules:
-
-- this module: the **run contract's names** (below);
-- :mod:`emergence.contract.store`: the MLflow store (layout, lock, migration, retry,
-  relocation, dead runs, one whole run): both apps write MLflow through it;
-- :mod:`emergence.contract.storecheck`: a tracking URI checked before any work;
-- :mod:`emergence.contract.mlflow_ui`: the experiment tags the MLflow UI reads;
-- :mod:`emergence.contract.checks`: the schema checks of a config (constraints next to the
-  fields, one-line errors, the command-line precheck), for both apps' schemas;
-- :mod:`emergence.contract.plugins`: plug-in discovery for the registries;
-- :mod:`emergence.contract.head_classes`: the head classes (name, threshold, targets);
-- :mod:`emergence.contract.telemetry`: no usage reports to outside hosts by default.
-- :mod:`emergence.contract.paths`: where both apps write (``$EMERGENCE_HOME`` or the cwd) and its resolvers;
-- :mod:`emergence.contract.units`: token counts as people write them (``23B``).
+"""The run contract between screening (``emergence``) and statistics (``stats``): the names of
+what a screen run writes and ``stats`` reads, defined once.
 
 Run contract. What a screen run writes and ``stats`` reads, named once here:
 
@@ -49,11 +32,6 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from emergence.contract.telemetry import telemetry_off_by_default
-
-telemetry_off_by_default()
-
-
 # --- tags -----------------------------------------------------------------------------------
 
 #: The run identity's hash (model config, revision, corpus, screen; emergence.tracking.config_hash).
@@ -83,7 +61,7 @@ PARENT_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
 NOTE_TAG = "mlflow.note.content"
 #: Experiment tag of every experiment the tool writes (the screens', the statistics'): a model-development
-#: experiment, not a GenAI one (what the MLflow UI does with it: emergence/contract/mlflow_ui.py).
+#: experiment, not a GenAI one (what the MLflow UI does with it: emergence/common/mlflow_ui.py).
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 #: The tags of a statistics run (``python -m stats``; its :data:`KIND_TAG` is ``stats``): what it

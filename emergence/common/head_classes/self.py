@@ -4,7 +4,7 @@ T(q) = q, for q >= 1 (the query 0 would target key 0, which is left out; at q = 
 baseline is empty, so in practice q >= 2 counts).
 """
 
-from emergence.contract.head_classes import HeadClass
+from emergence.common.head_classes import HeadClass
 
 
 def targets(input_ids, settings):

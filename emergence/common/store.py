@@ -8,7 +8,7 @@ Standard library and MLflow only (no model code, no torch).
   runs' artifacts live beside it, in ``DIR/mlartifacts/<experiment>/``
   (:func:`artifact_location`), whatever the working directory; so the folder ``DIR``
   can be moved or handed on whole, and :func:`relocate_store` (``python -m
-  emergence.contract relocate``) points the recorded absolute artifact locations at
+  emergence.common relocate``) points the recorded absolute artifact locations at
   its new place. With a tracking server the server's own artifact destination is used.
 - **Created and migrated once.** :func:`prepare_store` creates (or upgrades) the store
   and the experiment under a file lock beside a SQLite store (:func:`store_lock`), so
@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Callable, Mapping, Optional
 from urllib.parse import unquote, urlparse
 
-from emergence.contract import (ERROR_TAG, EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, HEARTBEAT_TAG, HOST_TAG, KIND_TAG,
-                                PID_TAG, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG)
-from emergence.contract.mlflow_ui import tags_to_set
+from emergence.common.contract import (ERROR_TAG, EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, HEARTBEAT_TAG, HOST_TAG,
+    KIND_TAG, PID_TAG, RUN_NAME_TAG, STATUS_COMPLETE, STATUS_TAG)
+from emergence.common.mlflow_ui import tags_to_set
 
 #: Name of the artifact folder beside a local store.
 ARTIFACTS_DIR = "mlartifacts"
@@ -316,7 +316,7 @@ def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) ->
                 exp_id = exp.experiment_id
         else:
             exp_id = exp.experiment_id
-        # The tags the MLflow UI reads (emergence/contract/mlflow_ui.py), also on an experiment made before or by
+        # The tags the MLflow UI reads (emergence/common/mlflow_ui.py), also on an experiment made before or by
         # another tool. Only the kind must be written: the primary metric and the saved view are conveniences.
         for key, value in tags_to_set(exp.tags if exp is not None else {EXPERIMENT_KIND_TAG: EXPERIMENT_KIND}).items():
             try:
