@@ -445,7 +445,8 @@ def text_problem(path: Path) -> Optional[str]:
 
 def check_corpus(corpus) -> None:
     """The ``corpus`` group's rules across its fields, before any model is known (a probe against
-    the model's vocabulary and context: emergence/probes.py ``check_probe``): a ``text_file``
+    the model's vocabulary and context: its ``CorpusKind.check``, emergence/probes.py, called by
+    emergence/preflight.py): a ``text_file``
     probe needs a local file, an ``xu2026`` probe a token range and a length its layout fits."""
     check_probe_memory(corpus)
     if corpus.kind == "text_file":

@@ -321,12 +321,6 @@ TEXT_FILE = CorpusKind("text_file", check_text_file, _text_file)
 XU2026 = CorpusKind("xu2026", lambda corpus, limits: xu2026_shape(corpus, limits).note, _xu2026)
 
 
-def check_probe(corpus, limits: Optional[ModelLimits] = None) -> str:
-    """Check the probe a corpus config describes against a model's limits (when given) without
-    building it; returns a note to print ("" if none)."""
-    return CORPUS_KINDS.get(corpus.kind).check(corpus, limits)
-
-
 def build_probe(corpus, config, tokenizer=None) -> Probe:
     """The probe a corpus config describes, for a model's config and tokenizer."""
     return CORPUS_KINDS.get(corpus.kind).build(corpus, config, tokenizer)
