@@ -109,13 +109,6 @@ def cached_file(repo: str, revision: str, filename: str) -> Optional[str]:
     return found if isinstance(found, str) else None
 
 
-def hub_offline() -> bool:
-    """True when ``HF_HUB_OFFLINE`` is set (huggingface_hub reads it at import)."""
-    from huggingface_hub import constants
-
-    return bool(constants.HF_HUB_OFFLINE)
-
-
 def hub_file(repo: str, revision: str, filename: str) -> str:
     """Download one file of ``repo`` at ``revision`` (one try, no retries: ``etag_timeout`` short),
     or raise the one-line :class:`EmergenceError` saying what failed and what to do."""
