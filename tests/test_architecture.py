@@ -196,7 +196,6 @@ RESOLVING_MODULES = {
     "emergence.sources.__main__": "the source command (python -m emergence.sources): a model spec, no job",
     "emergence.loading": "load() as a library call without a plan (a job passes its plan's source)",
     "emergence.live.run_writer": "the live monitor inside someone's own training (a library entry, no job)",
-    "hydra_plugins.emergence_sweeper.revision_sweeper": "expanding a sweep into its jobs, before their plans",
 }
 
 

@@ -42,6 +42,8 @@ imports emergence's modules inside the methods that use them, when the sweeper r
 
 
 import contextlib
+import copy
+import dataclasses
 import io
 import sys
 import time
@@ -100,25 +102,43 @@ def job_error(ret: JobReturn) -> str:
 class RevisionSweeper(BasicSweeper):
     #: ``revision=refine`` jobs (their overrides, unpinned): run in rounds by :meth:`_refine`.
     refine_bases: List[List[str]]
-    #: Each job's plan (emergence/preflight.py ``JobPlan``), by its overrides: built once, by :meth:`_check`.
+    #: Each job's plan (emergence/preflight.py ``JobPlan``), by its overrides: built once, by :meth:`_plan`.
     plans: Dict[tuple, Any]
+    #: The notes the plans' checks printed (one line each, printed once by :meth:`_check`).
+    notes: List[str]
 
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
+        """A job whose ``revision`` config selects several revisions becomes one job per revision,
+        pinned, each with its share of the job's plan (checked once, here)."""
         from emergence.config import refines, trains_live  # (when the sweeper runs: see the module notes)
-        from emergence.catalog import selected_revisions
 
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-        if cfg.revision.pin is not None:
-            return [list(overrides)]
-        if trains_live(cfg):  # one job trains it (emergence/live/job.py)
+        if cfg.revision.pin is not None or trains_live(cfg):  # (a live job trains its toy: emergence/live/job.py)
             return [list(overrides)]
         if refines(cfg):  # planned round by round from the store, after the others
             self.refine_bases.append(list(overrides))
             return []
-        revisions = selected_revisions(cfg.model, cfg.revision)
-        if len(revisions) < 2:
+        plan = self._plan(overrides, cfg)
+        if len(plan.revisions) < 2:
             return [list(overrides)]
-        return [list(overrides) + [f"revision.pin={r.name}"] for r in revisions]
+        jobs = []
+        for r in plan.revisions:
+            jobs.append(list(overrides) + [f"revision.pin={r.name}"])
+            config = copy.deepcopy(plan.config)
+            config.revision.pin = r.name
+            self.plans[tuple(jobs[-1])] = dataclasses.replace(plan, revisions=[r], config=config)
+        return jobs
+
+    def _plan(self, overrides: Sequence[str], cfg=None):
+        """The job's plan (emergence/preflight.py ``validate``), its notes kept to be printed once."""
+        from emergence.preflight import validate  # (when the sweeper runs: see the module notes)
+
+        cfg = cfg if cfg is not None else self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        err = io.StringIO()
+        with redirect_stderr(err):
+            plan = self.plans[tuple(overrides)] = validate(cfg)
+        self.notes += [line for line in err.getvalue().splitlines() if line.strip() and line not in self.notes]
+        return plan
 
     def get_job_batch(self) -> Sequence[Sequence[str]]:
         batch = super().get_job_batch()
@@ -129,28 +149,21 @@ class RevisionSweeper(BasicSweeper):
             sys.exit(2)
 
     def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
-        """Validate every job's config (exit 2 in one line on bad input); group the jobs by
-        their store, experiment and model (each group gets its own parent run, tagged with its
-        model, so that the UI's view grouped by model holds it in its model's group: a parent
+        """Every job's plan, each config checked once (exit 2 in one line on bad input); the jobs
+        grouped by their store, experiment and model (each group gets its own parent run, tagged with
+        its model, so that the UI's view grouped by model holds it in its model's group: a parent
         over several models would show as an empty "Unassigned" legend entry)."""
-        from emergence.preflight import validate  # (when the sweeper runs: see the module notes)
-
         groups: Dict[tuple, List[List[str]]] = {}
-        notes: List[str] = []
         for batch in batches + [self.refine_bases]:
             for overrides in batch:
-                cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-                err = io.StringIO()
                 try:
-                    with redirect_stderr(err):
-                        self.plans[tuple(overrides)] = validate(cfg)
+                    plan = self.plans.get(tuple(overrides)) or self._plan(overrides)
                 except EmergenceError as exc:
                     print(f"error: {exc}", file=sys.stderr)
                     sys.exit(2)
-                notes += [line for line in err.getvalue().splitlines() if line.strip() and line not in notes]
-                t = cfg.tracking
-                groups.setdefault((t.uri, t.experiment, t.artifacts, str(cfg.model.name)), []).append(overrides)
-        for line in notes:
+                t = plan.config.tracking
+                groups.setdefault((t.uri, t.experiment, t.artifacts, str(plan.config.model.name)), []).append(overrides)
+        for line in self.notes:
             print(line, file=sys.stderr)
         return groups
 
@@ -158,8 +171,7 @@ class RevisionSweeper(BasicSweeper):
         from emergence.tracking import end_parent  # (when the sweeper runs: see the module notes)
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
-        self.refine_bases = []
-        self.plans = {}
+        self.refine_bases, self.plans, self.notes = [], {}, []
         params_conf = self._parse_config()
         params_conf.extend(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
