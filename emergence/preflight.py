@@ -56,8 +56,6 @@ class JobPlan:
     known: List[Revision]
     #: the revisions the job screens (the ``revision`` group's selection, or its pinned one)
     revisions: List[Revision]
-    #: the family that screens it (from its first revision's ``config.json``; ``auto`` where none can be read)
-    family: str
     #: its name in tables, curves and stores (with its seed where a seed tells its runs apart)
     label: str
     #: which run of a seed suite it is (:class:`emergence.common.contract.RunSeed`), None for a model of one run
@@ -65,10 +63,18 @@ class JobPlan:
     #: the screen recipe (``screen.recipe``) and the probe's corpus kind (``corpus.kind``)
     recipe: ScreenRecipe
     probe: CorpusKind
-    #: the store the job writes (``tracking.uri``), checked to answer
-    store: str
-    #: the job's config, resolved (a copy of the given one: ``model.family`` is :attr:`family`)
+    #: the job's config, resolved (a copy of the given one, its ``model.family`` read from the checkpoint)
     config: DictConfig
+
+    @property
+    def family(self) -> str:
+        """The family that screens it (from its first revision's ``config.json``; ``auto`` where none can be read)."""
+        return str(self.config.model.family)
+
+    @property
+    def store(self) -> str:
+        """The store the job writes (``tracking.uri``), checked to answer."""
+        return str(self.config.tracking.uri)
 
     def pinned(self, revisions: Sequence[Revision]) -> "JobPlan":
         """This plan for ``revisions`` of its selection (a sweep's job pinned to one revision)."""
@@ -101,8 +107,8 @@ def validate(cfg: DictConfig) -> JobPlan:
         raise EmergenceError(problem)
     config = copy.deepcopy(cfg)
     config.model.family = family
-    return JobPlan(source, known, revisions, family, catalog.model_label(cfg.model), source.run_seed(cfg.model),
-                   recipe, probe, str(cfg.tracking.uri), config)
+    return JobPlan(source, known, revisions, catalog.model_label(cfg.model), source.run_seed(cfg.model), recipe, probe,
+                   config)
 
 
 def check_store(tracking) -> None:
