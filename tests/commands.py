@@ -40,6 +40,10 @@ _SERVER = r"""
 import atexit, json, os, runpy, signal, sys, threading, traceback
 import torch, transformers, mlflow, hydra, omegaconf, pandas, matplotlib  # noqa: F401  (the warm part)
 import emergence.job, emergence.parent_run, emergence.console, stats.api  # noqa: F401
+sys.path.insert(0, TESTS)
+import store_template  # a new SQLite store is a copy of a migrated one (tests/store_template.py)
+store_template.install()
+sys.path.remove(TESTS)
 
 def child(req):
     code = 1
@@ -92,7 +96,8 @@ class Forkserver:
 
     def __init__(self):
         self.env = dict(os.environ)
-        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        server = f"TESTS = {str(Path(__file__).resolve().parent)!r}\n" + _SERVER
+        self.proc = subprocess.Popen([sys.executable, "-c", server], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      cwd=Path(__file__).resolve().parents[1], env=self.env, text=True)
         self.lock = threading.Lock()
         self.ready = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
 import pytest
 
@@ -32,11 +33,19 @@ os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+import store_template  # noqa: E402
 from servers import mlflow_server  # noqa: E402
 from tiny_models import FAMILIES  # noqa: E402
 
 
 KINDS = ("unit", "store", "cli")
+
+
+def pytest_runtest_setup(item):
+    """Once MLflow is imported in this process, its new SQLite stores are copies of a migrated one
+    (tests/store_template.py); the tests that never import it do not pay for importing it."""
+    if "mlflow" in sys.modules and not store_template.installed():
+        store_template.install()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -14,6 +14,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from store_template import new_store
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that no process listens on now."""
@@ -24,11 +26,13 @@ def free_port() -> int:
 
 @contextmanager
 def mlflow_server(folder: Path):
-    """A real ``mlflow server`` on 127.0.0.1 (SQLite backend and served artifacts in ``folder``, no
-    telemetry): ``(process, url)`` once it answers; stopped afterwards (resumed if stopped, SIGTERM,
-    SIGKILL after 3 s)."""
+    """A real ``mlflow server`` on 127.0.0.1 (SQLite backend, a new store copied from the tests'
+    template (tests/store_template.py), and served artifacts in ``folder``, no telemetry):
+    ``(process, url)`` once it answers; stopped afterwards (resumed if stopped, SIGTERM, SIGKILL
+    after 3 s)."""
     import urllib.request
 
+    new_store(folder / "server.db")
     port = free_port()
     cmd = [str(Path(sys.executable).with_name("mlflow")), "server", "--host", "127.0.0.1", "--port", str(port),
            "--workers", "1", "--backend-store-uri", f"sqlite:///{folder}/server.db",
