@@ -27,17 +27,11 @@ MIN_PARALLEL_TASKS = 24
 BATCHES_PER_WORKER = 4
 
 
-def available_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
-
-
 def workers(n_jobs: int, n_tasks: int) -> int:
     """The processes ``n_jobs`` asks for ``n_tasks`` tasks (module docstring): 1 is serial."""
     if n_jobs == 0:
-        return 1 if n_tasks < MIN_PARALLEL_TASKS else min(available_cores(), n_tasks)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return 1 if n_tasks < MIN_PARALLEL_TASKS else min(max(1, cores), n_tasks)
     return max(1, min(int(n_jobs), n_tasks))
 
 

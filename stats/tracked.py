@@ -143,8 +143,6 @@ class Curve(Results):
         )
 
 
-
-
 @dataclass
 class TrackedResults(Results):
     """The tidy tables read from a store or a CSV (see module docstring)."""
@@ -202,7 +200,9 @@ class TrackedResults(Results):
             raise StatsError(
                 f"no curve for model {model!r} class {head_class!r}; models: {self.models}, classes: {self.classes(model)}"
             )
-        identity = self.identity_known(model, head_class)
+        # the counts follow the same heads where a per-head table has that model's flags of that class
+        h = self.heads
+        identity = bool(h is not None and flag_column(head_class) in h.columns and (h["model"] == model).any())
         curve = Curve.from_frame(df, model, head_class, self.corpus(model), identity)
         if identity:
             self.follow_heads(curve, df)
@@ -243,13 +243,6 @@ class TrackedResults(Results):
             cache = (self.heads, groups)
             self.__dict__["_heads_by_model"] = cache
         return cache[1].get(model, self.heads.iloc[:0])
-
-    def identity_known(self, model: str, head_class: str) -> bool:
-        """Whether ``model``'s ``head_class`` counts follow the same heads: a per-head table with
-        that model's flags of that class (see :class:`Curve`)."""
-        h = self.heads
-        col = flag_column(head_class)
-        return bool(h is not None and col in h.columns and (h["model"] == model).any())
 
     def iter_curves(self) -> Iterator[Curve]:
         for model in self.models:

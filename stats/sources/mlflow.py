@@ -234,6 +234,12 @@ def group_runs(runs) -> tuple:
         if len(layouts) > 1:
             raise StatsError(f"model {identity.model!r} revision {identity.revision!r}: runs disagree on the head "
                              f"layout (n_layers, n_heads) {sorted(layouts)}; they cannot be the same model")
+    notes = []
+    shared = [g for g in points.values() if len(g) > 1]
+    if shared:
+        notes.append(f"{len(shared)} (model, revision, probe) point(s) have several complete runs "
+                     f"({sum(len(g) for g in shared)} runs): per metric and heads.csv column the newest run that has it "
+                     "is used")
     labels, seeds = {}, {}
     for model in dict.fromkeys(i.model for i in points):
         probes = sorted({i.probe for i in points if i.model == model})
@@ -250,16 +256,8 @@ def group_runs(runs) -> tuple:
                 if seed is not None:
                     group = base if seed.group == model else base.replace(model, seed.group, 1)
                     seeds[label] = RunSeed(seed.seed, seed.kind, group)
-    notes = []
-    shared = [g for g in points.values() if len(g) > 1]
-    if shared:
-        notes.append(f"{len(shared)} (model, revision, probe) point(s) have several complete runs "
-                     f"({sum(len(g) for g in shared)} runs): per metric and heads.csv column the newest run that has it "
-                     "is used")
-    for model in dict.fromkeys(i.model for i in points):
-        probes = sorted({key[1] for key in labels if key[0] == model})
         if len(probes) > 1:
-            names = [labels[key] for key in labels if key[0] == model]
+            names = [label for key, label in labels.items() if key[0] == model]
             notes.append(f"model {model!r} was screened on {len(probes)} probes; their curves are kept apart: "
                          f"{', '.join(names)}")
     return points, labels, notes, seeds
