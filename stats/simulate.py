@@ -65,14 +65,13 @@ def curves_frame(model: str, head_class: str, tokens, k, n) -> pd.DataFrame:
 
 
 def pr_lead_heads(tokens, n_heads: int, n_induction: int, lead_revisions, rng: np.random.Generator,
-                  crossing=None, model: str = "sim", base_pr: float = 20.0, noise: float = 1.0,
-                  elevated_pr: float = 40.0) -> pd.DataFrame:
-    """A per-head table with a known PR lead.
+                  crossing=None) -> pd.DataFrame:
+    """A per-head table of model ``sim`` with a known PR lead.
 
     Heads ``0 .. n_induction - 1`` become induction heads at revision ``crossing[h]``
-    (default: drawn from the middle revisions) and their PR is elevated from
+    (default: drawn from the middle revisions) and their PR is elevated to ~ Normal(40, 1) from
     ``crossing[h] - lead_revisions[h]`` on (a negative lead: elevated after crossing).
-    Other heads keep PR ~ Normal(base_pr, noise). Columns: model, revision, tokens,
+    Other heads keep PR ~ Normal(20, 1). Columns: model, revision, tokens,
     layer, head, pr, flag.induction, selectivity.induction.
     """
     tokens = np.asarray(tokens, float)
@@ -87,15 +86,15 @@ def pr_lead_heads(tokens, n_heads: int, n_induction: int, lead_revisions, rng: n
     per_layer = max(int(np.sqrt(n_heads)), 1)
     for r in range(m):
         for h in range(n_heads):
-            pr = base_pr + noise * rng.standard_normal()
+            pr = 20.0 + rng.standard_normal()
             flag = 0
             sel = 1.0 + rng.random()
             if h < n_induction:
                 if r >= crossing[h] - lead[h]:
-                    pr = elevated_pr + noise * rng.standard_normal()
+                    pr = 40.0 + rng.standard_normal()
                 if r >= crossing[h]:
                     flag, sel = 1, 100.0 + h
-            rows.append((model, f"t{int(tokens[r])}", tokens[r], h // per_layer, h % per_layer, pr, flag, sel))
+            rows.append(("sim", f"t{int(tokens[r])}", tokens[r], h // per_layer, h % per_layer, pr, flag, sel))
     columns = ["model", "revision", "tokens", "layer", "head", "pr", flag_column("induction"), selectivity_column("induction")]
     return pd.DataFrame(rows, columns=columns)
 
@@ -435,17 +434,16 @@ def t50_covered(times, t50: float) -> bool:
     return bool((0.0 if lo is None else lo) <= t50 <= (np.inf if hi is None else hi))
 
 
-def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random.Generator,
-             width_spacings=(0.5, 2.0)) -> tuple:
+def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random.Generator) -> tuple:
     """An (early, late) pair of simulated curves whose t50s are ``t50_early`` and ``ratio`` x
     it (the separation benchmark): ``aggregate`` logistic draws on 128 heads (early ceiling
     U(0.2, 0.5), late U(0.4, 0.8)), or ``population`` heads of 256 (early 20-60 switching,
-    late 60-200); 10-90 widths U(``width_spacings``) checkpoint spacings."""
+    late 60-200); 10-90 widths U(0.5, 2) checkpoint spacings."""
     x = np.log10(np.asarray(tokens, float))
     d = float(np.median(np.diff(x)))
     out = []
     for t50, top in ((t50_early, (0.2, 0.5)), (t50_early * ratio, (0.4, 0.8))):
-        w = rng.uniform(*width_spacings) * d
+        w = rng.uniform(0.5, 2.0) * d
         if regime == "aggregate":
             c = AggregateCurve("logistic", rng.uniform(0, 0.03), rng.uniform(*top), t50, w)
             out.append(c.simulate(tokens, np.full(len(x), 128), rng))
@@ -456,8 +454,7 @@ def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random
     return tuple(out)
 
 
-def seed_group(regime: str, tokens, ratio: float, tau: float, n_seeds: int, rng: np.random.Generator,
-               width_spacings=(0.5, 2.0)) -> list:
+def seed_group(regime: str, tokens, ratio: float, tau: float, n_seeds: int, rng: np.random.Generator) -> list:
     """A seed suite with a known pooled gap: ``n_seeds`` runs whose log10 gap ratios are drawn
     ``theta_i ~ Normal(log10 ratio, tau)`` (decades), each an (early, late) pair of
     :func:`gap_pair` with the early t50 uniform in log10 tokens between the 3rd revision and
@@ -469,15 +466,15 @@ def seed_group(regime: str, tokens, ratio: float, tau: float, n_seeds: int, rng:
         theta = float(np.log10(ratio) + tau * rng.standard_normal())
         lo, hi = x[2] - min(theta, 0.0), x[-3] - max(theta, 0.0)
         t50_early = float(10 ** rng.uniform(lo, max(hi, lo)))
-        early, late = gap_pair(regime, tokens, t50_early, 10**theta, rng, width_spacings)
+        early, late = gap_pair(regime, tokens, t50_early, 10**theta, rng)
         out.append((early, late, theta))
     return out
 
 
-def seed_group_frame(model: str, runs, early_class: str = "induction", late_class: str = "bos") -> pd.DataFrame:
-    """A :func:`seed_group` as a CSV-format table with a ``seed`` column (seeds 1, 2, ...)."""
-    frames = []
-    for seed, (early, late, _) in enumerate(runs, start=1):
-        for head_class, sim in ((early_class, early), (late_class, late)):
-            frames.append(curves_frame(model, head_class, sim.tokens, sim.k, sim.n).assign(seed=seed))
+def seed_group_frame(model: str, runs) -> pd.DataFrame:
+    """A :func:`seed_group` as a CSV-format table (classes ``induction``, early, and ``bos``) with a ``seed``
+    column (seeds 1, 2, ...)."""
+    frames = [curves_frame(model, head_class, sim.tokens, sim.k, sim.n).assign(seed=seed)
+              for seed, (early, late, _) in enumerate(runs, start=1)
+              for head_class, sim in (("induction", early), ("bos", late))]
     return pd.concat(frames, ignore_index=True)
