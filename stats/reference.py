@@ -126,7 +126,6 @@ PR_LEAD_HEADS = {
 STUDY_MODELS = tuple(SHAPES)
 
 
-
 @dataclass
 class Reproduction(Results):
     """Rows ``{finding, model, quantity, reported, tool, agrees, note}``."""
@@ -342,12 +341,6 @@ def reproduce(study) -> Optional[Reproduction]:
         return None
     rep = Reproduction(models)
     for model in models:
-        _fractions(rep, study, model)
-        _floor(rep, study, model)
-        _shape(rep, study, model)
-        _milestones(rep, study, model)
-        _gaps(rep, study, model)
-        _convergence(rep, study, model)
-        _pr_lead(rep, study, model)
-        _middle_first(rep, study, model)
+        for rows in (_fractions, _floor, _shape, _milestones, _gaps, _convergence, _pr_lead, _middle_first):
+            rows(rep, study, model)
     return rep

@@ -99,16 +99,12 @@ def _log_uniform(rng, lo: float, hi: float) -> float:
     return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
 
 
-def _log_uniform_int(rng, lo: int, hi: int) -> int:
-    return int(min(max(round(_log_uniform(rng, lo - 0.5, hi + 0.5)), lo), hi))
-
-
-def _revisions(rng, lo: int, hi: int) -> int:
-    """A number of revisions in [lo, hi]: ``log m = log(lo - 1/2) + U^1.5 (log(hi + 1/2) - log(lo - 1/2))``,
-    more mass on small grids than log-uniform (5-150: about 22 % 5-6, 16 % 7-10, 18 % 11-20,
-    16 % 21-40, 27 % 41-150)."""
+def _log_uniform_int(rng, lo: int, hi: int, power: float = 1.0) -> int:
+    """An integer in [lo, hi]: ``log m = log(lo - 1/2) + U^power (log(hi + 1/2) - log(lo - 1/2))``, log-uniform
+    (``power`` 1) or with more mass on small values (1.5, the number of revisions: for 5-150 about 22 % 5-6,
+    16 % 7-10, 18 % 11-20, 16 % 21-40, 27 % 41-150)."""
     a, b = np.log(lo - 0.5), np.log(hi + 0.5)
-    return int(min(max(round(float(np.exp(a + (b - a) * rng.random() ** 1.5))), lo), hi))
+    return int(min(max(round(float(np.exp(a + (b - a) * rng.random() ** power))), lo), hi))
 
 
 def pythia_selection(m: int, rng: np.random.Generator) -> np.ndarray:
@@ -140,12 +136,9 @@ def _linear_grid(m: int, rng) -> np.ndarray:
     return 10 ** rng.uniform(7.0, 11.0) * (start + np.arange(m))
 
 
-def _pythia_grid(m: int, rng) -> np.ndarray:
-    return pythia_selection(m, rng) * PYTHIA_TOKENS_PER_STEP
-
-
 #: The grid kinds: ``m`` positive token counts of each.
-GRIDS = {"log": _log_grid, "linear": _linear_grid, "pythia": _pythia_grid}
+GRIDS = {"log": _log_grid, "linear": _linear_grid,
+         "pythia": lambda m, rng: pythia_selection(m, rng) * PYTHIA_TOKENS_PER_STEP}
 
 
 def sample_grid(kind: str, m: int, rng: np.random.Generator, p_step0: float = 0.5) -> np.ndarray:
@@ -352,7 +345,7 @@ def oracle_median_se(spread_decades: float, n_switch: int) -> float:
     return float(np.sqrt(np.pi / 2) * spread_decades / np.sqrt(max(n_switch, 1)))
 
 
-def _flat_truth(x, criterion: float) -> StudyTruth:
+def _flat_truth(criterion: float) -> StudyTruth:
     return StudyTruth(float("nan"), None, 0.0, "flat", False, criterion)
 
 
@@ -360,7 +353,7 @@ def sample_study(rng: np.random.Generator, space: StudySpace = StudySpace(),
                  criterion: float = DEFAULT_CRITERION) -> SampledStudy:
     """One study drawn from ``space`` (module docstring), its truth judged by ``criterion``."""
     kind = str(rng.choice(space.grid_kinds))
-    m = _revisions(rng, *space.revisions)
+    m = _log_uniform_int(rng, *space.revisions, 1.5)
     tokens = sample_grid(kind, m, rng, 1.0 if kind == "pythia" and rng.random() < 0.7 else space.p_step0)
     x = np.log10(tokens[tokens > 0])
     n_heads = _log_uniform_int(rng, *space.n_heads)
@@ -413,7 +406,7 @@ def _identity_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, c
         sim = simulate_population(pop, tokens, rng, n_decline=n_decline,
                                   decline_t50=None if decline_at is None else 10**decline_at, switch_log10=switch)
     if n_switch == 0:
-        return sim, _flat_truth(x, criterion), None
+        return sim, _flat_truth(criterion), None
     x10, median, x90 = np.quantile(sim.switch_log10, [0.1, 0.5, 0.9])
     truth = _truth(x, x50 if switch is not None else median, x10, x90, n_decline > 0, criterion)
     on = (sim.switch_log10[None, :] <= x[:, None]).sum(1) * (1 - pop.dropout)
@@ -437,7 +430,7 @@ def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, 
     with np.errstate(divide="ignore"):
         sim = curve.simulate(tokens, np.full(len(tokens), n_heads), rng)
     if n_switch == 0:
-        return sim, _flat_truth(x, criterion), None
+        return sim, _flat_truth(criterion), None
     half = width / 2
     p = curve.rise(10**x)
     truth = _truth(x, x50, x50 - half, x50 + half, decline_at is not None, criterion)
@@ -450,7 +443,7 @@ def _pair_grid(rng, space: StudySpace, span: float):
     """A grid from ``space`` whose positive revisions span more than ``span`` decades (redrawn until one does)."""
     for _ in range(1000):
         kind = str(rng.choice(space.grid_kinds))
-        tokens = sample_grid(kind, _revisions(rng, *space.revisions), rng, space.p_step0)
+        tokens = sample_grid(kind, _log_uniform_int(rng, *space.revisions, 1.5), rng, space.p_step0)
         x = np.log10(tokens[tokens > 0])
         if x[-1] - x[0] > span:
             return kind, tokens, x

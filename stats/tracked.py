@@ -130,17 +130,9 @@ class Curve(Results):
         if bad.any():
             dropped = [f"{r.revision} (tokens={r.tokens}, n={r.n})" for r in df[bad].itertuples()]
             df = df[~bad]
-        return cls(
-            model=model,
-            head_class=head_class,
-            revisions=df["revision"].astype(str).to_numpy(),
-            tokens=df["tokens"].to_numpy(float),
-            k=df["k"].to_numpy(float),
-            n=df["n"].to_numpy(float),
-            corpus=corpus,
-            dropped=dropped,
-            identity=identity,
-        )
+        return cls(model=model, head_class=head_class, revisions=df["revision"].astype(str).to_numpy(),
+                   tokens=df["tokens"].to_numpy(float), k=df["k"].to_numpy(float), n=df["n"].to_numpy(float),
+                   corpus=corpus, dropped=dropped, identity=identity)
 
 
 @dataclass

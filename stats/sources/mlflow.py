@@ -60,15 +60,9 @@ def _search_all(client, experiment_id: str, filter_string: str):
             return runs
 
 
-def read_mlflow(
-    tracking_uri: str,
-    experiment: str = "emergence",
-    filter_string: Optional[str] = None,
-    sweep: Optional[str] = None,
-    models: Optional[Iterable[str]] = None,
-    status: Optional[str] = STATUS_COMPLETE,
-    read_heads: bool = True,
-) -> TrackedResults:
+def read_mlflow(tracking_uri: str, experiment: str = "emergence", filter_string: Optional[str] = None,
+                sweep: Optional[str] = None, models: Optional[Iterable[str]] = None,
+                status: Optional[str] = STATUS_COMPLETE, read_heads: bool = True) -> TrackedResults:
     """Read the screen runs of an MLflow experiment into tidy tables.
 
     ``filter_string`` is an MLflow search filter; ``sweep`` keeps the runs tagged
