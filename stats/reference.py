@@ -58,9 +58,6 @@ REVISIONS = (
     ReportedRevision("olmoe_1b_7b_0924", None, 5117e9, 75.8),
 )
 
-#: F1: BOS heads (>= 30x) in layers 0 and 1, at every revision of every model.
-FLOOR = {"layers": (0, 1), "bos_heads": 0}
-
 #: F2: shape of the whole-model BOS curve; a sharp one with its bracketing revisions.
 SHAPES = {
     "pythia_1b": ("gradual", None, "ramp 0% -> 58% over ~6B -> 300B tokens"),
@@ -186,6 +183,7 @@ def _fractions(rep: Reproduction, study, model):
 
 
 def _floor(rep, study, model):
+    """F1 as the study states it: no BOS head (>= 30x) in layers 0 and 1, at any revision of any model."""
     f = next((x for x in study.layer_floor if x.model == model), None)
     if f is None:
         rep.add("F1", model, "BOS heads in L0/L1, every revision", "0", "no per-layer counts", None)

@@ -1,13 +1,10 @@
 """Scores of the analysis over the space of simulated studies (:mod:`stats.study_space`), overall
 and by factor: what the calibration and operating-characteristic benchmarks print.
 
-:func:`score_study` scores one curve analysis against its study's truth; :func:`study_records`
-and :func:`pair_records` run the analysis (:func:`stats.curve_analysis.analyse_curve`, and for
-pairs :func:`stats.gaps.fitted_gap`) on studies drawn at random and return one record a study:
-its factor bins (:func:`factor_bins`) and its scores. :func:`factor_table` prints any criterion
-over all records and by the bins of every factor (grid kind, revisions, position, switching
-heads, regime, true width). :func:`thinned_verdicts` reads each study on every other revision
-and on all of them (a verdict must not flip when checkpoints are added).
+:func:`study_records` and :func:`pair_records` analyse studies drawn at random: one record a
+study, its factor bins (:func:`factor_bins`) and its scores (:func:`score_study`);
+:func:`factor_table` prints any criterion over all records and by factor; :func:`thinned_verdicts`
+checks that no verdict flips when checkpoints are added.
 """
 
 from __future__ import annotations

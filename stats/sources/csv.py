@@ -36,16 +36,10 @@ def filled_revisions(df: pd.DataFrame) -> pd.Series:
 
 
 def read_csv(path) -> TrackedResults:
-    """Read curves measured elsewhere: columns ``model,class,tokens,k,n`` (optional
-    ``layer``, ``revision``, ``pretraining_corpus``, and ``seed`` / ``seed_kind`` for the
-    training runs of a seed suite: one set of curves per (model, seed), pooled by model,
-    :func:`label_seeds`).
-
-    Rows with an empty ``layer`` are whole-model counts; rows with a layer are
-    per-layer counts. An empty ``revision`` takes the name other rows give the same model
-    and token count (:func:`filled_revisions`). A (model, class) with only per-layer rows gets its whole-model
-    curve by summing the layers at each token count.
-    """
+    """Read curves measured elsewhere (columns: module docstring; with ``seed``: one set of curves per
+    (model, seed), pooled by model, :func:`label_seeds`). Rows with an empty ``layer`` are whole-model
+    counts, others per-layer counts (:func:`whole_and_layer_counts`); an empty ``revision`` takes the
+    name other rows give the same model and token count (:func:`filled_revisions`)."""
     path = Path(path)
     where = f"CSV {str(path)!r}"
     df = read_table(path, "CSV file", "CSV")

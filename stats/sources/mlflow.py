@@ -2,15 +2,9 @@
 
 The names of what a run logs (metrics, params, tags, ``heads.csv`` columns) and a run's
 identity come from the run contract, :mod:`emergence.common.contract`; the head classes from the
-registry :mod:`emergence.common.head_classes` (neither imports model code).
-
-Rules: only runs tagged ``emergence.status = complete`` are read (configurable); runs are
-keyed on (model, revision, probe, seed) (:func:`read_mlflow`): several runs of one key are
-combined, per metric and column the newest run that has it, with a note; a model screened
-on several probes gets one set of curves per probe, named ``<model> [<corpus kind>]``, and
-a model trained with several seeds (a seed suite, the ``seed`` params; a run without them
-is seed None) one per seed, ``<model> [seed 3]`` (:func:`stats.tracked.seed_label`); runs
-of one model and probe measured with different screen settings are refused.
+registry :mod:`emergence.common.head_classes` (neither imports model code). Only runs tagged
+``emergence.status = complete`` are read (configurable); how runs become points of curves, one set
+per probe and per seed (a run without ``seed`` params is seed None): :func:`read_mlflow`.
 """
 
 from __future__ import annotations
