@@ -1,10 +1,9 @@
 """Curves analysed in parallel worker processes, with the serial results.
 
 The per-curve analyses are independent: each draws from its own random stream
-(seeded per curve, :func:`stats.analysis.analyse`), so running them in other processes,
-in any order, gives the same results as running them one after the other. :func:`map_tasks`
-runs a module-level function over a list of tasks on ``n_jobs`` processes (joblib's loky
-backend, its workers reused between calls) and returns the results in the tasks' order.
+(seeded per curve, :func:`stats.analysis.analyse`), so running them in other processes
+(:func:`map_tasks`: joblib's loky backend, its workers reused between calls), in any order,
+gives the same results as running them one after the other.
 
 ``analysis.n_jobs``: 1 runs serially; ``k > 1`` on ``k`` processes; 0 (the default) on every
 core this process may use, once there are at least :data:`MIN_PARALLEL_TASKS` tasks (a small

@@ -419,7 +419,6 @@ def score(analysis, truth: Truth) -> dict:
     covers when the truth lies on its side), None for a flat truth.
     """
     expected = "none" if truth.censored else truth.shape
-    # ``unresolved`` is not wrong where a transition is inside the range: the data could not tell (stats/width.py)
     shape = analysis.verdict.shape == expected or (expected in ("sharp", "gradual")
                                                    and analysis.verdict.shape == "unresolved")
     if truth.shape == "none" and not truth.censored:

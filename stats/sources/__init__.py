@@ -7,8 +7,6 @@ A source kind (``source.kind``) is one way to read tracked results into a
 and :func:`register` adds one from elsewhere.
 Everything that knows the kinds reads this registry: the schema's choices of
 ``source.kind`` (:mod:`stats.config`), ``python -m stats --help``, :func:`read_source`.
-A source checks its own required settings (:meth:`Source.check`; a missing one is one
-line, exit 2 on the command line) and says what the analysis's MLflow run logs of it.
 
 ``source=xu2026`` is no kind of its own: it is the bundled per-head file read as
 ``heads_csv`` (``conf/source/xu2026.yaml``).
