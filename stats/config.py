@@ -302,8 +302,7 @@ def check_config(cfg) -> None:
     schema's constraints or keys, or whose options contradict each other, before any data is read."""
     check(cfg, StatsConfig, StatsError)
     try:
-        source = cfg.source
-        get_source(source.kind).check(source)
+        get_source(cfg.source.kind).check(cfg.source)
     except OmegaConfBaseException:
         pass  # a setting resolved only inside the Hydra run: the read checks it (stats.sources.read_source)
     _check_milestones(cfg.analysis.milestones, "{key}={name!r} is not a milestone rule name; valid: {valid}", ", ".join)

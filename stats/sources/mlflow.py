@@ -175,9 +175,8 @@ def _point_rows(model: str, revision: str, group: list, rows: dict, known_index:
 
 def _keyed_heads(heads: pd.DataFrame, model: str, revision: str, tokens: float) -> pd.DataFrame:
     """One point's per-head table with its model, revision and tokens in front."""
-    heads.insert(0, "tokens", tokens)
-    heads.insert(0, "revision", revision)
-    heads.insert(0, "model", model)
+    for column, value in (("tokens", tokens), ("revision", revision), ("model", model)):
+        heads.insert(0, column, value)
     return heads
 
 
