@@ -302,15 +302,10 @@ def check_config(cfg) -> None:
     schema's constraints or keys, or whose options contradict each other, before any data is read."""
     check(cfg, StatsConfig, StatsError)
     try:
-        source = cfg.source
-        get_source(source.kind).check(source)
+        get_source(cfg.source.kind).check(cfg.source)
     except OmegaConfBaseException:
         pass  # a setting resolved only inside the Hydra run: the read checks it (stats.sources.read_source)
-    check_milestone_rules(cfg.analysis.milestones.rules)
-    unknown = unknown_gap_milestone(cfg.analysis.milestones)
-    if unknown:
-        key, name, names = unknown
-        raise StatsError(f"analysis.milestones.{key}={name!r} is not a milestone rule name; valid: {', '.join(names)}")
+    _check_milestones(cfg.analysis.milestones, "{key}={name!r} is not a milestone rule name; valid: {valid}", ", ".join)
     declared = {c: u for c, u in OmegaConf.to_container(cfg.source.units).items() if u in UNITS}
     problem_line = units_problem(declared, cfg.analysis, " (source.units.{head_class}={unit})")
     if problem_line:
@@ -343,11 +338,7 @@ def check_analysis(analysis: AnalysisConfig) -> None:
     except OmegaConfBaseException as exc:
         raise StatsError(f"analysis.{exc.full_key}: {str(exc).splitlines()[0]}") from None
     check(node, AnalysisConfig, StatsError, "analysis.")
-    check_milestone_rules(analysis.milestones.rules)
-    unknown = unknown_gap_milestone(analysis.milestones)
-    if unknown:  # (the library's wording of check_config's line)
-        key, name, names = unknown
-        raise StatsError(f"analysis.milestones.{key}={name!r}: not a milestone rule name; valid: {names}")
+    _check_milestones(analysis.milestones, "{key}={name!r}: not a milestone rule name; valid: {valid}")
 
 
 def check_milestone_rules(rules) -> None:
@@ -357,15 +348,15 @@ def check_milestone_rules(rules) -> None:
             raise StatsError(f"analysis.milestones rule {rule.name!r}: set exactly one of min_heads, min_fraction")
 
 
-def unknown_gap_milestone(milestones) -> Optional[tuple]:
-    """``(key, name, rule names)`` for the first of ``gap_late``, ``gap_early`` that names no
-    milestone rule; None when both do."""
+def _check_milestones(milestones, line: str, valid=str) -> None:
+    """Each rule sets one level (:func:`check_milestone_rules`) and ``gap_late``, ``gap_early`` name rules, else
+    ``analysis.milestones.`` + ``line`` (formatted with ``key``, ``name`` and ``valid``: the names as ``valid`` writes them)."""
+    check_milestone_rules(milestones.rules)
     names = [rule.name for rule in milestones.rules]
     for key in ("gap_late", "gap_early"):
         name = getattr(milestones, key)
         if name not in names:
-            return key, name, names
-    return None
+            raise StatsError("analysis.milestones." + line.format(key=key, name=name, valid=valid(names)))
 
 
 def check_options(options, where: str, sep: str = ":") -> None:

@@ -1,10 +1,9 @@
 """Curves analysed in parallel worker processes, with the serial results.
 
 The per-curve analyses are independent: each draws from its own random stream
-(seeded per curve, :func:`stats.analysis.analyse`), so running them in other processes,
-in any order, gives the same results as running them one after the other. :func:`map_tasks`
-runs a module-level function over a list of tasks on ``n_jobs`` processes (joblib's loky
-backend, its workers reused between calls) and returns the results in the tasks' order.
+(seeded per curve, :func:`stats.analysis.analyse`), so running them in other processes
+(:func:`map_tasks`: joblib's loky backend, its workers reused between calls), in any order,
+gives the same results as running them one after the other.
 
 ``analysis.n_jobs``: 1 runs serially; ``k > 1`` on ``k`` processes; 0 (the default) on every
 core this process may use, once there are at least :data:`MIN_PARALLEL_TASKS` tasks (a small
@@ -27,17 +26,11 @@ MIN_PARALLEL_TASKS = 24
 BATCHES_PER_WORKER = 4
 
 
-def available_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
-
-
 def workers(n_jobs: int, n_tasks: int) -> int:
     """The processes ``n_jobs`` asks for ``n_tasks`` tasks (module docstring): 1 is serial."""
     if n_jobs == 0:
-        return 1 if n_tasks < MIN_PARALLEL_TASKS else min(available_cores(), n_tasks)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return 1 if n_tasks < MIN_PARALLEL_TASKS else min(max(1, cores), n_tasks)
     return max(1, min(int(n_jobs), n_tasks))
 
 

@@ -58,9 +58,6 @@ REVISIONS = (
     ReportedRevision("olmoe_1b_7b_0924", None, 5117e9, 75.8),
 )
 
-#: F1: BOS heads (>= 30x) in layers 0 and 1, at every revision of every model.
-FLOOR = {"layers": (0, 1), "bos_heads": 0}
-
 #: F2: shape of the whole-model BOS curve; a sharp one with its bracketing revisions.
 SHAPES = {
     "pythia_1b": ("gradual", None, "ramp 0% -> 58% over ~6B -> 300B tokens"),
@@ -126,7 +123,6 @@ PR_LEAD_HEADS = {
 STUDY_MODELS = tuple(SHAPES)
 
 
-
 @dataclass
 class Reproduction(Results):
     """Rows ``{finding, model, quantity, reported, tool, agrees, note}``."""
@@ -187,6 +183,7 @@ def _fractions(rep: Reproduction, study, model):
 
 
 def _floor(rep, study, model):
+    """F1 as the study states it: no BOS head (>= 30x) in layers 0 and 1, at any revision of any model."""
     f = next((x for x in study.layer_floor if x.model == model), None)
     if f is None:
         rep.add("F1", model, "BOS heads in L0/L1, every revision", "0", "no per-layer counts", None)
@@ -342,12 +339,6 @@ def reproduce(study) -> Optional[Reproduction]:
         return None
     rep = Reproduction(models)
     for model in models:
-        _fractions(rep, study, model)
-        _floor(rep, study, model)
-        _shape(rep, study, model)
-        _milestones(rep, study, model)
-        _gaps(rep, study, model)
-        _convergence(rep, study, model)
-        _pr_lead(rep, study, model)
-        _middle_first(rep, study, model)
+        for rows in (_fractions, _floor, _shape, _milestones, _gaps, _convergence, _pr_lead, _middle_first):
+            rows(rep, study, model)
     return rep

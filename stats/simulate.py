@@ -1,40 +1,22 @@
 """Simulated curves with known answers (for the known-answer tests and benchmarks).
 
-Two generative models:
+Two generative models, each scored against a :class:`Truth` (t50, censoring, shape):
 
-- *Independent draws*: ``k ~ Binomial(n, p(t))`` (or beta-binomial with dispersion
-  phi) afresh at every revision with token counts ``t``, for a probability ``p``
-  that is a logistic in log10 tokens with a known t50 and 10-90 width, a step
-  between two known revisions, or a constant.
-- *Head populations* (:class:`HeadPopulation`): the same ``n`` heads followed
-  across revisions, as a screen sees them. ``n_switch`` of them switch on at their
-  own times, ``log10 tau_h ~ Normal(log10 t50, spread_decades)`` (a tight cluster:
-  sharp; a wide spread: gradual), and stay on; ``n_always`` are on from the start;
-  ``n_flicker`` heads near the threshold read on at each revision independently
-  with probability ``flicker_p``; and a switched-on head reads off at a revision
-  with probability ``dropout``. Then ``k_j = #{on at t_j}``: cumulative counts,
-  not independent draws. Its known answers (:meth:`SimulatedPopulation.truth`):
-  the switch-on times, and the share of the switching heads' time distribution in
-  each checkpoint interval. ``n_decline`` of the switching heads later switch *off*
-  at their own times (reclassified as another class grows): a rise then a partial
-  decline.
+- *Head populations* (:class:`HeadPopulation`): the same ``n`` heads followed across
+  revisions, as a screen sees them; ``k_j = #{on at t_j}`` are cumulative counts, not
+  independent draws.
 - *Aggregate curves* (:class:`AggregateCurve`): independent (beta-)binomial draws
-  at every revision around a known probability curve (logistic, ramp, step or
-  flat, optionally followed by a partial decline), ``n`` one value or one per
-  revision, as a source without head identity (``source=csv``) sees them. Its
-  known answers (:meth:`AggregateCurve.truth`): t50, the censoring side when t50
-  lies outside the screened range, and the shape (sharp iff at least half of the
-  true rise inside the range lies between two adjacent revisions).
+  ``k ~ Binomial(n, p(t))`` at every revision around a known probability curve, as a
+  source without head identity (``source=csv``) sees them.
 
-Both give a :class:`Truth` (t50, censoring, shape) to score the analysis against
-(the calibration and operating-characteristic benchmarks, and the tests); the
-families of :func:`family` are the named cases those use.
+The families of :func:`family` are the named cases the calibration and
+operating-characteristic benchmarks and the tests use.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -72,26 +54,24 @@ def simulate_counts_once(p, n, rng: np.random.Generator, dispersion: float = 1.0
     return simulate_counts(p, n, 1, rng, dispersion)[0]
 
 
-def curves_frame(model: str, head_class: str, tokens, k, n, revisions: Optional[Sequence[str]] = None,
-                 corpus: str = "simulated") -> pd.DataFrame:
-    """A CSV-format table (model, class, tokens, k, n, revision, pretraining_corpus)."""
+def curves_frame(model: str, head_class: str, tokens, k, n) -> pd.DataFrame:
+    """A CSV-format table (model, class, tokens, k, n, revision ``t<tokens>``, pretraining_corpus ``simulated``)."""
     tokens = np.asarray(tokens, float)
-    revisions = [f"t{int(t)}" for t in tokens] if revisions is None else list(revisions)
     return pd.DataFrame({
         "model": model, "class": head_class, "tokens": tokens, "k": np.asarray(k, int),
-        "n": np.broadcast_to(np.asarray(n, int), tokens.shape), "revision": revisions, "pretraining_corpus": corpus,
+        "n": np.broadcast_to(np.asarray(n, int), tokens.shape), "revision": [f"t{int(t)}" for t in tokens],
+        "pretraining_corpus": "simulated",
     })
 
 
 def pr_lead_heads(tokens, n_heads: int, n_induction: int, lead_revisions, rng: np.random.Generator,
-                  crossing=None, model: str = "sim", base_pr: float = 20.0, noise: float = 1.0,
-                  elevated_pr: float = 40.0) -> pd.DataFrame:
-    """A per-head table with a known PR lead.
+                  crossing=None) -> pd.DataFrame:
+    """A per-head table of model ``sim`` with a known PR lead.
 
     Heads ``0 .. n_induction - 1`` become induction heads at revision ``crossing[h]``
-    (default: drawn from the middle revisions) and their PR is elevated from
+    (default: drawn from the middle revisions) and their PR is elevated to ~ Normal(40, 1) from
     ``crossing[h] - lead_revisions[h]`` on (a negative lead: elevated after crossing).
-    Other heads keep PR ~ Normal(base_pr, noise). Columns: model, revision, tokens,
+    Other heads keep PR ~ Normal(20, 1). Columns: model, revision, tokens,
     layer, head, pr, flag.induction, selectivity.induction.
     """
     tokens = np.asarray(tokens, float)
@@ -106,15 +86,15 @@ def pr_lead_heads(tokens, n_heads: int, n_induction: int, lead_revisions, rng: n
     per_layer = max(int(np.sqrt(n_heads)), 1)
     for r in range(m):
         for h in range(n_heads):
-            pr = base_pr + noise * rng.standard_normal()
+            pr = 20.0 + rng.standard_normal()
             flag = 0
             sel = 1.0 + rng.random()
             if h < n_induction:
                 if r >= crossing[h] - lead[h]:
-                    pr = elevated_pr + noise * rng.standard_normal()
+                    pr = 40.0 + rng.standard_normal()
                 if r >= crossing[h]:
                     flag, sel = 1, 100.0 + h
-            rows.append((model, f"t{int(tokens[r])}", tokens[r], h // per_layer, h % per_layer, pr, flag, sel))
+            rows.append(("sim", f"t{int(tokens[r])}", tokens[r], h // per_layer, h % per_layer, pr, flag, sel))
     columns = ["model", "revision", "tokens", "layer", "head", "pr", flag_column("induction"), selectivity_column("induction")]
     return pd.DataFrame(rows, columns=columns)
 
@@ -127,10 +107,12 @@ NORMAL_WIDTH_PER_SD = 2 * float(norm.ppf(0.9))
 class HeadPopulation:
     """Heads followed across revisions that switch on at their own times and stay on.
 
-    ``log10 tau_h ~ Normal(log10 t50, spread_decades)`` for the ``n_switch``
-    switching heads (their 10-90 width is ``2.563 spread_decades``); see the module
-    docstring for the always-on, flicker and dropout heads. ``n_heads`` is the
-    model's total (the curve's ``n``).
+    ``log10 tau_h ~ Normal(log10 t50, spread_decades)`` for the ``n_switch`` switching
+    heads (their 10-90 width is ``2.563 spread_decades``: a tight cluster is sharp, a wide
+    spread gradual); ``n_always`` are on from the start; ``n_flicker`` heads near the
+    threshold read on at each revision independently with probability ``flicker_p``; a
+    switched-on head reads off at a revision with probability ``dropout``. ``n_heads`` is
+    the model's total (the curve's ``n``).
     """
 
     n_heads: int
@@ -191,19 +173,13 @@ class SimulatedPopulation:
         j = np.searchsorted(x, self.switch_log10, side="left") - 1  # tau in (x_j, x_j+1]
         inside = (j >= 0) & (j < len(x) - 1)
         counts = np.bincount(j[inside], minlength=len(x) - 1)
-        total = max(len(self.switch_log10), 1)
-        share = counts / total
+        share = counts / max(len(self.switch_log10), 1)
         i = int(np.argmax(share))
         return {"interval_heads": counts, "interval_share": share, "max_share": float(share[i]), "max_interval": i}
 
-    def frame(self, model: str = "sim", head_class: str = "bos", revisions: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    def frame(self, model: str = "sim", head_class: str = "bos") -> pd.DataFrame:
         """The curve as a CSV-format table (:func:`curves_frame`)."""
-        return curves_frame(model, head_class, self.tokens, self.k, self.n, revisions)
-
-
-# ---------------------------------------------------------------------------------
-# Known answers, aggregate curves, and the named families of the benchmarks
-# ---------------------------------------------------------------------------------
+        return curves_frame(model, head_class, self.tokens, self.k, self.n)
 
 
 @dataclass
@@ -225,8 +201,15 @@ class Truth:
     decline: bool = False
 
 
-def _censoring(x50: float, x) -> Optional[str]:
-    return "left" if x50 < x[0] else ("right" if x50 > x[-1] else None)
+def _flat_truth(decline: bool) -> Truth:
+    return Truth(float("nan"), None, "none", 0.0, decline)
+
+
+def _rise_truth(t50: float, x50: float, x, share: float, decline: bool) -> Truth:
+    """The :class:`Truth` of a rise with midpoint ``t50`` (``x50`` its log10) and largest share ``share``
+    between adjacent revisions at log10 tokens ``x``."""
+    censored = "left" if x50 < x[0] else ("right" if x50 > x[-1] else None)
+    return Truth(t50, censored, None if censored else ("sharp" if share >= 0.5 else "gradual"), share, decline)
 
 
 #: Kinds of :class:`AggregateCurve`.
@@ -281,17 +264,14 @@ class AggregateCurve:
         return np.clip(p, 0.0, 1.0)
 
     def truth(self, tokens) -> Truth:
-        x = np.log10(np.asarray(tokens, float))
         decline = self.decline_to is not None
         if self.kind == "flat" or self.ceiling == self.floor:
-            return Truth(float("nan"), None, "none", 0.0, decline)
-        x50 = float(np.log10(self.t50))
-        censored = _censoring(x50, x)
+            return _flat_truth(decline)
         p = self.rise(tokens)
         rise = p[-1] - p[0]
         share = float(np.diff(p).max() / rise) if rise > 0 else 0.0
-        shape = None if censored else ("sharp" if share >= 0.5 else "gradual")
-        return Truth(float(self.t50), censored, shape, share, decline)
+        return _rise_truth(float(self.t50), float(np.log10(self.t50)), np.log10(np.asarray(tokens, float)), share,
+                           decline)
 
     def simulate(self, tokens, n, rng: np.random.Generator) -> "SimulatedCurve":
         tokens = np.asarray(tokens, float)
@@ -326,22 +306,14 @@ class SimulatedCurve:
                      flags=None if self.flags is None else self.flags[keep],
                      flags_at_init=None if self.flags is None or keep.all() else self.flags[~keep][0])
 
-    def frame(self, model: str = "sim", head_class: str = "bos") -> pd.DataFrame:
-        return curves_frame(model, head_class, self.tokens, self.k, self.n)
-
 
 def population_truth(pop: "SimulatedPopulation", n_decline: int = 0) -> Truth:
     """The :class:`Truth` of a simulated head population: t50 is the median switch-on time
     of the switching heads (the midpoint of their rise above the always-on floor)."""
-    x = np.log10(pop.tokens)
-    s = np.asarray(pop.switch_log10, float)
-    if s.size == 0:
-        return Truth(float("nan"), None, "none", 0.0, n_decline > 0)
-    x50 = float(np.median(s))
-    censored = _censoring(x50, x)
-    share = pop.truth()["max_share"]
-    shape = None if censored else ("sharp" if share >= 0.5 else "gradual")
-    return Truth(float(10**x50), censored, shape, share, n_decline > 0)
+    if pop.switch_log10.size == 0:
+        return _flat_truth(n_decline > 0)
+    x50 = float(np.median(pop.switch_log10))
+    return _rise_truth(float(10**x50), x50, np.log10(pop.tokens), pop.truth()["max_share"], n_decline > 0)
 
 
 def simulate_population(pop: "HeadPopulation", tokens, rng: np.random.Generator, n_decline: int = 0,
@@ -374,18 +346,18 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
     third-last revision (inside families), or 0.5-2 spacings outside the range
     (censored families).
     """
+    if name not in FAMILIES:
+        raise StatsError(f"unknown simulated family {name!r}; valid: {list(FAMILIES)}")
     tokens = np.asarray(tokens, float)
     x = np.log10(tokens)
     m = len(x)
     d = float(np.median(np.diff(x)))
     inside = _t50_between(x, 2, m - 3, rng)
     lo, hi = rng.uniform(0.0, 0.05), rng.uniform(0.4, 0.8)
-    n128 = np.full(m, 128)
-    if name not in FAMILIES:
-        raise StatsError(f"unknown simulated family {name!r}; valid: {list(FAMILIES)}")
     regime, kind = name.split("/")
+    # every family's parameters are drawn, whichever is asked for: the draws' order fixes each family's stream
     if regime == "aggregate":
-        n = rng.integers(48, 257, size=m) if kind == "unequal-n" else n128
+        n = rng.integers(48, 257, size=m) if kind == "unequal-n" else np.full(m, 128)
         spec = {
             "logistic-sharp": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d),
             "logistic-gradual": dict(kind="logistic", width_decades=rng.uniform(3.0, 5.0) * d),
@@ -407,22 +379,23 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
         return AggregateCurve(**spec).simulate(tokens, n, rng)
     spread = rng.uniform(0.1, 0.3) * d / NORMAL_WIDTH_PER_SD
     switching = int(rng.integers(60, 201))
-    common = dict(n_flicker=4, flicker_p=0.5, dropout=0.01)
-    pops = {
-        "sharp": (HeadPopulation(256, switching, inside, spread, **common), {}),
-        "gradual": (HeadPopulation(256, switching, inside, rng.uniform(3.0, 5.0) * d / NORMAL_WIDTH_PER_SD, **common), {}),
-        "flat": (HeadPopulation(256, 0, inside, 0.1, n_always=int(rng.integers(0, 61)), **common), {}),
-        "left-censored": (HeadPopulation(256, switching, 10 ** (x[0] - rng.uniform(1.5, 3.0) * d), spread, **common), {}),
-        "right-censored": (HeadPopulation(256, switching, 10 ** (x[-1] + rng.uniform(1.5, 3.0) * d), spread, **common), {}),
-        "rise-decline": (HeadPopulation(256, switching, _t50_between(x, 1, m // 2 - 1, rng), spread, **common),
-                         {"n_decline": int(switching * rng.uniform(0.3, 0.6))}),
-        "circuit-3-of-256": (HeadPopulation(256, 3, inside, 0.05, n_flicker=2, flicker_p=0.2, dropout=0.05), {}),
-    }
-    pop, extra = pops[kind]
-    if extra:
-        t_peak = np.log10(pop.t50) + 3 * d
-        extra["decline_t50"] = 10 ** rng.uniform(t_peak, x[-1] - d)
-    return simulate_population(pop, tokens, rng, **extra)
+    common = dict(n_heads=256, n_switch=switching, t50=inside, spread_decades=spread, n_flicker=4, flicker_p=0.5,
+                  dropout=0.01)
+    spec = {
+        "sharp": {},
+        "gradual": dict(spread_decades=rng.uniform(3.0, 5.0) * d / NORMAL_WIDTH_PER_SD),
+        "flat": dict(n_switch=0, spread_decades=0.1, n_always=int(rng.integers(0, 61))),
+        "left-censored": dict(t50=10 ** (x[0] - rng.uniform(1.5, 3.0) * d)),
+        "right-censored": dict(t50=10 ** (x[-1] + rng.uniform(1.5, 3.0) * d)),
+        "rise-decline": dict(t50=_t50_between(x, 1, m // 2 - 1, rng)),
+        "circuit-3-of-256": dict(n_switch=3, spread_decades=0.05, n_flicker=2, flicker_p=0.2, dropout=0.05),
+    }[kind]
+    pop = HeadPopulation(**(common | spec))
+    n_decline = int(switching * rng.uniform(0.3, 0.6))
+    if kind != "rise-decline":
+        return simulate_population(pop, tokens, rng)
+    decline_t50 = 10 ** rng.uniform(np.log10(pop.t50) + 3 * d, x[-1] - d)
+    return simulate_population(pop, tokens, rng, n_decline, decline_t50)
 
 
 #: The simulated families of the calibration and operating-characteristic benchmarks:
@@ -446,30 +419,30 @@ def score(analysis, truth: Truth) -> dict:
     covers when the truth lies on its side), None for a flat truth.
     """
     expected = "none" if truth.censored else truth.shape
-    # ``unresolved`` is not wrong where a transition is inside the range: the data could not tell (stats/width.py)
     shape = analysis.verdict.shape == expected or (expected in ("sharp", "gradual")
                                                    and analysis.verdict.shape == "unresolved")
     if truth.shape == "none" and not truth.censored:
         return {"shape": shape, "censored": None, "covers": None}
-    t = analysis.times
-    covers = False
-    if t is not None:
-        lo, hi = t.t50_ci
-        covers = bool((0.0 if lo is None else lo) <= truth.t50 <= (np.inf if hi is None else hi))
+    covers = analysis.times is not None and t50_covered(analysis.times, truth.t50)
     return {"shape": shape, "censored": analysis.censored == truth.censored, "covers": covers}
 
 
-def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random.Generator,
-             width_spacings=(0.5, 2.0)) -> tuple:
+def t50_covered(times, t50: float) -> bool:
+    """Whether the reported t50 interval of ``times`` holds ``t50`` (an open end reaches to 0 or infinity)."""
+    lo, hi = times.t50_ci
+    return bool((0.0 if lo is None else lo) <= t50 <= (np.inf if hi is None else hi))
+
+
+def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random.Generator) -> tuple:
     """An (early, late) pair of simulated curves whose t50s are ``t50_early`` and ``ratio`` x
     it (the separation benchmark): ``aggregate`` logistic draws on 128 heads (early ceiling
     U(0.2, 0.5), late U(0.4, 0.8)), or ``population`` heads of 256 (early 20-60 switching,
-    late 60-200); 10-90 widths U(``width_spacings``) checkpoint spacings."""
+    late 60-200); 10-90 widths U(0.5, 2) checkpoint spacings."""
     x = np.log10(np.asarray(tokens, float))
     d = float(np.median(np.diff(x)))
     out = []
     for t50, top in ((t50_early, (0.2, 0.5)), (t50_early * ratio, (0.4, 0.8))):
-        w = rng.uniform(*width_spacings) * d
+        w = rng.uniform(0.5, 2.0) * d
         if regime == "aggregate":
             c = AggregateCurve("logistic", rng.uniform(0, 0.03), rng.uniform(*top), t50, w)
             out.append(c.simulate(tokens, np.full(len(x), 128), rng))
@@ -480,8 +453,7 @@ def gap_pair(regime: str, tokens, t50_early: float, ratio: float, rng: np.random
     return tuple(out)
 
 
-def seed_group(regime: str, tokens, ratio: float, tau: float, n_seeds: int, rng: np.random.Generator,
-               width_spacings=(0.5, 2.0)) -> list:
+def seed_group(regime: str, tokens, ratio: float, tau: float, n_seeds: int, rng: np.random.Generator) -> list:
     """A seed suite with a known pooled gap: ``n_seeds`` runs whose log10 gap ratios are drawn
     ``theta_i ~ Normal(log10 ratio, tau)`` (decades), each an (early, late) pair of
     :func:`gap_pair` with the early t50 uniform in log10 tokens between the 3rd revision and
@@ -493,15 +465,15 @@ def seed_group(regime: str, tokens, ratio: float, tau: float, n_seeds: int, rng:
         theta = float(np.log10(ratio) + tau * rng.standard_normal())
         lo, hi = x[2] - min(theta, 0.0), x[-3] - max(theta, 0.0)
         t50_early = float(10 ** rng.uniform(lo, max(hi, lo)))
-        early, late = gap_pair(regime, tokens, t50_early, 10**theta, rng, width_spacings)
+        early, late = gap_pair(regime, tokens, t50_early, 10**theta, rng)
         out.append((early, late, theta))
     return out
 
 
-def seed_group_frame(model: str, runs, early_class: str = "induction", late_class: str = "bos") -> pd.DataFrame:
-    """A :func:`seed_group` as a CSV-format table with a ``seed`` column (seeds 1, 2, ...)."""
-    frames = []
-    for seed, (early, late, _) in enumerate(runs, start=1):
-        for head_class, sim in ((early_class, early), (late_class, late)):
-            frames.append(curves_frame(model, head_class, sim.tokens, sim.k, sim.n).assign(seed=seed))
+def seed_group_frame(model: str, runs) -> pd.DataFrame:
+    """A :func:`seed_group` as a CSV-format table (classes ``induction``, early, and ``bos``) with a ``seed``
+    column (seeds 1, 2, ...)."""
+    frames = [curves_frame(model, head_class, sim.tokens, sim.k, sim.n).assign(seed=seed)
+              for seed, (early, late, _) in enumerate(runs, start=1)
+              for head_class, sim in (("induction", early), ("bos", late))]
     return pd.concat(frames, ignore_index=True)

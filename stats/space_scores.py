@@ -1,13 +1,10 @@
 """Scores of the analysis over the space of simulated studies (:mod:`stats.study_space`), overall
 and by factor: what the calibration and operating-characteristic benchmarks print.
 
-:func:`score_study` scores one curve analysis against its study's truth; :func:`study_records`
-and :func:`pair_records` run the analysis (:func:`stats.curve_analysis.analyse_curve`, and for
-pairs :func:`stats.gaps.fitted_gap`) on studies drawn at random and return one record a study:
-its factor bins (:func:`factor_bins`) and its scores. :func:`factor_table` prints any criterion
-over all records and by the bins of every factor (grid kind, revisions, position, switching
-heads, regime, true width). :func:`thinned_verdicts` reads each study on every other revision
-and on all of them (a verdict must not flip when checkpoints are added).
+:func:`study_records` and :func:`pair_records` analyse studies drawn at random: one record a
+study, its factor bins (:func:`factor_bins`) and its scores (:func:`score_study`);
+:func:`factor_table` prints any criterion over all records and by factor; :func:`thinned_verdicts`
+checks that no verdict flips when checkpoints are added.
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from stats.simulate import t50_covered
 from stats.study_space import DEFAULT_CRITERION, DETECTABLE_Z, SampledStudy, StudySpace, sample_pair, sample_study
 
 #: The factors of the by-factor tables, in print order.
@@ -48,10 +46,7 @@ def score_study(analysis, study: SampledStudy) -> dict:
         sides.add("right")
     ambiguous = truth.censored == "right" and truth.present_at_start >= 2 and analysis.censored == "left"
     t = analysis.times
-    covers = None
-    if t is not None and not ambiguous:
-        lo, hi = t.t50_ci
-        covers = bool((0.0 if lo is None else lo) <= truth.t50 <= (np.inf if hi is None else hi))
+    covers = t50_covered(t, truth.t50) if t is not None and not ambiguous else None
     return out | {"censored": analysis.censored in sides or ambiguous, "covers": covers, "timed": t is not None}
 
 
@@ -87,11 +82,14 @@ def criterion_of(cfg) -> float:
     return float(getattr(cfg.shape, "sharp_width_decades", DEFAULT_CRITERION))
 
 
-def _streams(n: int, rng: np.random.Generator):
-    """``n`` pairs of generators (one draws a study, the other analyses it), seeded from ``rng``: the
-    studies drawn do not depend on how many numbers an analysis consumes, so two versions of the
-    analysis are scored on the same studies."""
-    for seed in rng.integers(0, 2**63, n):
+def _streams(n: int, rng: np.random.Generator, desc: str, progress: bool):
+    """``n`` pairs of generators (one draws a study, the other analyses it), seeded from ``rng``, under a
+    progress bar ``desc``: the studies drawn do not depend on how many numbers an analysis consumes,
+    so two versions of the analysis are scored on the same studies."""
+    from tqdm.auto import tqdm
+
+    seeds = rng.integers(0, 2**63, n)
+    for seed in tqdm(seeds, total=n, desc=desc, disable=not progress, leave=False):
         yield np.random.default_rng([int(seed), 0]), np.random.default_rng([int(seed), 1])
 
 
@@ -100,13 +98,11 @@ def study_records(n: int, cfg, rng: np.random.Generator, space: StudySpace = Stu
     """Analyse ``n`` studies drawn from ``space``: one record each, its factor bins and
     :func:`score_study` (and ``flat``, ``inside``: a rise whose t50 lies in the range,
     ``resolvable``)."""
-    from tqdm.auto import tqdm
-
     from stats.curve_analysis import analyse_curve
 
     C = criterion_of(cfg)
     out = []
-    for draw, analysis in tqdm(_streams(n, rng), total=n, desc="sampled studies", disable=not progress, leave=False):
+    for draw, analysis in _streams(n, rng, "sampled studies", progress):
         study = sample_study(draw, space, C)
         t = study.truth
         record = {**factor_bins(study), "flat": t.flat, "inside": not t.flat and t.censored is None,
@@ -124,12 +120,10 @@ def thinned_verdicts(n: int, cfg, rng: np.random.Generator, space: StudySpace = 
     first and last kept) and on all of them: a count of ``(coarse, fine)`` pairs over the studies of
     10 revisions or more that are not flat. Refining the grid may resolve a verdict or add doubt;
     it must never turn ``sharp`` into ``gradual`` or back."""
-    from tqdm.auto import tqdm
-
     from stats.curve_analysis import analyse_curve
 
     C, pairs = criterion_of(cfg), collections.Counter()
-    for draw, analysis in tqdm(_streams(n, rng), total=n, desc="thinned studies", disable=not progress, leave=False):
+    for draw, analysis in _streams(n, rng, "thinned studies", progress):
         study = sample_study(draw, space, C)
         curve = study.curve()
         m = len(curve)
@@ -151,11 +145,7 @@ def _failed(study: SampledStudy, error: Exception) -> dict:
 
 def errors(records: list) -> list:
     """The distinct errors of records whose analysis raised, with their counts: ``[(error, count)]``."""
-    counts: dict = {}
-    for r in records:
-        if r.get("error"):
-            counts[r["error"]] = counts.get(r["error"], 0) + 1
-    return sorted(counts.items(), key=lambda kv: -kv[1])
+    return collections.Counter(r["error"] for r in records if r.get("error")).most_common()
 
 
 def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
@@ -186,14 +176,12 @@ def pair_records(n: int, ratio: float, cfg, rng: np.random.Generator, space: Stu
     """Analyse ``n`` pairs of classes drawn at ``ratio`` (:func:`stats.study_space.sample_pair`): one
     record each, the pair's bins and ``rejected`` (the fitted gap's one-sided test of ratio <= 1 at
     ``cfg.alpha``)."""
-    from tqdm.auto import tqdm
-
     from stats.curve_analysis import analyse_curve
     from stats.gaps import fitted_gap
 
     C = criterion_of(cfg)
     out = []
-    for draw, analysis in tqdm(_streams(n, rng), total=n, desc=f"pairs at {ratio:g}x", disable=not progress, leave=False):
+    for draw, analysis in _streams(n, rng, f"pairs at {ratio:g}x", progress):
         early, late = sample_pair(draw, ratio, space, C)
         try:
             gap = fitted_gap("sim", analyse_curve(late.curve("sim", cfg.times.late_class), cfg, analysis),

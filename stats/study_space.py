@@ -33,10 +33,8 @@ censoring side, the true 10-90 width (the switch-on times' 10th to 90th percenti
 logistic's), the position, and the shape by the criterion ``C`` (decades;
 ``analysis.shape.sharp_width_decades``): ``sharp`` when the width is <= C, ``gradual``
 when > C, ``none`` when flat. A borderline truth (width in [C / 1.5, 1.5 C]) accepts
-``unresolved`` or either shape; one the grid cannot resolve (:func:`grid_resolves`: a
-sharp rise whose bracketing revisions are more than C apart, a gradual one without two
-revisions inside it more than C apart or without revisions outside it on both sides, which
-show its floor and its ceiling) accepts ``unresolved`` or its true shape, never the other;
+``unresolved`` or either shape; one the grid cannot resolve (:func:`grid_resolves`) accepts
+``unresolved`` or its true shape, never the other;
 ``none`` is not accepted (:func:`stats.space_scores.score_study`); a rise whose shape the noise
 hides accepts the same (aggregate counts: :func:`oracle_shape_z`, the rise's distance from the
 nearest rise of width C against the counts' noise, below :data:`DETECTABLE_Z`, as for a change);
@@ -101,16 +99,12 @@ def _log_uniform(rng, lo: float, hi: float) -> float:
     return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
 
 
-def _log_uniform_int(rng, lo: int, hi: int) -> int:
-    return int(min(max(round(_log_uniform(rng, lo - 0.5, hi + 0.5)), lo), hi))
-
-
-def _revisions(rng, lo: int, hi: int) -> int:
-    """A number of revisions in [lo, hi]: ``log m = log(lo - 1/2) + U^1.5 (log(hi + 1/2) - log(lo - 1/2))``,
-    more mass on small grids than log-uniform (5-150: about 22 % 5-6, 16 % 7-10, 18 % 11-20,
-    16 % 21-40, 27 % 41-150)."""
+def _log_uniform_int(rng, lo: int, hi: int, power: float = 1.0) -> int:
+    """An integer in [lo, hi]: ``log m = log(lo - 1/2) + U^power (log(hi + 1/2) - log(lo - 1/2))``, log-uniform
+    (``power`` 1) or with more mass on small values (1.5, the number of revisions: for 5-150 about 22 % 5-6,
+    16 % 7-10, 18 % 11-20, 16 % 21-40, 27 % 41-150)."""
     a, b = np.log(lo - 0.5), np.log(hi + 0.5)
-    return int(min(max(round(float(np.exp(a + (b - a) * rng.random() ** 1.5))), lo), hi))
+    return int(min(max(round(float(np.exp(a + (b - a) * rng.random() ** power))), lo), hi))
 
 
 def pythia_selection(m: int, rng: np.random.Generator) -> np.ndarray:
@@ -142,12 +136,9 @@ def _linear_grid(m: int, rng) -> np.ndarray:
     return 10 ** rng.uniform(7.0, 11.0) * (start + np.arange(m))
 
 
-def _pythia_grid(m: int, rng) -> np.ndarray:
-    return pythia_selection(m, rng) * PYTHIA_TOKENS_PER_STEP
-
-
 #: The grid kinds: ``m`` positive token counts of each.
-GRIDS = {"log": _log_grid, "linear": _linear_grid, "pythia": _pythia_grid}
+GRIDS = {"log": _log_grid, "linear": _linear_grid,
+         "pythia": lambda m, rng: pythia_selection(m, rng) * PYTHIA_TOKENS_PER_STEP}
 
 
 def sample_grid(kind: str, m: int, rng: np.random.Generator, p_step0: float = 0.5) -> np.ndarray:
@@ -238,15 +229,8 @@ class StudyTruth:
         return self.shape_resolvable and not self.borderline
 
     def accepted(self) -> tuple:
-        """The verdicts scored as right: ``none`` for flat or censored truths (no transition inside
-        the range), the true shape where resolvable (by the grid, :func:`grid_resolves`, and through the
-        noise, :attr:`shape_z`), either shape or ``unresolved`` where borderline, else the true shape or
-        ``unresolved``; besides,
-        ``none`` for a change the noise hides (not :attr:`detectable`) or one in the last interval
-        (seen at the last revision alone, which the analysis reports as such). A censored rise
-        :attr:`partly_seen` is one the grid cannot resolve (no revisions on its far side): like any
-        such rise it accepts its true shape or ``unresolved`` (either shape where borderline) besides
-        ``none``; where its analysis places t50 is for t50 coverage to judge."""
+        """The verdicts scored as right (module docstring); where a censored rise :attr:`partly_seen`
+        places t50 is for t50 coverage to judge."""
         if self.flat or (self.censored and not self.partly_seen):
             return ("none",)
         if self.borderline:
@@ -361,7 +345,7 @@ def oracle_median_se(spread_decades: float, n_switch: int) -> float:
     return float(np.sqrt(np.pi / 2) * spread_decades / np.sqrt(max(n_switch, 1)))
 
 
-def _flat_truth(x, criterion: float) -> StudyTruth:
+def _flat_truth(criterion: float) -> StudyTruth:
     return StudyTruth(float("nan"), None, 0.0, "flat", False, criterion)
 
 
@@ -369,23 +353,35 @@ def sample_study(rng: np.random.Generator, space: StudySpace = StudySpace(),
                  criterion: float = DEFAULT_CRITERION) -> SampledStudy:
     """One study drawn from ``space`` (module docstring), its truth judged by ``criterion``."""
     kind = str(rng.choice(space.grid_kinds))
-    m = _revisions(rng, *space.revisions)
+    m = _log_uniform_int(rng, *space.revisions, 1.5)
     tokens = sample_grid(kind, m, rng, 1.0 if kind == "pythia" and rng.random() < 0.7 else space.p_step0)
     x = np.log10(tokens[tokens > 0])
     n_heads = _log_uniform_int(rng, *space.n_heads)
     regime = str(rng.choice(space.regimes))
     flat = rng.random() < space.p_flat
-    n_switch = 0 if flat else _log_uniform_int(rng, space.n_switch[0],
-                                               max(min(space.n_switch[1], int(space.max_switch_share * n_heads)), 3))
+    n_switch = 0 if flat else _n_switch(rng, space, n_heads)
     x50 = sample_position(x, rng, space.positions)
     width = _log_uniform(rng, *space.width_decades)
     decline_at = None
     if not flat and rng.random() < space.p_decline and x50 + width + 0.1 < x[-1]:
         decline_at = float(rng.uniform(x50 + width, x[-1]))
+    return _study(kind, tokens, x, regime, n_heads, n_switch, x50, width, decline_at, rng, criterion)
+
+
+def _n_switch(rng, space: StudySpace, n_heads: int) -> int:
+    """Switching heads: log-uniform over ``space.n_switch``, at most ``max_switch_share`` of ``n_heads`` (3 at least)."""
+    return _log_uniform_int(rng, space.n_switch[0], max(min(space.n_switch[1], int(space.max_switch_share * n_heads)), 3))
+
+
+def _study(kind, tokens, x, regime, n_heads, n_switch, x50, width, decline_at, rng, criterion,
+           switch=None) -> SampledStudy:
+    """The :class:`SampledStudy` of the drawn factors (``switch``: followed heads' switch-on times, fixed)."""
     factors = {"grid": kind, "revisions": len(x), "step0": bool(tokens[0] == 0), "regime": regime, "n_heads": n_heads,
-               "n_switch": n_switch, "flat": flat, "width_drawn": width, "decline": decline_at is not None}
-    build = _identity_study if regime == "identity" else _aggregate_study
-    sim, truth, switch = build(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion)
+               "n_switch": n_switch, "flat": n_switch == 0, "width_drawn": width, "decline": decline_at is not None}
+    if regime == "identity":
+        sim, truth, switch = _identity_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion, switch)
+    else:
+        sim, truth, switch = _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion)
     factors["position"] = truth.position
     return SampledStudy(factors, sim, truth, switch)
 
@@ -399,29 +395,24 @@ def _background(n_heads: int, n_switch: int, rng) -> dict:
                 dropout=0.0 if rng.random() < 0.5 else float(rng.uniform(0.0, 0.05)))
 
 
-def _identity_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion):
-    """Followed heads: switch-on times log10 ~ Normal(x50, width / 2.563); the truth from the heads'
-    own (realised) switch-on times."""
+def _identity_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion, switch=None):
+    """Followed heads: switch-on times log10 ~ Normal(x50, width / 2.563) (or ``switch``, whose median is
+    then the true t50); the truth from the heads' own (realised) switch-on times, with the oracle z of
+    followed heads (noise: flicker and dropout), their background and the oracle standard error of their
+    median (:func:`oracle_median_se`)."""
     pop = HeadPopulation(n_heads, n_switch, float(10**x50), width / NORMAL_WIDTH_PER_SD, **_background(n_heads, n_switch, rng))
     n_decline = int(n_switch * rng.uniform(0.3, 0.6)) if decline_at is not None else 0
     with np.errstate(divide="ignore"):
         sim = simulate_population(pop, tokens, rng, n_decline=n_decline,
-                                  decline_t50=None if decline_at is None else 10**decline_at, decline_spread=0.1)
+                                  decline_t50=None if decline_at is None else 10**decline_at, switch_log10=switch)
     if n_switch == 0:
-        return sim, _flat_truth(x, criterion), None
-    switch = np.asarray(sim.switch_log10, float)
-    x10, x50_, x90 = np.quantile(switch, [0.1, 0.5, 0.9])
-    truth = _identity_truth(_truth(x, x50_, x10, x90, n_decline > 0, criterion), pop, switch, x)
-    return sim, truth, switch
-
-
-def _identity_truth(truth: StudyTruth, pop: HeadPopulation, switch, x) -> StudyTruth:
-    """``truth`` with the oracle z of followed heads (noise: flicker and dropout), their background and the
-    oracle standard error of their median (:func:`oracle_median_se`)."""
-    on = (np.asarray(switch)[None, :] <= x[:, None]).sum(1) * (1 - pop.dropout)
+        return sim, _flat_truth(criterion), None
+    x10, median, x90 = np.quantile(sim.switch_log10, [0.1, 0.5, 0.9])
+    truth = _truth(x, x50 if switch is not None else median, x10, x90, n_decline > 0, criterion)
+    on = (sim.switch_log10[None, :] <= x[:, None]).sum(1) * (1 - pop.dropout)
     noise = pop.n_flicker * pop.flicker_p * (1 - pop.flicker_p) + pop.dropout * (1 - pop.dropout) * (on + pop.n_always)
-    return dataclasses.replace(truth, z=oracle_z(on, noise), present_at_start=float(pop.n_always),
-                               t50_se=oracle_median_se(pop.spread_decades, len(switch)))
+    return sim, dataclasses.replace(truth, z=oracle_z(on, noise), present_at_start=float(pop.n_always),
+                                    t50_se=oracle_median_se(pop.spread_decades, n_switch)), sim.switch_log10
 
 
 def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, criterion):
@@ -439,7 +430,7 @@ def _aggregate_study(tokens, x, n_heads, n_switch, x50, width, decline_at, rng, 
     with np.errstate(divide="ignore"):
         sim = curve.simulate(tokens, np.full(len(tokens), n_heads), rng)
     if n_switch == 0:
-        return sim, _flat_truth(x, criterion), None
+        return sim, _flat_truth(criterion), None
     half = width / 2
     p = curve.rise(10**x)
     truth = _truth(x, x50, x50 - half, x50 + half, decline_at is not None, criterion)
@@ -452,7 +443,7 @@ def _pair_grid(rng, space: StudySpace, span: float):
     """A grid from ``space`` whose positive revisions span more than ``span`` decades (redrawn until one does)."""
     for _ in range(1000):
         kind = str(rng.choice(space.grid_kinds))
-        tokens = sample_grid(kind, _revisions(rng, *space.revisions), rng, space.p_step0)
+        tokens = sample_grid(kind, _log_uniform_int(rng, *space.revisions, 1.5), rng, space.p_step0)
         x = np.log10(tokens[tokens > 0])
         if x[-1] - x[0] > span:
             return kind, tokens, x
@@ -472,20 +463,11 @@ def sample_pair(rng: np.random.Generator, ratio: float, space: StudySpace = Stud
     x_early = float(rng.uniform(x[0] + max(-gap, 0.0), x[-1] - max(gap, 0.0)))
     out = []
     for x50 in (x_early, x_early + gap):
-        n_switch = _log_uniform_int(rng, space.n_switch[0], max(min(space.n_switch[1], int(space.max_switch_share * n_heads)), 3))
+        n_switch = _n_switch(rng, space, n_heads)
         width = _log_uniform(rng, *space.width_decades)
-        factors = {"grid": kind, "revisions": len(x), "step0": bool(tokens[0] == 0), "regime": regime, "n_heads": n_heads,
-                   "n_switch": n_switch, "flat": False, "width_drawn": width, "decline": False}
+        switch = None
         if regime == "identity":
             switch = rng.normal(x50, width / NORMAL_WIDTH_PER_SD, n_switch)
             switch += x50 - np.median(switch)
-            pop = HeadPopulation(n_heads, n_switch, float(10**x50), width / NORMAL_WIDTH_PER_SD, **_background(n_heads, n_switch, rng))
-            with np.errstate(divide="ignore"):
-                sim = simulate_population(pop, tokens, rng, switch_log10=switch)
-            x10, x90 = np.quantile(switch, [0.1, 0.9])
-            truth = _identity_truth(_truth(x, x50, x10, x90, False, criterion), pop, switch, x)
-        else:
-            sim, truth, switch = _aggregate_study(tokens, x, n_heads, n_switch, x50, width, None, rng, criterion)
-        factors["position"] = truth.position
-        out.append(SampledStudy(factors, sim, truth, switch))
+        out.append(_study(kind, tokens, x, regime, n_heads, n_switch, x50, width, None, rng, criterion, switch))
     return tuple(out)

@@ -130,19 +130,9 @@ class Curve(Results):
         if bad.any():
             dropped = [f"{r.revision} (tokens={r.tokens}, n={r.n})" for r in df[bad].itertuples()]
             df = df[~bad]
-        return cls(
-            model=model,
-            head_class=head_class,
-            revisions=df["revision"].astype(str).to_numpy(),
-            tokens=df["tokens"].to_numpy(float),
-            k=df["k"].to_numpy(float),
-            n=df["n"].to_numpy(float),
-            corpus=corpus,
-            dropped=dropped,
-            identity=identity,
-        )
-
-
+        return cls(model=model, head_class=head_class, revisions=df["revision"].astype(str).to_numpy(),
+                   tokens=df["tokens"].to_numpy(float), k=df["k"].to_numpy(float), n=df["n"].to_numpy(float),
+                   corpus=corpus, dropped=dropped, identity=identity)
 
 
 @dataclass
@@ -202,7 +192,9 @@ class TrackedResults(Results):
             raise StatsError(
                 f"no curve for model {model!r} class {head_class!r}; models: {self.models}, classes: {self.classes(model)}"
             )
-        identity = self.identity_known(model, head_class)
+        # the counts follow the same heads where a per-head table has that model's flags of that class
+        h = self.heads
+        identity = bool(h is not None and flag_column(head_class) in h.columns and (h["model"] == model).any())
         curve = Curve.from_frame(df, model, head_class, self.corpus(model), identity)
         if identity:
             self.follow_heads(curve, df)
@@ -243,13 +235,6 @@ class TrackedResults(Results):
             cache = (self.heads, groups)
             self.__dict__["_heads_by_model"] = cache
         return cache[1].get(model, self.heads.iloc[:0])
-
-    def identity_known(self, model: str, head_class: str) -> bool:
-        """Whether ``model``'s ``head_class`` counts follow the same heads: a per-head table with
-        that model's flags of that class (see :class:`Curve`)."""
-        h = self.heads
-        col = flag_column(head_class)
-        return bool(h is not None and col in h.columns and (h["model"] == model).any())
 
     def iter_curves(self) -> Iterator[Curve]:
         for model in self.models:

@@ -7,8 +7,6 @@ A source kind (``source.kind``) is one way to read tracked results into a
 and :func:`register` adds one from elsewhere.
 Everything that knows the kinds reads this registry: the schema's choices of
 ``source.kind`` (:mod:`stats.config`), ``python -m stats --help``, :func:`read_source`.
-A source checks its own required settings (:meth:`Source.check`; a missing one is one
-line, exit 2 on the command line) and says what the analysis's MLflow run logs of it.
 
 ``source=xu2026`` is no kind of its own: it is the bundled per-head file read as
 ``heads_csv`` (``conf/source/xu2026.yaml``).
@@ -18,16 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional
 
 import pandas as pd
 
 from emergence.common.plugins import Registry, package_entries
 from stats.errors import StatsError
-
-
-def _no_settings(src) -> None:
-    """A source that needs no setting beyond the defaults."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +41,7 @@ class Source:
 
     kind: str
     read: Callable[[Any], Any]
-    check: Callable[[Any], None] = _no_settings
+    check: Callable[[Any], None] = lambda src: None
     logged: Callable[[Any, Any], Mapping] = lambda src, results: {}
     store_key: Optional[str] = None
     order: int = 1000
@@ -72,11 +66,8 @@ register = SOURCES.register
 unregister = SOURCES.unregister
 #: The source of that kind; :class:`StatsError` naming the valid ones otherwise.
 get = SOURCES.get
-
-
-def kinds() -> Tuple[str, ...]:
-    """The registered source kinds, in order: the choices of ``source.kind``."""
-    return SOURCES.names()
+#: The registered source kinds, in order: the choices of ``source.kind``.
+kinds = SOURCES.names
 
 
 def read_source(src):

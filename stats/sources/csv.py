@@ -36,37 +36,30 @@ def filled_revisions(df: pd.DataFrame) -> pd.Series:
 
 
 def read_csv(path) -> TrackedResults:
-    """Read curves measured elsewhere: columns ``model,class,tokens,k,n`` (optional
-    ``layer``, ``revision``, ``pretraining_corpus``, and ``seed`` / ``seed_kind`` for the
-    training runs of a seed suite: one set of curves per (model, seed), pooled by model,
-    :func:`label_seeds`).
-
-    Rows with an empty ``layer`` are whole-model counts; rows with a layer are
-    per-layer counts. An empty ``revision`` takes the name other rows give the same model
-    and token count (:func:`filled_revisions`). A (model, class) with only per-layer rows gets its whole-model
-    curve by summing the layers at each token count.
-    """
+    """Read curves measured elsewhere (columns: module docstring; with ``seed``: one set of curves per
+    (model, seed), pooled by model, :func:`label_seeds`). Rows with an empty ``layer`` are whole-model
+    counts, others per-layer counts (:func:`whole_and_layer_counts`); an empty ``revision`` takes the
+    name other rows give the same model and token count (:func:`filled_revisions`)."""
     path = Path(path)
+    where = f"CSV {str(path)!r}"
     df = read_table(path, "CSV file", "CSV")
     missing = [c for c in CSV_REQUIRED if c not in df.columns]
     if missing:
-        raise StatsError(
-            f"CSV {str(path)!r} lacks column(s) {missing}; required: {list(CSV_REQUIRED)}, optional: {list(CSV_OPTIONAL)}"
-        )
+        raise StatsError(f"{where} lacks column(s) {missing}; required: {list(CSV_REQUIRED)}, optional: {list(CSV_OPTIONAL)}")
     extra = [c for c in df.columns if c not in CSV_REQUIRED + CSV_OPTIONAL]
     if df.empty:
-        raise StatsError(f"CSV {str(path)!r} has no rows")
-    df = checked_counts(df, f"CSV {str(path)!r}")
+        raise StatsError(f"{where} has no rows")
+    df = checked_counts(df, where)
     df["model"] = df["model"].astype(str)
     df["class"] = df["class"].astype(str)
-    check_classes(df["class"], f"CSV {str(path)!r}")
-    df, seeds = label_seeds(df, f"CSV {str(path)!r}")  # one curve per (model, seed), named per training run
+    check_classes(df["class"], where)
+    df, seeds = label_seeds(df, where)  # one curve per (model, seed), named per training run
     df["revision"] = filled_revisions(df)
     if "pretraining_corpus" not in df.columns:
         df["pretraining_corpus"] = "unknown"
     if "layer" not in df.columns:
         df["layer"] = np.nan
-    whole, layers = whole_and_layer_counts(df, f"CSV {str(path)!r}")
+    whole, layers = whole_and_layer_counts(df, where)
     notes = [f"ignored CSV columns: {extra}"] if extra else []
     return TrackedResults(curves=dedupe_tokens(whole[CURVE_COLUMNS].reset_index(drop=True)),
                           layers=layers.reset_index(drop=True), heads=None,
@@ -124,10 +117,8 @@ def whole_and_layer_counts(df: pd.DataFrame, where: str) -> tuple:
         return whole, empty_table(LAYER_COLUMNS)
     layers = per_layer.assign(layer=per_layer["layer"].astype(int))[LAYER_COLUMNS]
     have = set(zip(whole["model"], whole["class"]))
-    summed = (
-        per_layer.groupby(["model", "class", "tokens"], as_index=False)
-        .agg(k=("k", "sum"), n=("n", "sum"), revision=("revision", "first"), pretraining_corpus=("pretraining_corpus", "first"))
-    )
+    summed = per_layer.groupby(["model", "class", "tokens"], as_index=False).agg(
+        k=("k", "sum"), n=("n", "sum"), revision=("revision", "first"), pretraining_corpus=("pretraining_corpus", "first"))
     summed = summed[[(m, c) not in have for m, c in zip(summed["model"], summed["class"])]]
     return pd.concat([whole, summed], ignore_index=True), layers
 

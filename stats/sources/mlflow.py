@@ -2,15 +2,9 @@
 
 The names of what a run logs (metrics, params, tags, ``heads.csv`` columns) and a run's
 identity come from the run contract, :mod:`emergence.common.contract`; the head classes from the
-registry :mod:`emergence.common.head_classes` (neither imports model code).
-
-Rules: only runs tagged ``emergence.status = complete`` are read (configurable); runs are
-keyed on (model, revision, probe, seed) (:func:`read_mlflow`): several runs of one key are
-combined, per metric and column the newest run that has it, with a note; a model screened
-on several probes gets one set of curves per probe, named ``<model> [<corpus kind>]``, and
-a model trained with several seeds (a seed suite, the ``seed`` params; a run without them
-is seed None) one per seed, ``<model> [seed 3]`` (:func:`stats.tracked.seed_label`); runs
-of one model and probe measured with different screen settings are refused.
+registry :mod:`emergence.common.head_classes` (neither imports model code). Only runs tagged
+``emergence.status = complete`` are read (configurable); how runs become points of curves, one set
+per probe and per seed (a run without ``seed`` params is seed None): :func:`read_mlflow`.
 """
 
 from __future__ import annotations
@@ -60,15 +54,9 @@ def _search_all(client, experiment_id: str, filter_string: str):
             return runs
 
 
-def read_mlflow(
-    tracking_uri: str,
-    experiment: str = "emergence",
-    filter_string: Optional[str] = None,
-    sweep: Optional[str] = None,
-    models: Optional[Iterable[str]] = None,
-    status: Optional[str] = STATUS_COMPLETE,
-    read_heads: bool = True,
-) -> TrackedResults:
+def read_mlflow(tracking_uri: str, experiment: str = "emergence", filter_string: Optional[str] = None,
+                sweep: Optional[str] = None, models: Optional[Iterable[str]] = None,
+                status: Optional[str] = STATUS_COMPLETE, read_heads: bool = True) -> TrackedResults:
     """Read the screen runs of an MLflow experiment into tidy tables.
 
     ``filter_string`` is an MLflow search filter; ``sweep`` keeps the runs tagged
@@ -187,9 +175,8 @@ def _point_rows(model: str, revision: str, group: list, rows: dict, known_index:
 
 def _keyed_heads(heads: pd.DataFrame, model: str, revision: str, tokens: float) -> pd.DataFrame:
     """One point's per-head table with its model, revision and tokens in front."""
-    heads.insert(0, "tokens", tokens)
-    heads.insert(0, "revision", revision)
-    heads.insert(0, "model", model)
+    for column, value in (("tokens", tokens), ("revision", revision), ("model", model)):
+        heads.insert(0, column, value)
     return heads
 
 
@@ -234,6 +221,12 @@ def group_runs(runs) -> tuple:
         if len(layouts) > 1:
             raise StatsError(f"model {identity.model!r} revision {identity.revision!r}: runs disagree on the head "
                              f"layout (n_layers, n_heads) {sorted(layouts)}; they cannot be the same model")
+    notes = []
+    shared = [g for g in points.values() if len(g) > 1]
+    if shared:
+        notes.append(f"{len(shared)} (model, revision, probe) point(s) have several complete runs "
+                     f"({sum(len(g) for g in shared)} runs): per metric and heads.csv column the newest run that has it "
+                     "is used")
     labels, seeds = {}, {}
     for model in dict.fromkeys(i.model for i in points):
         probes = sorted({i.probe for i in points if i.model == model})
@@ -250,16 +243,8 @@ def group_runs(runs) -> tuple:
                 if seed is not None:
                     group = base if seed.group == model else base.replace(model, seed.group, 1)
                     seeds[label] = RunSeed(seed.seed, seed.kind, group)
-    notes = []
-    shared = [g for g in points.values() if len(g) > 1]
-    if shared:
-        notes.append(f"{len(shared)} (model, revision, probe) point(s) have several complete runs "
-                     f"({sum(len(g) for g in shared)} runs): per metric and heads.csv column the newest run that has it "
-                     "is used")
-    for model in dict.fromkeys(i.model for i in points):
-        probes = sorted({key[1] for key in labels if key[0] == model})
         if len(probes) > 1:
-            names = [labels[key] for key in labels if key[0] == model]
+            names = [label for key, label in labels.items() if key[0] == model]
             notes.append(f"model {model!r} was screened on {len(probes)} probes; their curves are kept apart: "
                          f"{', '.join(names)}")
     return points, labels, notes, seeds
