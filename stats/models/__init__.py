@@ -48,17 +48,5 @@ def fit_all(tokens, k, n, overdispersion: bool = DEFAULTS.fit.overdispersion,
     return fits, disp
 
 
-__all__ = [
-    "CurveModel",
-    "FitResults",
-    "Dispersion",
-    "LogisticModel",
-    "StepModel",
-    "RampModel",
-    "ConstantModel",
-    "MODELS",
-    "fit_all",
-    "binomial_loglik",
-    "estimate_dispersion",
-    "information_criterion",
-]
+__all__ = ["CurveModel", "FitResults", "Dispersion", "LogisticModel", "StepModel", "RampModel", "ConstantModel",
+           "MODELS", "fit_all", "binomial_loglik", "estimate_dispersion", "information_criterion"]
