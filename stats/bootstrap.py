@@ -18,6 +18,8 @@ of freedom a single plug-in phi under-covers (simulation: 95 % intervals covered
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -43,9 +45,17 @@ def simulate_counts(p, n, n_boot: int, rng: np.random.Generator, dispersion=1.0)
     return rng.binomial(np.broadcast_to(n, size), pi)
 
 
-def parametric_bootstrap(fit, n_boot: int, rng: np.random.Generator, model=None, dispersion=None):
-    """Bootstrap a :class:`~stats.models.base.FitResults`: simulate from its fit, refit; returns the
-    replicates' :class:`~stats.models.base.BatchFit` (internal parameters (B, q), log-likelihoods).
+@dataclass
+class BootstrapResults:
+    """Refitted replicates: internal parameters (B, q), log-likelihoods and counts."""
+
+    theta: np.ndarray
+    loglik: np.ndarray
+    counts: np.ndarray
+
+
+def parametric_bootstrap(fit, n_boot: int, rng: np.random.Generator, model=None, dispersion=None) -> BootstrapResults:
+    """Bootstrap a :class:`~stats.models.base.FitResults`: simulate from its fit, refit.
 
     ``model`` (default: the fit's own model) is the model refitted to each replicate,
     so that a statistic of another model can be bootstrapped under this fit's null.
@@ -55,4 +65,6 @@ def parametric_bootstrap(fit, n_boot: int, rng: np.random.Generator, model=None,
     model = fit.model if model is None else model
     dispersion = fit.dispersion if dispersion is None else dispersion
     counts = simulate_counts(fit.fitted, fit.n, n_boot, rng, dispersion)
-    return model.fit_batch(fit.x, counts, fit.n, init=fit.theta if model is fit.model else None)
+    init = fit.theta if model is fit.model else None
+    bf = model.fit_batch(fit.x, counts, fit.n, init=init)
+    return BootstrapResults(bf.theta, bf.loglik, counts)

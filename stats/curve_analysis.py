@@ -20,6 +20,7 @@ import numpy as np
 from scipy.stats import poisson
 
 from emergence.common.contract import INDUCTION_LOSS_METRIC, MEAN_FIRST_TOKEN_METRIC, mean_selectivity_metric
+from stats.bootstrap import BootstrapResults
 from stats.censoring import Censoring, censoring_from_fit, censoring_from_heads, censoring_without_rise
 from stats.changepoint import ChangePoints, detect_changepoints
 from stats.change import change_test, describe_single, single_revision
@@ -27,7 +28,6 @@ from stats.config import DEFAULTS, AnalysisConfig, ShapeConfig, check_options
 from stats.head_times import switch_intervals, with_head_times
 from stats.hypotheses import TestResult, step_vs_logistic
 from stats.models import Dispersion, fit_all
-from stats.models.base import BatchFit
 from stats.phases import CurvePhases, curve_phases
 from stats.results import Results, written
 from stats.shape import ShapeVerdict, classify_shape, jump_evidence, jump_location, qualify_verdict, sharp_or_gradual
@@ -62,7 +62,7 @@ class CurveAnalysis(Results):
     changepoints: Optional[ChangePoints] = None
     times: Optional[TransitionTimes] = None
     step_test: Optional[TestResult] = None
-    boot: Optional[BatchFit] = None
+    boot: Optional[BootstrapResults] = None
     continuous: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     #: ``identity`` or ``aggregate`` (:func:`curve_regime`)
