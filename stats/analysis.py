@@ -55,8 +55,7 @@ class StudySummary(dict):
     def as_text(self) -> str:
         return self._study.text()
 
-    def __str__(self) -> str:
-        return self.as_text()
+    __str__ = as_text
 
 
 @dataclass
@@ -83,29 +82,17 @@ class StudyAnalysis(Results):
     pooled: list = field(default_factory=list)
 
     def curve(self, model: str, head_class: str) -> CurveAnalysis:
-        for c in self.curves:
-            if c.model == model and c.head_class == head_class:
-                return c
-        raise KeyError((model, head_class))
+        return _find(self.curves, (model, head_class), model=model, head_class=head_class)
 
     def gap(self, model: str) -> GapRatio:
         """The fitted gap ratio of ``model``."""
-        for g in self.gaps:
-            if g.model == model:
-                return g
-        raise KeyError(model)
+        return _find(self.gaps, model, model=model)
 
     def milestone(self, model: str, name: str):
-        for m in self.milestones:
-            if m.model == model and m.name == name:
-                return m
-        raise KeyError((model, name))
+        return _find(self.milestones, (model, name), model=model, name=name)
 
     def milestone_gap(self, model: str):
-        for g in self.milestone_gaps:
-            if g.model == model:
-                return g
-        raise KeyError(model)
+        return _find(self.milestone_gaps, model, model=model)
 
     def gap_dicts(self) -> list:
         """Every gap of ``summary.json``: the fitted ones, then the milestone ones."""
@@ -202,6 +189,14 @@ def _ci(v, i):
     return None if v is None else v[i]
 
 
+def _find(items: list, key, **attrs):
+    """The first of ``items`` whose attributes are ``attrs``; ``KeyError(key)`` without one."""
+    for item in items:
+        if all(getattr(item, name) == value for name, value in attrs.items()):
+            return item
+    raise KeyError(key)
+
+
 def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) -> StudyAnalysis:
     """Analyse every curve of ``results`` (re-counted at ``config.thresholds`` when it
     has a per-head table) and the cross-curve findings."""
@@ -250,7 +245,7 @@ def in_units(cfg: AnalysisConfig, units: dict) -> tuple:
 def analyse_curves(curve_list: list, cfg: AnalysisConfig, seeds: list, results: TrackedResults) -> list:
     """The per-curve stage over ``curve_list``, curve ``i`` with its own stream ``seeds[i]``, on
     ``cfg.n_jobs`` processes (:mod:`stats.parallel`: the same results as one after the other)."""
-    tasks = [(curve, seed) for curve, seed in zip(curve_list, seeds)]
+    tasks = list(zip(curve_list, seeds))
     with tqdm(total=len(tasks), desc="curves", disable=bars_disabled(cfg.progress), leave=False) as bar:
         return map_tasks(seeded_analysis, tasks, cfg.n_jobs, done=bar.update, cfg=cfg,
                          results=curve_context(results))

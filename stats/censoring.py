@@ -89,14 +89,10 @@ class Censoring(Results):
         if self.side not in SIDES + (None,):
             raise ValueError(f"censoring side {self.side!r}: valid {SIDES} or None")
 
-    @property
-    def bound_tokens_index(self) -> int:
-        """Index of the revision that bounds t50: the first (left) or the last (right)."""
-        return 0 if self.side == "left" else -1
-
     def bound(self, tokens) -> float:
-        """The tokens that bound t50 on a curve's ``tokens``."""
-        return float(tokens[self.bound_tokens_index]) if self.bound_tokens is None else float(self.bound_tokens)
+        """The tokens that bound t50 on a curve's ``tokens`` (by default the first revision's for
+        ``left``, the last one's for ``right``)."""
+        return float(tokens[0 if self.side == "left" else -1] if self.bound_tokens is None else self.bound_tokens)
 
 
 def _heads(v: float) -> str:

@@ -139,12 +139,17 @@ def _show(v) -> str:
     return repr(v) if isinstance(v, str) else str(v)
 
 
+def _refuse(df: pd.DataFrame, col: str, bad, where: str, why) -> None:
+    """Refuse the first row of ``bad`` in one line naming the table, the row and the column;
+    ``why(row)`` says what is wrong with its value."""
+    if bad.any():
+        row = int(np.flatnonzero(np.asarray(bad))[0])
+        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} {why(row)}")
+
+
 def _numeric(df: pd.DataFrame, col: str, where: str, allow_nan: bool) -> pd.Series:
     vals = pd.to_numeric(df[col], errors="coerce")
-    bad = vals.isna() & (df[col].notna() if allow_nan else True)
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} is not a number")
+    _refuse(df, col, vals.isna() & (df[col].notna() if allow_nan else True), where, lambda row: "is not a number")
     return vals.astype(float)
 
 
@@ -160,24 +165,21 @@ def _selectivity(df: pd.DataFrame, col: str, where: str, allow_inf: bool) -> pd.
     head whose baseline keys got no attention mass at all, emergence/screens/selectivity.py)."""
     vals = pd.to_numeric(df[col], errors="coerce").astype(float)
     text = vals.isna() & df[col].notna()
-    bad = text | (vals < 0) | (np.isinf(vals) & (not allow_inf))
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        why = "is not a number" if text.iloc[row] else "is negative" if vals.iloc[row] < 0 else "is not finite"
-        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} {why} ({_head_at(df, row)}); "
-                         "a selectivity is a finite number >= 0 (an empty cell: not measured)")
+
+    def why(row: int) -> str:
+        what = "is not a number" if text.iloc[row] else "is negative" if vals.iloc[row] < 0 else "is not finite"
+        return f"{what} ({_head_at(df, row)}); a selectivity is a finite number >= 0 (an empty cell: not measured)"
+
+    _refuse(df, col, text | (vals < 0) | (np.isinf(vals) & (not allow_inf)), where, why)
     return vals
 
 
 def _tokens(df: pd.DataFrame, where: str) -> pd.Series:
     """The ``tokens`` column: finite numbers >= 0 (a revision's training tokens, the curves' x axis)."""
     vals = _numeric(df, "tokens", where, allow_nan=False)
-    bad = (vals < 0) | ~np.isfinite(vals)
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise StatsError(f"{where}: column 'tokens' row {row}: {_show(df['tokens'].iloc[row])} is not a token count, "
-                         f"a finite number >= 0 (model {str(df['model'].iloc[row])!r}, revision "
-                         f"{str(df['revision'].iloc[row])!r})")
+    _refuse(df, "tokens", (vals < 0) | ~np.isfinite(vals), where,
+            lambda row: f"is not a token count, a finite number >= 0 (model {str(df['model'].iloc[row])!r}, "
+                        f"revision {str(df['revision'].iloc[row])!r})")
     return vals
 
 
@@ -207,10 +209,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: 
     df["tokens"] = _tokens(df, where)
     for col in ("layer", "head"):
         vals = _numeric(df, col, where, allow_nan=False)
-        frac = (vals != np.round(vals)) | (vals < 0)
-        if frac.any():
-            row = int(np.flatnonzero(frac.to_numpy())[0])
-            raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} is not a non-negative integer")
+        _refuse(df, col, (vals != np.round(vals)) | (vals < 0), where, lambda row: "is not a non-negative integer")
         df[col] = vals.astype(int)
     renamed = {}
     for c, col in sel.items():
@@ -279,16 +278,12 @@ def class_counts(heads: pd.DataFrame, head_class: str, threshold: float, by_laye
 def corpus_map(heads: pd.DataFrame, curves: Optional[pd.DataFrame]) -> dict:
     """model -> its pretraining corpus: from the count table, then (overriding) the per-head table's column."""
     out = {}
-    if curves is not None and not curves.empty:
-        for m, g in curves.groupby("model"):
-            vals = g["pretraining_corpus"].dropna().unique()
-            if len(vals):
-                out[m] = str(vals[0])
-    if "pretraining_corpus" in heads.columns:
-        for m, g in heads.groupby("model"):
-            vals = g["pretraining_corpus"].dropna().unique()
-            if len(vals):
-                out[m] = str(vals[0])
+    for frame in (curves, heads):
+        if frame is not None and "pretraining_corpus" in frame.columns:
+            for m, g in frame.groupby("model"):
+                vals = g["pretraining_corpus"].dropna().unique()
+                if len(vals):
+                    out[m] = str(vals[0])
     return out
 
 
@@ -328,18 +323,14 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     heads = flag_heads(heads, thr)
     curves, layers = counts_from_heads(heads, thr, corpus_map(heads, results.curves))
     notes = list(results.notes)
-    derived = set(zip(curves["model"], curves["class"], curves["revision"]))
-    old = results.curves
-    keep = old[[(m, c, r) not in derived for m, c, r in zip(old["model"], old["class"], old["revision"])]]
+    keep = _not_derived(results.curves, curves)
     if not keep.empty:
         for (m, c), g in keep.groupby(["model", "class"]):
             notes.append(f"{m}/{c}: {len(g)} revision(s) without per-head selectivity.{c}: "
                          f"counts from the logged count.{c} metric (the screen's threshold)")
         curves = pd.concat([curves, keep[CURVE_COLUMNS]], ignore_index=True)
-    old_l = results.layers
-    if old_l is not None and not old_l.empty:
-        derived_l = set(zip(layers["model"], layers["class"], layers["revision"]))
-        keep_l = old_l[[(m, c, r) not in derived_l for m, c, r in zip(old_l["model"], old_l["class"], old_l["revision"])]]
+    if results.layers is not None and not results.layers.empty:
+        keep_l = _not_derived(results.layers, layers)
         layers = pd.concat([layers, keep_l[LAYER_COLUMNS]], ignore_index=True) if not keep_l.empty else layers
     layers = layers.astype({"layer": int, "k": float, "n": float}) if not layers.empty else layers
     curves = dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
@@ -347,6 +338,12 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     src["thresholds"], src["units"] = thr, units
     return dataclasses.replace(results, curves=curves, layers=layers.reset_index(drop=True), heads=heads, source=src,
                                notes=notes)
+
+
+def _not_derived(logged: pd.DataFrame, derived: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the ``logged`` counts whose (model, class, revision) the ``derived`` ones lack."""
+    have = set(zip(derived["model"], derived["class"], derived["revision"]))
+    return logged[[key not in have for key in zip(logged["model"], logged["class"], logged["revision"])]]
 
 
 def _unit_origin(source: Mapping, head_class: str) -> str:

@@ -10,9 +10,7 @@ With weights ``w_j`` (the ``n_j`` heads) and fractions ``y_j = k_j / n_j``:
   non-decreasing fit) by one prefix and one suffix pass (:func:`prefix_isotonic_ss`, all rows
   at once), for permutation tests;
 - :func:`explained_share`: the share of the weighted variance of ``y`` that the best
-  fit of a family explains, ``(SS0 - SS_fit) / SS0``: :func:`monotone_r2` (up or
-  down) and :func:`unimodal_r2` (rise-then-fall or fall-then-rise), the statistics of
-  the change tests (:func:`stats.shape.level_change_test`).
+  fit of a family explains, ``(SS0 - SS_fit) / SS0``, e.g. :func:`monotone_r2` (up or down).
 """
 
 from __future__ import annotations
@@ -228,11 +226,3 @@ def monotone_r2(k, n):
         return np.maximum(np.minimum(up, down), 0.0)
 
     return explained_share(k, n, ss)
-
-
-def unimodal_r2(k, n):
-    """Share of the weighted variance of ``k/n`` explained by the best unimodal fit (rise then
-    fall, or fall then rise; :func:`unimodal_fit`). Rows of (B, m) arrays."""
-    return explained_share(k, n, lambda y, w: np.minimum(unimodal_ss(y, w)[0], unimodal_ss(-y, w)[0]))
-
-

@@ -207,16 +207,6 @@ def _loglik(mu, tau, y, v, bounds) -> float:
     return float(ll.sum())
 
 
-def _profile(mu, y, v, bounds, tau=None) -> float:
-    """max over tau of the log-likelihood at ``mu`` (at ``tau`` when it is given)."""
-    if tau is not None:
-        return _loglik(mu, tau, y, v, bounds)
-    res = optimize.minimize_scalar(lambda t: -_loglik(mu, t, y, v, bounds), bounds=(0.0, TAU_MAX), method="bounded",
-                                   options={"xatol": 1e-5})
-    at_zero = _loglik(mu, 0.0, y, v, bounds)
-    return max(-float(res.fun), at_zero)
-
-
 def _fit(y, v, bounds) -> tuple:
     """(mu_hat, tau_hat, l_max) of the censored likelihood, mu within +- MU_SPAN."""
     best = None
@@ -229,11 +219,11 @@ def _fit(y, v, bounds) -> tuple:
     return float(best.x[0]), float(best.x[1]), -float(best.fun)
 
 
-def _profile_limit(mu_hat, l_max, crit, direction, y, v, bounds, tau=None) -> Optional[float]:
-    """The mu beyond mu_hat (``direction`` +1 / -1) where 2 (l_max - l_p) reaches ``crit``; None if it
-    never does within +- MU_SPAN (an open end)."""
+def _likelihood_limit(mu_hat, l_max, crit, direction, y, v, bounds, tau) -> Optional[float]:
+    """The mu beyond mu_hat (``direction`` +1 / -1) where 2 (l_max - l(mu, tau)) reaches ``crit``; None if
+    it never does within +- MU_SPAN (an open end)."""
     def f(m):
-        return 2 * (l_max - _profile(m, y, v, bounds, tau)) - crit
+        return 2 * (l_max - _loglik(m, tau, y, v, bounds)) - crit
 
     end = -MU_SPAN if direction < 0 else MU_SPAN
     step, inner = 0.05, mu_hat
@@ -262,8 +252,8 @@ def censored_likelihood(y, v, bounds: Sequence[Optional[str]], level: float = 0.
         side = "lower" if mu > 0 else "upper"
         l_sup = _loglik(np.sign(mu) * 1e3, 0.0, y, v, bounds)
         crit = float(sps.t.ppf(level, df)) ** 2
-        limit = _profile_limit(np.sign(mu) * MU_SPAN, l_sup, crit, -np.sign(mu), y, v, bounds, tau=0.0)
-        r = math.sqrt(max(0.0, 2 * (l_sup - _profile(0.0, y, v, bounds, tau=0.0)))) * np.sign(mu)
+        limit = _likelihood_limit(np.sign(mu) * MU_SPAN, l_sup, crit, -np.sign(mu), y, v, bounds, 0.0)
+        r = math.sqrt(max(0.0, 2 * (l_sup - _loglik(0.0, 0.0, y, v, bounds)))) * np.sign(mu)
         ci = [limit, None] if side == "lower" else [None, limit]
         return MetaAnalysis(None, ci, float(sps.t.sf(r, df)), 0.0, 0.0, [None, None], k, n_bounds, method, level,
                             None, side, [f"every informative run is a {side} bound: the pooled ratio is a {side} bound "
@@ -278,9 +268,9 @@ def censored_likelihood(y, v, bounds: Sequence[Optional[str]], level: float = 0.
     q = float((wp * (y[points] - mu) ** 2).sum() / df) if n_points >= 2 else 1.0
     scale = max(1.0, q)
     crit = _t(level, df) ** 2 * scale
-    lo = _profile_limit(mu, l_max, crit, -1, y, v, bounds, tau=tau)
-    hi = _profile_limit(mu, l_max, crit, +1, y, v, bounds, tau=tau)
-    r = math.sqrt(max(0.0, 2 * (l_max - _profile(0.0, y, v, bounds, tau=tau))) / scale) * (1 if mu > 0 else -1)
+    lo = _likelihood_limit(mu, l_max, crit, -1, y, v, bounds, tau)
+    hi = _likelihood_limit(mu, l_max, crit, +1, y, v, bounds, tau)
+    r = math.sqrt(max(0.0, 2 * (l_max - _loglik(0.0, tau, y, v, bounds))) / scale) * (1 if mu > 0 else -1)
     p = float(sps.t.sf(r, df))
     pi = [None, None]
     if lo is not None and hi is not None and df >= 2:
