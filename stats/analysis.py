@@ -246,15 +246,10 @@ def analyse_curves(curve_list: list, cfg: AnalysisConfig, seeds: list, results: 
     """The per-curve stage over ``curve_list``, curve ``i`` with its own stream ``seeds[i]``, on
     ``cfg.n_jobs`` processes (:mod:`stats.parallel`: the same results as one after the other)."""
     tasks = list(zip(curve_list, seeds))
+    # analyse_curve reads the continuous metrics and the registry, not the per-head table: a light copy for the workers
+    light = results if results.heads is None else dataclasses.replace(results, heads=None)
     with tqdm(total=len(tasks), desc="curves", disable=bars_disabled(cfg.progress), leave=False) as bar:
-        return map_tasks(seeded_analysis, tasks, cfg.n_jobs, done=bar.update, cfg=cfg,
-                         results=curve_context(results))
-
-
-def curve_context(results: TrackedResults) -> TrackedResults:
-    """What :func:`analyse_curve` reads of ``results`` (the continuous metrics, the registry), without
-    the per-head table: a light copy to send to worker processes."""
-    return results if results.heads is None else dataclasses.replace(results, heads=None)
+        return map_tasks(seeded_analysis, tasks, cfg.n_jobs, done=bar.update, cfg=cfg, results=light)
 
 
 def study_notes(results: TrackedResults, cfg: AnalysisConfig) -> list:

@@ -58,9 +58,6 @@ from stats.results import Results
 from stats.switching import SETTLED_REVISIONS, settled_at_end, switch_on
 from stats.tracked import Curve
 
-SIDES = ("left", "right")
-
-
 @dataclass
 class Censoring(Results):
     """On which side of the screened range a curve's rise midpoint lies (``side`` None: the
@@ -70,10 +67,6 @@ class Censoring(Results):
     reason: str
     #: the tokens that bound t50 (None: the first revision for ``left``, the last for ``right``)
     bound_tokens: Optional[float] = None
-
-    def __post_init__(self):
-        if self.side not in SIDES + (None,):
-            raise ValueError(f"censoring side {self.side!r}: valid {SIDES} or None")
 
     def bound(self, tokens) -> float:
         """The tokens that bound t50 on a curve's ``tokens`` (by default the first revision's for

@@ -57,7 +57,7 @@ import numpy as np
 
 from stats.bootstrap import simulate_counts
 from stats.hypotheses import TestResult
-from stats.isotonic import isotonic_fit, unimodal_fit
+from stats.isotonic import isotonic_fit, unimodal_fit, weighted_fractions
 
 SHAPES = ("monotone", "unimodal")
 #: Sequential stop: the replicates stop once this many reach the observed statistic.
@@ -83,12 +83,8 @@ def _fit(y: np.ndarray, w: np.ndarray, shape: str) -> np.ndarray:
 def _fitted(k, n, shape: str) -> tuple:
     """``(n, w, y, p0, fit, explained)`` of rows ``k`` (B, m) of ``n``: the weights, fractions, pooled
     fraction, the best fit of ``shape`` and the weighted sum of squares it explains, ``SS_p0 - SS_f``."""
-    k = np.atleast_2d(np.asarray(k, float))
-    n = np.broadcast_to(np.asarray(n, float), k.shape)
-    w = np.where(n > 0, n, 0.0)
-    y = k / np.where(n > 0, n, 1)
+    n, w, y, p0 = weighted_fractions(k, n)
     fit = _fit(y, w, shape)
-    p0 = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
     explained = np.maximum((w * (y - p0) ** 2).sum(-1) - (w * (y - fit) ** 2).sum(-1), 0.0)
     return n, w, y, p0, fit, explained
 

@@ -78,10 +78,9 @@ def thresholds_dict(thresholds=None) -> dict:
 
 def resolve_units(heads: pd.DataFrame, declared: Optional[Mapping] = None, default: Optional[str] = None) -> dict:
     """``{class: unit name}`` of every selectivity column of ``heads`` (stats/units.py): the unit
-    ``declared`` for the class (``source.units.<class>``) unless ``auto``; else the source's own
-    ``default`` (a run's ``heads.csv``: ``ratio``); else read from the values of the table's undeclared
-    columns together: all in [0, 1] is a table of ``score`` s, any value above 1 a table of ``ratio`` s (a
-    ratio column of a class no head shows can lie below 1 throughout; a table mixing units declares them)."""
+    ``declared`` for the class unless ``auto``; else the source's ``default`` (a run's ``heads.csv``:
+    ``ratio``); else :func:`stats.units.detect_unit` of the undeclared columns together (a ratio
+    column of a class no head shows can lie below 1 throughout; a table mixing units declares them)."""
     declared = dict(declared or {})
     columns = selectivity_columns(heads.columns)
     auto = [col for c, col in columns.items() if declared.get(c, AUTO) not in UNITS]
@@ -103,9 +102,8 @@ def declared_units(units) -> dict:
 
 
 def with_units(results: TrackedResults, units=None, default: Optional[str] = None) -> TrackedResults:
-    """``results`` with the unit of each per-head column in ``source["units"]`` (:func:`resolve_units`
-    of the declared ``units`` and the source's ``default``) and a note for each column read as a score
-    from its values."""
+    """``results`` with each per-head column's unit (:func:`resolve_units`) in ``source["units"]``, and
+    a note for each column read as a score from its values."""
     if results.heads is None:
         return results
     declared = declared_units(units)
@@ -186,12 +184,10 @@ def _tokens(df: pd.DataFrame, where: str) -> pd.Series:
 def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: bool = False) -> tuple:
     """Check a per-head table and bring it to canonical columns; returns ``(heads, notes)``.
 
-    Refuses (one line naming the table, the row and the column, :class:`StatsError`): missing
-    columns, no selectivity column, non-numeric values, a negative or infinite selectivity
-    (infinite is accepted with ``allow_inf``, for the runs' own ``heads.csv``), a negative or
-    infinite token count, non-integer layer/head, one revision with two token counts,
-    conflicting duplicate rows for one (model, revision, layer, head). Exact duplicate rows
-    are dropped with a note.
+    Refuses in one line (:class:`StatsError`): missing columns, no selectivity column, values
+    :func:`_numeric`, :func:`_selectivity` (``allow_inf``: the runs' own ``heads.csv``) and
+    :func:`_tokens` refuse, non-integer layer/head, one revision with two token counts,
+    conflicting duplicate rows for one head. Exact duplicate rows are dropped with a note.
     """
     missing = [c for c in HEADS_REQUIRED if c not in df.columns]
     if missing:
@@ -306,10 +302,8 @@ def counts_from_heads(heads: pd.DataFrame, thresholds: Mapping[str, float], corp
 
 
 def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults:
-    """``results`` re-read at ``thresholds``: flags, whole-model and per-layer counts of
-    every class with per-head selectivities derived from the per-head table (see
-    module docstring); the other counts kept as logged, with a note. Without a
-    per-head table the results are returned unchanged (with a note)."""
+    """``results`` re-read at ``thresholds`` (module docstring): flags and counts of every class with
+    per-head selectivities from the per-head table, the other counts as logged, with a note."""
     thr = thresholds_dict(thresholds)
     heads = results.heads
     if heads is None or not selectivity_columns(heads.columns):

@@ -23,6 +23,12 @@ MAX_CELLS = 2_000_000
 PAVA_FROM = 24
 
 
+def _rows(y, w) -> tuple:
+    """``y`` as rows (B, m) of floats and the weights ``w`` broadcast to them."""
+    y = np.atleast_2d(np.asarray(y, float))
+    return y, np.broadcast_to(np.asarray(w, float), y.shape)
+
+
 def isotonic_fit(y, w):
     """Weighted least-squares non-decreasing fit of ``y`` (B, m) with weights ``w`` (B, m).
 
@@ -30,8 +36,7 @@ def isotonic_fit(y, w):
     weighted mean of ``y_a .. y_b`` (the pool-adjacent-violators solution, which is
     also the binomial maximum-likelihood monotone fit), for all rows at once.
     """
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    y, w = _rows(y, w)
     m = y.shape[-1]
     if m > PAVA_FROM and y.ndim == 2:  # long rows: the vectorised pool-adjacent-violators pass (the same fit) is faster
         return pava_fit(y, w)
@@ -59,8 +64,7 @@ def unimodal_fit(y, w):
     and suffix errors (:func:`prefix_isotonic_ss`), then the fits of its two sides by
     :func:`pava_fit` (the points of the other side weighted 0).
     """
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    y, w = _rows(y, w)
     m = y.shape[-1]
     prefix = prefix_isotonic_ss(y, w)
     up, ss_up = pava_fit(y, w), np.maximum(prefix[:, -1], 0.0)
@@ -86,8 +90,7 @@ def _pava(y, w) -> tuple:
     column, whatever the depth). A single row goes through a plain loop (fewer steps).
     Returns the error of the non-decreasing fit of every prefix (B, m), and the final stack
     ``(cumulative sums (3, B, m + 1), first columns (B, m + 1), top slot (B,))``."""
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    y, w = _rows(y, w)
     n_rows, m = y.shape
     if n_rows == 1:
         return _pava_row(y[0], w[0])
@@ -194,8 +197,7 @@ def _split_ss(y, w, up) -> np.ndarray:
 def unimodal_ss(y, w) -> tuple:
     """``(ss_unimodal, ss_increasing)`` of rows ``y`` (B, m): the errors of :func:`unimodal_fit`
     and of the non-decreasing fit, by one prefix and one suffix pass (:func:`prefix_isotonic_ss`)."""
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    y, w = _rows(y, w)
     up = prefix_isotonic_ss(y, w)  # up[:, c]: non-decreasing on [0, c]
     ss_up = np.maximum(up[:, -1], 0.0)
     if y.shape[-1] < 2:
@@ -203,14 +205,20 @@ def unimodal_ss(y, w) -> tuple:
     return np.maximum(np.minimum(up[:, -1], _split_ss(y, w, up).min(-1)), 0.0), ss_up
 
 
-def explained_share(k, n, fit_ss) -> np.ndarray:
-    """``(SS0 - SS_fit) / SS0`` of rows ``k`` (B, m) of ``n``, ``fit_ss(y, w)`` the (B,) errors of a
-    fit family, ``SS0`` around the pooled fraction; 0 for a constant row (SS0 within rounding of 0)."""
+def weighted_fractions(k, n) -> tuple:
+    """``(n, w, y, pooled)`` of rows ``k`` (B, m) of ``n``: ``n`` broadcast to the rows, the weights
+    (``n``, 0 where not positive), the fractions ``k / n`` and each row's pooled fraction (B, 1)."""
     k = np.atleast_2d(np.asarray(k, float))
     n = np.broadcast_to(np.asarray(n, float), k.shape)
     w = np.where(n > 0, n, 0.0)
     y = k / np.where(n > 0, n, 1)
-    ybar = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+    return n, w, y, (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+
+
+def explained_share(k, n, fit_ss) -> np.ndarray:
+    """``(SS0 - SS_fit) / SS0`` of rows ``k`` (B, m) of ``n``, ``fit_ss(y, w)`` the (B,) errors of a
+    fit family, ``SS0`` around the pooled fraction; 0 for a constant row (SS0 within rounding of 0)."""
+    _, w, y, ybar = weighted_fractions(k, n)
     ss0 = (w * (y - ybar) ** 2).sum(-1)
     varies = ss0 > 1e-12 * (w * y * y).sum(-1)  # a constant row's SS0 is rounding noise
     ss = fit_ss(y, w)

@@ -17,22 +17,19 @@ No censored run (:func:`hartung_knapp`): ``tau^2`` by Paule-Mandel (statsmodels'
 ``combine_effects``, ``analysis.pooling.tau2_method``), ``w_i = 1 / (v_i + tau^2)``,
 ``mu = sum w_i y_i / sum w_i``; interval by Hartung-Knapp (Sidik-Jonkman),
 ``mu +- t_{k-1} se``, ``se^2 = max(1, q) / sum w_i``, ``q = sum w_i (y_i - mu)^2 / (k - 1)``:
-the t quantile is what keeps the interval honest with few runs, and the scale is
-truncated at 1 (Knapp & Hartung 2003; Roever, Knapp & Friede 2015) so that runs that happen
-to look more alike than their within-run variances allow do not shrink it below the
-fixed-effect t interval. Test of separation: one-sided, H0 ``mu <= 0`` (pooled ratio
-<= 1, the null of the per-run test), ``p = 1 - T_{k-1}(mu / se)``. ``I^2 = max(0, 1 -
+the t quantile keeps the interval honest with few runs, and the scale truncated at 1
+(Knapp & Hartung 2003; Roever, Knapp & Friede 2015) keeps runs that happen to look alike
+from shrinking it below the fixed-effect t interval. Test of separation: one-sided, H0
+``mu <= 0`` (pooled ratio <= 1), ``p = 1 - T_{k-1}(mu / se)``. ``I^2 = max(0, 1 -
 (k - 1) / Q)`` with Cochran's Q; ``tau^2`` interval by Q-profile (Viechtbauer 2007);
 prediction interval for a new run (Higgins, Thompson & Spiegelhalter 2009),
 ``mu +- t_{k-2} sqrt(tau^2 + se^2)`` (needs k >= 3).
 
 Censored runs enter as bounds, not points (:func:`censored_likelihood`). A run whose gap
-is a one-sided bound (:class:`stats.times.GapRatio` ``bound``: a side censored,
-:mod:`stats.censoring`) says ``y_i* >= b_i`` (``lower``) or ``<= b_i`` (``upper``): ``y_i*``
-is the estimate the run would give with its censored transition inside the range, ``b_i``
-the bound (the free side's estimate against the bounding revision), and ``v_i`` the free
-side's variance (the censored side's draws are the bound itself). The likelihood of the
-random-effects model is then interval-censored (Tobit):
+is a one-sided bound (:class:`stats.times.GapRatio` ``bound``) says ``y_i* >= b_i``
+(``lower``) or ``<= b_i`` (``upper``), ``y_i*`` the estimate with its censored transition
+inside the range, ``b_i`` the free side's estimate against the bounding revision and ``v_i``
+its variance. The random-effects likelihood is then interval-censored (Tobit):
 
     L(mu, tau) = prod_points phi((y_i - mu) / s_i) / s_i
                  x prod_lower Phi((mu - b_i) / s_i) x prod_upper Phi((b_i - mu) / s_i),
@@ -65,16 +62,13 @@ or that has no transition carries nothing on ``mu``: left out, with a note.
 
 Which runs are pooled: runs of kind ``both`` (independent runs) when there are at least
 ``min_seeds`` of them, else the runs of the one kind present, else all runs (with a note:
-data-only and weight-only runs share the reference run's other seed, so they are not
-independent draws of a new run). With runs of kind ``data`` and ``weight`` both present
-(PolyPythias 160m) each kind is pooled on its own and the share of between-run variance
-due to each is ``tau^2_data / (tau^2_data + tau^2_weight)`` (additive model: log ratio =
-mu + D + W + e with independent data and weight effects; ``tau^2_both`` is reported
-beside their sum as a check).
+data-only and weight-only runs share the reference run's other seed). With ``data`` and
+``weight`` runs both present (PolyPythias 160m) each kind is pooled alone and the share of
+between-run variance due to each is ``tau^2_data / (tau^2_data + tau^2_weight)`` (additive
+model: log ratio = mu + D + W + e; ``tau^2_both`` is reported beside their sum as a check).
 
-Shapes: per class, each run's verdict (``sharp`` / ``gradual`` / ``none``, with a
-censored side) and their agreement, the share of runs with the most common verdict.
-The t50 of each class is pooled the same way (a censored t50 a bound), for the figures.
+Shapes: per class, each run's verdict and their agreement (the share with the most common
+verdict). The t50 of each class is pooled the same way (a censored t50 a bound).
 """
 
 from __future__ import annotations
@@ -294,11 +288,6 @@ def meta_analysis(effects: Sequence[Effect], level: float = 0.95,
     return censored_likelihood(y, v, [e.bound for e in effects], level)
 
 
-# ---------------------------------------------------------------------------------
-# Groups of runs
-# ---------------------------------------------------------------------------------
-
-
 def gap_effect(label: str, gap, late, early, formation: str = "t50") -> tuple:
     """(:class:`Effect` or None, why not) of one run's fitted gap (:class:`stats.times.GapRatio`)
     from its two curve analyses' bootstrap draws."""
@@ -312,13 +301,13 @@ def gap_effect(label: str, gap, late, early, formation: str = "t50") -> tuple:
     return Effect(label, float(np.log10(gap.ratio)), float(np.var(d_late[:b] - d_early[:b])), gap.bound), None
 
 
-def t50_effect(label: str, ca) -> tuple:
-    """(:class:`Effect` or None, why not) of one run's t50 of a class (a censored one: a bound)."""
+def t50_effect(label: str, ca) -> Optional[Effect]:
+    """The :class:`Effect` of one run's t50 of a class (a censored one: a bound); None without one."""
     t = None if ca is None else ca.times
     if t is None or t.draws_t50 is None or not t.t50:
-        return None, "no transition"
+        return None
     bound = {"left": "upper", "right": "lower"}.get(ca.censored)
-    return Effect(label, float(np.log10(t.t50)), float(np.var(t.draws_t50)), bound), None
+    return Effect(label, float(np.log10(t.t50)), float(np.var(t.draws_t50)), bound)
 
 
 def verdict(ca) -> str:
@@ -445,17 +434,14 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
         late, early = by_key.get((label, tc.late_class)), by_key.get((label, tc.early_class))
         gap = gaps.get(label)
         effect, why = gap_effect(label, gap, late, early, tc.formation) if late and early else (None, "a class missing")
-        row = {"model": label, "seed": seeds[label].seed, "seed_kind": seeds[label].kind,
-               "ratio": None if gap is None else gap.ratio, "ci": None if gap is None else gap.ratio_ci,
-               "p_value": None if gap is None else gap.p_value, "bound": None if gap is None else gap.bound,
-               "log10_ratio": None if effect is None else effect.value,
-               "variance": None if effect is None else effect.variance, "used": False, "left_out": why}
-        for head_class, ca in ((tc.early_class, early), (tc.late_class, late)):
-            t = None if ca is None else ca.times
-            row[f"shape.{head_class}"] = verdict(ca)
-            row[f"t50.{head_class}"] = None if t is None else t.t50
-            row[f"t50_ci.{head_class}"] = None if t is None else t.t50_ci
-            row[f"censored.{head_class}"] = None if ca is None else ca.censored
+        row = {"model": label, "seed": seeds[label].seed, "seed_kind": seeds[label].kind, "ratio": getattr(gap, "ratio", None),
+               "ci": getattr(gap, "ratio_ci", None), "p_value": getattr(gap, "p_value", None),
+               "bound": getattr(gap, "bound", None), "log10_ratio": getattr(effect, "value", None),
+               "variance": getattr(effect, "variance", None), "used": False, "left_out": why}
+        for cls, ca in ((tc.early_class, early), (tc.late_class, late)):
+            t = getattr(ca, "times", None)
+            row |= {f"shape.{cls}": verdict(ca), f"t50.{cls}": getattr(t, "t50", None),
+                    f"t50_ci.{cls}": getattr(t, "t50_ci", None), f"censored.{cls}": getattr(ca, "censored", None)}
         per_seed.append(row)
         if effect is not None:
             effects.append(effect)
@@ -474,7 +460,7 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
     shapes, t50 = {}, {}
     for head_class in (tc.early_class, tc.late_class):
         shapes[head_class] = agreement([verdict(by_key.get((m, head_class))) for m in used_labels])
-        eff = [e for e, _ in (t50_effect(m, by_key.get((m, head_class))) for m in used_labels) if e is not None]
+        eff = [e for e in (t50_effect(m, by_key.get((m, head_class))) for m in used_labels) if e is not None]
         fit = meta_analysis(eff, level, pc.tau2_method)
         t50[head_class] = None if fit is None else fit.to_dict("t50")
     return PooledGap(model=group, late_class=tc.late_class, early_class=tc.early_class, formation=tc.formation,

@@ -135,7 +135,6 @@ def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, ga
         is_analysis_threshold=own, k_last=float(c.k[-1]) if len(c) else nan, n_last=float(c.n[-1]) if len(c) else nan,
         max_fraction=float(c.fraction.max()) if len(c) else nan, min_fraction=float(c.fraction.min()) if len(c) else nan,
         shape=ca.verdict.shape, reason=ca.verdict.reason,
-        t50=None if t is None else t.t50, t50_ci=None if t is None else t.t50_ci,
-        t50_bound=None if t is None else t.t50_bound, gap_ratio=gap.ratio, gap_ratio_ci=gap.ratio_ci,
-        gap_p_value=gap.p_value, gap_bound=gap.bound, censored=ca.censored, unit=unit.name,
-        threshold_text=unit.format(threshold))
+        t50=getattr(t, "t50", None), t50_ci=getattr(t, "t50_ci", None), t50_bound=getattr(t, "t50_bound", None),
+        gap_ratio=gap.ratio, gap_ratio_ci=gap.ratio_ci, gap_p_value=gap.p_value, gap_bound=gap.bound,
+        censored=ca.censored, unit=unit.name, threshold_text=unit.format(threshold))

@@ -68,6 +68,7 @@ from stats.errors import StatsError
 from stats.hypotheses import TestResult
 from stats.results import Results, record
 from stats.change import test_label
+from stats.times import percentile_interval
 from stats.width import boundary_p, grid_bounds, width_verdict
 
 SHAPES = ("sharp", "gradual", "unresolved", "none")
@@ -146,9 +147,7 @@ def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, 
             curves = fit.model.mean(boot.theta, fit.x)
             d = np.diff(curves, axis=1) * (np.sign(direction) if direction else 1.0)
             rng_b = np.ptp(curves, axis=1)
-            shares = np.where(rng_b > 0, d.max(1) / np.where(rng_b > 0, rng_b, 1), 0.0)
-            a = (1 - level) / 2
-            ci = [float(v) for v in np.quantile(shares, [a, 1 - a])]
+            ci = percentile_interval(np.where(rng_b > 0, d.max(1) / np.where(rng_b > 0, rng_b, 1), 0.0), level)
     else:
         j = jump_share(f, direction)
         rise = float(f.max() - f.min()) if f.size else 0.0

@@ -124,7 +124,8 @@ class TransitionTimes(Results):
                 f"{self.saturation:.3g}; 10-90 width {'<= ' if self.width_is_bound else ''}{self.width_decades:.3g} decades")
 
 
-def _pct(draws, level):
+def percentile_interval(draws, level: float) -> list:
+    """The central ``level`` percentile interval of ``draws``."""
     a = (1 - level) / 2
     return [float(v) for v in np.quantile(draws, [a, 1 - a])]
 
@@ -150,7 +151,7 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
     if boot is not None:
         bt = logistic_times(boot.theta, x, rng, width_factor)
         for key in cis:
-            lo, hi = _pct(bt["t50_raw" if key == "t50" else key], level)
+            lo, hi = percentile_interval(bt["t50_raw" if key == "t50" else key], level)
             if unresolved:
                 lo, hi = min(lo, pt["gap_lo"]), max(hi, pt["gap_hi"])
             cis[key] = [None if lo < x[0] - 1e-9 else float(10**lo), None if hi > x[-1] + 1e-9 else float(10**hi)]
@@ -178,8 +179,6 @@ def censored_times(side: str, bound_tokens: float, n_boot: int, level: float = 0
     bound_tokens`` (the last revision; ``"lower"``, ``[bound, None]``). The bootstrap
     draws are the bound, so a gap over it is a one-sided bound with a valid test.
     """
-    if side not in ("left", "right"):
-        raise ValueError(f"censoring side {side!r}: valid 'left', 'right'")
     t = float(bound_tokens)
     draws = np.full(n_boot, float(np.log10(t)))
     ci = [None, t] if side == "left" else [t, None]
@@ -278,6 +277,6 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
         return gap(ratio, [None, float(10 ** np.quantile(log_ratio, level))], 1.0, bound,
                    notes=notes + ["an upper bound cannot show a ratio above 1: p = 1"])
     else:
-        lo, hi = _pct(log_ratio, level)
+        lo, hi = percentile_interval(log_ratio, level)
         ci = [float(10**lo), float(10**hi)]
     return gap(ratio, ci, separation_test(log_ratio).p_value, bound, notes=notes)

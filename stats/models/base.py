@@ -133,21 +133,8 @@ def estimate_dispersion(k, n, p, n_params, level=0.95) -> Dispersion:
     return Dispersion(chi2, df, chi2 / df if present else 1.0, bool(present), pval)
 
 
-# ---------------------------------------------------------------------------------
-# Batched Levenberg-Marquardt for the binomial likelihood.
-# ---------------------------------------------------------------------------------
-
-
-def levenberg_marquardt(
-    mean_jac: Callable[[np.ndarray], tuple],
-    theta0: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    k: np.ndarray,
-    n: np.ndarray,
-    max_iter: int = 200,
-    tol: float = 1e-10,
-):
+def levenberg_marquardt(mean_jac: Callable[[np.ndarray], tuple], theta0: np.ndarray, lower: np.ndarray,
+                        upper: np.ndarray, k: np.ndarray, n: np.ndarray, max_iter: int = 200, tol: float = 1e-10):
     """Maximise the binomial log-likelihood of P problems at once.
 
     Fisher scoring with Levenberg damping: with ``J = dp/dtheta`` (P, m, q),
@@ -284,11 +271,6 @@ def _solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-# ---------------------------------------------------------------------------------
-# Results
-# ---------------------------------------------------------------------------------
-
-
 @dataclass
 class BatchFit:
     """Fits of B replicate curves: internal parameters (B, q) and log-likelihoods (B,)."""
@@ -412,7 +394,8 @@ class CurveModel:
         raise NotImplementedError
 
     def natural(self, theta, x):
-        return theta
+        """The natural parameters (B, q) of internal ones: here probabilities from their logits."""
+        return expit(np.atleast_2d(theta))
 
     def fit_batch(self, x, k, n, init=None) -> BatchFit:  # pragma: no cover - abstract
         raise NotImplementedError

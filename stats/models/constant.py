@@ -18,9 +18,6 @@ class ConstantModel(CurveModel):
         theta = np.atleast_2d(theta)
         return np.broadcast_to(expit(theta[:, :1]), (theta.shape[0], np.size(x))).copy()
 
-    def natural(self, theta, x):
-        return expit(np.atleast_2d(theta))
-
     def information(self, theta, x, n):
         p = expit(theta[0])
         return np.array([[np.asarray(n, float).sum() * p * (1 - p)]])

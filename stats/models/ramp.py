@@ -55,9 +55,6 @@ class RampModel(CurveModel):
         ref = x if ref is None else ref
         return ramp_mean_jac(np.atleast_2d(theta), _u(x, ref))[0]
 
-    def natural(self, theta, x):
-        return expit(np.atleast_2d(theta))
-
     def information(self, theta, x, n):
         p, J = ramp_mean_jac(theta[None, :], _u(x, x))
         return fisher_information(p[0], J[0], n)
