@@ -71,8 +71,6 @@ def _xlogy(a, b):
 def penalty_value(rule: Union[str, float], n) -> float:
     """The PELT penalty for ``rule`` (see module docstring) and head counts ``n``."""
     n = np.asarray(n, float)
-    if isinstance(rule, (int, float)) and not isinstance(rule, bool):
-        return float(rule)
     bic, bic_revisions = PENALTIES
     if rule == bic:
         return float(2.0 * np.log(max(n.sum(), 2.0)))

@@ -124,11 +124,9 @@ class CurveAnalysis(Results):
 
 def continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float],
                         criterion: float = DEFAULTS.shape.sharp_width_decades) -> dict:
-    """The shape each of the class's continuous metrics reads at the curve's revisions (the rise):
-    its mean selectivity (log10), and the mean first-token attention (BOS) or the induction loss
-    (induction, which falls as the circuit forms), by the grid's bounds of its 10-90 width
-    (:func:`stats.width.grid_bounds`): ``sharp`` when at most ``criterion`` decades, ``gradual``
-    when more, ``unresolved`` otherwise."""
+    """The shape each of the class's continuous metrics reads over the rise (its mean selectivity in
+    log10, and the mean first-token attention for BOS or the falling induction loss for induction)
+    by the grid's bounds of its 10-90 width (:func:`stats.width.grid_bounds`) against ``criterion``."""
     cont = results.continuous
     if cont is None or cont.empty:
         return {}
@@ -157,13 +155,10 @@ def continuous_evidence(results: TrackedResults, curve: Curve, direction: Option
 
 def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Optional[np.random.Generator] = None,
                   results: Optional[TrackedResults] = None) -> CurveAnalysis:
-    """Analyse one curve (see module docstring); never raises on short or flat curves. A verdict
-    rule value its schema refuses is one :class:`~stats.errors.StatsError` line.
-
-    With tracked ``results`` that know the model's known revisions (runs log ``registry_index``),
-    the evidence also says how many known revisions lie inside the largest jump's
-    interval (``max_jump_between``; 0: resolved to adjacent checkpoints, as ``revision=refine``
-    leaves it)."""
+    """Analyse one curve (module docstring); never raises on short or flat curves (a verdict rule
+    value its schema refuses is one :class:`~stats.errors.StatsError` line). With ``results`` that
+    know the model's revisions (``registry_index``), ``max_jump_between`` counts the known revisions
+    inside the largest jump's interval (0: adjacent checkpoints, as ``revision=refine`` leaves it)."""
     cfg = AnalysisConfig() if config is None else config
     check_options(cfg.shape, "analysis.shape.")
     rng = np.random.default_rng(cfg.seed) if rng is None else rng

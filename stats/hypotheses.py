@@ -88,9 +88,8 @@ def _studentiser(k, n, theta, x):
 
 def step_vs_logistic(tokens, k, n, n_boot: int, rng: np.random.Generator, dispersion: float = 1.0, fits=None,
                      studentize: bool = True) -> TestResult:
-    """Parametric-bootstrap likelihood-ratio test of H0 step against the logistic: up to ``n_boot``
-    replicates, sequentially (:func:`sequential_p`: a curve the step fits stops early); the result's
-    ``n_boot`` is the number drawn."""
+    """Parametric-bootstrap likelihood-ratio test of H0 step against the logistic (module docstring),
+    up to ``n_boot`` replicates drawn sequentially (:func:`sequential_p`; ``n_boot``: those drawn)."""
     tokens, k, n = (np.asarray(a, float) for a in (tokens, k, n))
     x = np.log10(tokens)
     step_model, logistic_model = StepModel(), LogisticModel()
@@ -124,14 +123,11 @@ SEQUENTIAL_CHUNK = 100
 def sequential_p(replicates, t: float, n_max: int, tol: float = 1e-12, hits: int = SEQUENTIAL_HITS,
                  chunk: int = SEQUENTIAL_CHUNK, growth: float = 1.0) -> tuple:
     """Besag and Clifford's (1991) sequential Monte Carlo p-value of statistic ``t`` (larger is more
-    extreme): ``replicates(size)`` draws that many replicate statistics; they are drawn ``chunk`` at
-    a time until ``hits`` of the first ``L`` reach ``t`` (within ``tol``), then ``p = hits / L``,
-    else after ``n_max`` ``p = (1 + #{T* >= T}) / (n_max + 1)`` (:func:`exceedance_p`). Both are
-    valid p-values (size at most alpha); a statistic far inside its null stops after a few dozen
-    replicates. With ``growth`` > 1 each chunk is that many times the one before (100, 200, 400, ...):
-    the p-value is the same function of the replicates' sequence (the stop is found inside the
-    chunk), in fewer, larger batches (a batched refit costs much less a replicate in one call of
-    1000 than in ten of 100). Returns ``(p, replicates drawn)``."""
+    extreme): replicates from ``replicates(size)``, ``chunk`` at a time, until ``hits`` of the first
+    ``L`` reach ``t`` (within ``tol``): ``p = hits / L``; else after ``n_max`` ``p = (1 + #{T* >= T})
+    / (n_max + 1)``. Both are valid p-values; a statistic far inside its null stops after a few
+    dozen replicates. With ``growth`` > 1 each chunk grows by that factor: the same p-value (the
+    stop is found inside the chunk) in fewer, larger batches. Returns ``(p, replicates drawn)``."""
     seen = reached = 0
     while seen < n_max:
         size = min(chunk, n_max - seen)

@@ -254,9 +254,7 @@ def censored_likelihood(y, v, bounds: Sequence[Optional[str]], level: float = 0.
                                          f"(one-sided {level:.0%} limit) on the mean of these runs, with tau^2 = 0 (the "
                                          "between-run variance cannot be estimated from bounds alone): no prediction "
                                          "for a new run"])
-    # Hartung-Knapp's scale over the runs seen as points (1 when there are none): the interval
-    # and the test read the likelihood at tau_hat, widened by max(1, q) where the points scatter
-    # more than tau_hat and their variances say (module docstring).
+    # Hartung-Knapp's scale max(1, q) over the runs seen as points (module docstring)
     points = bounds == 0
     wp = 1 / (v[points] + tau**2)
     q = float((wp * (y[points] - mu) ** 2).sum() / df) if n_points >= 2 else 1.0

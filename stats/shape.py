@@ -93,11 +93,8 @@ class ShapeVerdict(Results):
 
 
 def jump_share(values, direction: Optional[float] = None) -> dict:
-    """Largest adjacent change of ``values`` in ``direction`` and its share of the range.
-
-    ``direction`` > 0 looks for the largest rise, < 0 the largest fall; by default
-    the sign of last - first.
-    """
+    """Largest adjacent change of ``values`` in ``direction`` (> 0 a rise, < 0 a fall; by default the
+    sign of last - first) and its share of the range."""
     v = np.asarray(values, float)
     if v.size < 2 or not np.all(np.isfinite(v)):
         return {"max_jump": float("nan"), "max_jump_share": float("nan"), "index": None}
@@ -111,11 +108,8 @@ def jump_share(values, direction: Optional[float] = None) -> dict:
 
 
 def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) -> list:
-    """Clopper-Pearson interval of the share ``J / R`` (``J`` of ``R`` heads, rounded).
-
-    ``[B(a/2; J, R-J+1), B(1-a/2; J+1, R-J)]`` with ``B`` the beta quantile, 0 and 1
-    at the ends; ``[nan, nan]`` when ``R < 1``.
-    """
+    """Clopper-Pearson interval of the share ``J / R`` (``J`` of ``R`` heads, rounded):
+    ``[B(a/2; J, R-J+1), B(1-a/2; J+1, R-J)]``, ``B`` the beta quantile, 0 and 1 at the ends."""
     r = int(round(rise_heads))
     j = int(np.clip(round(jump_heads), 0, max(r, 0)))
     if r < 1:
@@ -131,14 +125,10 @@ def _pct(v):
 
 
 def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, level: float = 0.95) -> dict:
-    """The largest adjacent change in the direction of the rise, its share and interval.
-
-    ``identity``: of the observed fractions (counts are cumulative, the share is
-    ``J`` of ``R`` heads, Clopper-Pearson). ``aggregate``: of the fitted logistic at
-    the revisions (independent draws make every observed jump and extreme noisy,
-    and the range of noisy fractions is inflated), the interval the bootstrap
-    percentile interval of the replicate fits' shares.
-    """
+    """The largest adjacent change in the direction of the rise, its share and interval: ``identity``,
+    of the observed fractions (``J`` of ``R`` heads, Clopper-Pearson); ``aggregate``, of the fitted
+    logistic at the revisions (noisy draws inflate every observed jump and the range), the interval
+    the bootstrap percentile interval of the replicate fits' shares."""
     if regime == "aggregate" and fit is not None:
         j = jump_share(fit.fitted, direction)
         rise = float(np.ptp(fit.fitted))
@@ -301,14 +291,10 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
 
 
 def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:
-    """The verdict's cross-check against the class's continuous metrics.
-
-    ``continuous``: per metric (its mean selectivity, mean first-token attention, induction
-    loss) the shape its own rise reads by the grid's bounds of :func:`stats.width.grid_bounds`
-    (``reads``). ``continuous_disagrees`` lists the metrics that read the other *resolved*
-    shape (a threshold can make a smooth change look sharp, Schaeffer et al. 2023); the
-    reason says so. A metric that the grid cannot resolve does not disagree.
-    """
+    """The verdict's cross-check against the class's continuous metrics (``continuous``: the shape
+    each one's rise reads by :func:`stats.width.grid_bounds`): ``continuous_disagrees`` lists those
+    that read the other *resolved* shape (a threshold can make a smooth change look sharp, Schaeffer
+    et al. 2023), and the reason says so; an unresolved metric does not disagree."""
     if verdict.shape not in ("sharp", "gradual"):
         return verdict
     ev = verdict.evidence

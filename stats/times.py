@@ -67,12 +67,9 @@ from stats.results import Results
 
 
 def logistic_times(theta, x, rng: Optional[np.random.Generator] = None, width_factor: float = 1.0):
-    """Onset, t50, saturation (log10 tokens) of internal logistic parameters (B, 4).
-
-    Applies the resolution and censoring rules of the module docstring; with
-    ``rng`` an unresolved t50 is drawn uniformly in its gap, without it the gap's
-    midpoint is used. Returns a dict of (B,) arrays.
-    """
+    """Onset, t50, saturation (log10 tokens) of internal logistic parameters (B, 4), by the resolution
+    and censoring rules of the module docstring (an unresolved t50 drawn uniformly in its gap from
+    ``rng``, else the gap's midpoint): a dict of (B,) arrays."""
     theta = np.atleast_2d(theta)
     x = np.asarray(x, float)
     mu = theta[:, 2].copy()
@@ -172,13 +169,9 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
 
 def censored_times(side: str, bound_tokens: float, n_boot: int, level: float = 0.95,
                    note: Optional[str] = None) -> TransitionTimes:
-    """Times of a curve whose rise midpoint lies outside the screened range (module docstring).
-
-    ``side`` ``left``: onset, t50 and saturation are ``<= bound_tokens`` (the first
-    revision; ``t50_bound = "upper"``, intervals ``[None, bound]``); ``right``: ``>
-    bound_tokens`` (the last revision; ``"lower"``, ``[bound, None]``). The bootstrap
-    draws are the bound, so a gap over it is a one-sided bound with a valid test.
-    """
+    """Times of a curve whose rise midpoint lies outside the screened range (module docstring): all
+    ``<= bound_tokens`` (``side`` ``left``) or ``> bound_tokens`` (``right``), the intervals open
+    half-lines, the bootstrap draws the bound (so that a gap over it is a one-sided bound)."""
     t = float(bound_tokens)
     draws = np.full(n_boot, float(np.log10(t)))
     ci = [None, t] if side == "left" else [t, None]

@@ -144,14 +144,12 @@ def levenberg_marquardt(mean_jac: Callable[[np.ndarray], tuple], theta0: np.ndar
     the likelihood (then ``lambda /= 3``), else ``lambda *= 10``. Box constraints
     are handled by projection, with coordinates at a bound whose score points
     outwards frozen for that iteration (active set). A problem stops when a kept
-    step gains less than ``tol`` or ``lambda`` exceeds 1e10.
+    step gains less than ``tol`` or ``lambda`` exceeds 1e10; its rows are then dropped, so an
+    iteration costs what the problems still running need.
 
-    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q).
-    ``k`` is (P, m); ``n`` is (m,) or (P, m). Returns ``theta`` (P, q) and the
-    log-likelihood without the binomial-coefficient constant (P,).
-
-    The arrays of the problems still running are kept compact (a finished problem's result is
-    written out and its rows dropped), so an iteration costs what its running problems need.
+    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q); ``k`` is
+    (P, m), ``n`` (m,) or (P, m). Returns ``theta`` (P, q) and the log-likelihood without the
+    binomial-coefficient constant (P,).
     """
     theta = np.clip(np.array(theta0, float), lower, upper)
     P = theta.shape[0]
@@ -281,13 +279,9 @@ class BatchFit:
 
 @dataclass
 class FitResults:
-    """One fitted curve model, in the style of a statsmodels results object.
-
-    ``params`` are the natural parameters (a Series); ``conf_int()`` gives Wald
-    intervals (on the internal scale, mapped back, scaled by ``sqrt(phi)``) or
-    parametric-bootstrap percentile intervals; ``aicc`` is AICc, or QAICc where
-    ``dispersion > 1``; ``predict(tokens)`` the fitted probability.
-    """
+    """One fitted curve model, in the style of a statsmodels results object: ``params`` (natural
+    parameters), ``conf_int()`` (Wald on the internal scale mapped back, scaled by ``sqrt(phi)``, or
+    bootstrap percentile), ``aicc`` (QAICc where ``dispersion > 1``), ``predict(tokens)``."""
 
     model: "CurveModel"
     theta: np.ndarray
@@ -405,13 +399,9 @@ class CurveModel:
         raise NotImplementedError
 
     def fit(self, tokens, k, n, dispersion: float = 1.0) -> FitResults:
-        """Fit one curve by binomial maximum likelihood.
-
-        ``tokens`` (> 0), ``k`` and ``n`` are arrays of one value a revision, sorted
-        by tokens. ``dispersion`` (phi >= 1) scales standard errors and turns AICc
-        into QAICc; estimate it with :func:`estimate_dispersion` on the most flexible
-        model.
-        """
+        """Fit one curve (``tokens`` > 0, ``k``, ``n``: one value a revision, sorted by tokens) by
+        binomial maximum likelihood; ``dispersion`` (phi >= 1, :func:`estimate_dispersion`) scales
+        standard errors and turns AICc into QAICc."""
         tokens = np.asarray(tokens, float)
         k = np.asarray(k, float)
         n = np.asarray(n, float)
