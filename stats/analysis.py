@@ -1,14 +1,13 @@
 """The study stage: the whole analysis of a set of curves, as one :class:`StudyAnalysis`.
 
 :func:`analyse` runs the stages in order, each returning its results object
-(:mod:`stats.results`): the counts at the analysis thresholds (with a per-head table the
-selectivity thresholds are applied first, at analysis time, :func:`stats.heads.apply_thresholds`,
-``analysis.thresholds``: every count, flag and per-head finding below is at those thresholds);
-every curve (:func:`stats.curve_analysis.analyse_curve`); the gaps, milestones and stories
-(:func:`stats.gaps.analyse_gaps`); threshold sensitivity; the findings and the PR lead; for
-seed suites the pooling across training runs (:mod:`stats.pooling`); and the reproduction of
-the reference study (:mod:`stats.reference`). Random streams are spawned per curve from
-``seed``, so a curve's result does not depend on the order of the others.
+(:mod:`stats.results`): the counts at ``analysis.thresholds`` (a per-head table is re-counted
+first, :func:`stats.heads.apply_thresholds`); every curve
+(:func:`stats.curve_analysis.analyse_curve`); the gaps, milestones and stories
+(:func:`stats.gaps.analyse_gaps`); threshold sensitivity; the findings and the PR lead; the
+pooling of seed suites (:mod:`stats.pooling`); the reproduction of the reference study
+(:mod:`stats.reference`). Random streams are spawned per curve from ``seed``, so a curve's
+result does not depend on the order of the others.
 
 ``StudyAnalysis.summary()`` is the record ``summary.json`` holds (a dict that prints as text);
 ``tables()`` the CSV outputs.

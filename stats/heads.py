@@ -84,10 +84,7 @@ def resolve_units(heads: pd.DataFrame, declared: Optional[Mapping] = None, defau
     declared = dict(declared or {})
     columns = selectivity_columns(heads.columns)
     auto = [col for c, col in columns.items() if declared.get(c, AUTO) not in UNITS]
-    if default in UNITS:
-        found = default
-    else:
-        found = detect_unit(heads[auto].to_numpy(float).ravel() if auto else []).name
+    found = default if default in UNITS else detect_unit(heads[auto].to_numpy(float).ravel() if auto else []).name
     return {c: declared[c] if declared.get(c, AUTO) in UNITS else found for c in columns}
 
 
