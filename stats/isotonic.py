@@ -30,12 +30,9 @@ def _rows(y, w) -> tuple:
 
 
 def isotonic_fit(y, w):
-    """Weighted least-squares non-decreasing fit of ``y`` (B, m) with weights ``w`` (B, m).
-
-    The max-min formula ``fit_i = max_{a <= i} min_{b >= i} M(a, b)``, ``M(a, b)`` the
-    weighted mean of ``y_a .. y_b`` (the pool-adjacent-violators solution, which is
-    also the binomial maximum-likelihood monotone fit), for all rows at once.
-    """
+    """Weighted least-squares non-decreasing fit of rows ``y`` (B, m) by the max-min formula
+    ``fit_i = max_{a <= i} min_{b >= i} M(a, b)``, ``M(a, b)`` the weighted mean of ``y_a .. y_b``
+    (the pool-adjacent-violators solution, also the binomial maximum-likelihood monotone fit)."""
     y, w = _rows(y, w)
     m = y.shape[-1]
     if m > PAVA_FROM and y.ndim == 2:  # long rows: the vectorised pool-adjacent-violators pass (the same fit) is faster
@@ -56,14 +53,10 @@ def isotonic_fit(y, w):
 
 
 def unimodal_fit(y, w):
-    """Unimodal weighted least-squares fit of rows ``y`` (B, m) with weights ``w``.
-
-    Returns ``(fit, ss, ss_increasing)``: the fits (B, m), their weighted squared
-    errors (B,) and those of the non-decreasing fit alone (B,). The best split (the first
-    of equal ones; the non-decreasing fit where no split is better by 1e-12) from the prefix
-    and suffix errors (:func:`prefix_isotonic_ss`), then the fits of its two sides by
-    :func:`pava_fit` (the points of the other side weighted 0).
-    """
+    """Unimodal weighted least-squares fit of rows ``y`` (B, m): ``(fit, ss, ss_increasing)``, the
+    fits, their weighted squared errors and those of the non-decreasing fit alone. The best split
+    (the first of equal ones; none unless better by 1e-12) from the prefix and suffix errors
+    (:func:`prefix_isotonic_ss`), each side fitted by :func:`pava_fit` (the other side weighted 0)."""
     y, w = _rows(y, w)
     m = y.shape[-1]
     prefix = prefix_isotonic_ss(y, w)
@@ -162,17 +155,15 @@ def _pava_row(y, w) -> tuple:
 
 
 def prefix_isotonic_ss(y, w) -> np.ndarray:
-    """Weighted squared error of the non-decreasing fit of ``y[:, :c + 1]`` for every ``c``, rows
-    ``y`` (B, m) with weights ``w``: (B, m), by one vectorised pool-adjacent-violators pass
-    (:func:`_pava`): O(m) numpy steps (times the deepest pooling), not O(m^2) memory."""
+    """Weighted squared error (B, m) of the non-decreasing fit of ``y[:, :c + 1]`` for every ``c``, by
+    one vectorised pool-adjacent-violators pass (:func:`_pava`; no O(m^2) memory)."""
     return _pava(y, w)[0]
 
 
 def pava_fit(y, w) -> np.ndarray:
-    """The weighted least-squares non-decreasing fit of rows ``y`` (B, m) (:func:`isotonic_fit`'s),
-    by one vectorised pool-adjacent-violators pass (:func:`_pava`). A block of zero weight never
-    pools, so points weighted 0 after the others leave the others' fit unchanged (their own
-    values are 0)."""
+    """:func:`isotonic_fit`'s fit of rows ``y`` (B, m) by one vectorised pool-adjacent-violators pass
+    (:func:`_pava`). A block of zero weight never pools: points weighted 0 after the others leave
+    their fit unchanged (and are 0 themselves)."""
     y = np.atleast_2d(np.asarray(y, float))
     n_rows, m = y.shape
     _, (cum, first, top) = _pava(y, w)

@@ -129,8 +129,7 @@ class PRLead(Results):
 
 
 def lead_revision(pr, line, elevated, c: int) -> Optional[int]:
-    """The lead revision ``e <= c`` of one head (module docstring), or None: the earliest
-    elevated revision from which ``pr`` stays above ``line[e]`` through ``c``."""
+    """The lead revision ``e <= c`` of one head (module docstring), or None."""
     pr, line = np.asarray(pr, float), np.asarray(line, float)
     for e in range(c + 1):
         if elevated[e] and np.all(pr[e:c + 1] > line[e]):
