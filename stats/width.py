@@ -218,19 +218,16 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
     claim excludes; ``gradual``: width <= C, down to a step) and of the best of any width. A claim
     whose boundary fits about as well is one the noise does not establish.
 
-    The null distribution is simulated, not read from chi-square(1): ``n_sim`` draws of counts from
-    the held fit, binomial widened to the dispersion ``phi`` (beta-binomial, intra-class correlation
-    ``(phi - 1) / (n - 1)``), each refitted both ways; ``p = (1 + #{D* >= D}) / (1 + draws)``,
-    stopping once ``stop_after`` draws reach the observed difference (Besag and Clifford's
-    sequential p-value: a boundary that fits well is known for one after a few draws). The test's size
-    is exact for any ``n_sim`` (``analysis.shape.boundary_draws``, default 39); its power near alpha is
-    not: with 39 draws a claim is made only when at most one draw reaches the difference, so a rise
-    whose exact p is 0.02 is claimed in 81 % of analyses, against 95 % with 99 draws (at most four),
-    which cost up to 2.5x the time where a claim is made. On the sampled space the two read the same
-    (benchmarks/bench_shape_oc.py, seeds 0 and 1: no verdict more right with 99), so the default stays
-    at 39. A step's
-    midpoint between two revisions is not identified, so the difference is not chi-square: at the
-    boundary the halved chi-square(1) rejected 8 to 18 % of rises of width C at the 5 % level."""
+    The null distribution is simulated: ``n_sim`` draws of counts from the held fit, beta-binomial
+    at the dispersion ``phi`` (intra-class correlation ``(phi - 1) / (n - 1)``), each refitted both
+    ways; ``p = (1 + #{D* >= D}) / (1 + draws)``, stopping once ``stop_after`` draws reach the
+    observed difference (Besag and Clifford's sequential p-value). The size is exact for any
+    ``n_sim`` (``analysis.shape.boundary_draws``, default 39); the power near alpha is not: with 39
+    draws a rise whose exact p is 0.02 is claimed in 81 % of analyses, against 95 % with 99 draws,
+    which cost up to 2.5x the time; on the sampled space the two read the same
+    (benchmarks/bench_shape_oc.py, seeds 0 and 1), so the default stays at 39. Not chi-square(1):
+    a step's midpoint between two revisions is not identified, and at the boundary the halved
+    chi-square(1) rejected 8 to 18 % of rises of width C at the 5 % level."""
     x = np.log10(np.asarray(tokens, float))
     n = np.asarray(n, float)
     y = np.asarray(k, float) / n
