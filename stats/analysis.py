@@ -1,14 +1,13 @@
 """The study stage: the whole analysis of a set of curves, as one :class:`StudyAnalysis`.
 
 :func:`analyse` runs the stages in order, each returning its results object
-(:mod:`stats.results`): the counts at the analysis thresholds (with a per-head table the
-selectivity thresholds are applied first, at analysis time, :func:`stats.heads.apply_thresholds`,
-``analysis.thresholds``: every count, flag and per-head finding below is at those thresholds);
-every curve (:func:`stats.curve_analysis.analyse_curve`); the gaps, milestones and stories
-(:func:`stats.gaps.analyse_gaps`); threshold sensitivity; the findings and the PR lead; for
-seed suites the pooling across training runs (:mod:`stats.pooling`); and the reproduction of
-the reference study (:mod:`stats.reference`). Random streams are spawned per curve from
-``seed``, so a curve's result does not depend on the order of the others.
+(:mod:`stats.results`): the counts at ``analysis.thresholds`` (a per-head table is re-counted
+first, :func:`stats.heads.apply_thresholds`); every curve
+(:func:`stats.curve_analysis.analyse_curve`); the gaps, milestones and stories
+(:func:`stats.gaps.analyse_gaps`); threshold sensitivity; the findings and the PR lead; the
+pooling of seed suites (:mod:`stats.pooling`); the reproduction of the reference study
+(:mod:`stats.reference`). Random streams are spawned per curve from ``seed``, so a curve's
+result does not depend on the order of the others.
 
 ``StudyAnalysis.summary()`` is the record ``summary.json`` holds (a dict that prints as text);
 ``tables()`` the CSV outputs.
@@ -55,8 +54,7 @@ class StudySummary(dict):
     def as_text(self) -> str:
         return self._study.text()
 
-    def __str__(self) -> str:
-        return self.as_text()
+    __str__ = as_text
 
 
 @dataclass
@@ -83,29 +81,17 @@ class StudyAnalysis(Results):
     pooled: list = field(default_factory=list)
 
     def curve(self, model: str, head_class: str) -> CurveAnalysis:
-        for c in self.curves:
-            if c.model == model and c.head_class == head_class:
-                return c
-        raise KeyError((model, head_class))
+        return _find(self.curves, (model, head_class), model=model, head_class=head_class)
 
     def gap(self, model: str) -> GapRatio:
         """The fitted gap ratio of ``model``."""
-        for g in self.gaps:
-            if g.model == model:
-                return g
-        raise KeyError(model)
+        return _find(self.gaps, model, model=model)
 
     def milestone(self, model: str, name: str):
-        for m in self.milestones:
-            if m.model == model and m.name == name:
-                return m
-        raise KeyError((model, name))
+        return _find(self.milestones, (model, name), model=model, name=name)
 
     def milestone_gap(self, model: str):
-        for g in self.milestone_gaps:
-            if g.model == model:
-                return g
-        raise KeyError(model)
+        return _find(self.milestone_gaps, model, model=model)
 
     def gap_dicts(self) -> list:
         """Every gap of ``summary.json``: the fitted ones, then the milestone ones."""
@@ -202,6 +188,14 @@ def _ci(v, i):
     return None if v is None else v[i]
 
 
+def _find(items: list, key, **attrs):
+    """The first of ``items`` whose attributes are ``attrs``; ``KeyError(key)`` without one."""
+    for item in items:
+        if all(getattr(item, name) == value for name, value in attrs.items()):
+            return item
+    raise KeyError(key)
+
+
 def analyse(results: TrackedResults, config: Optional[AnalysisConfig] = None) -> StudyAnalysis:
     """Analyse every curve of ``results`` (re-counted at ``config.thresholds`` when it
     has a per-head table) and the cross-curve findings."""
@@ -250,16 +244,11 @@ def in_units(cfg: AnalysisConfig, units: dict) -> tuple:
 def analyse_curves(curve_list: list, cfg: AnalysisConfig, seeds: list, results: TrackedResults) -> list:
     """The per-curve stage over ``curve_list``, curve ``i`` with its own stream ``seeds[i]``, on
     ``cfg.n_jobs`` processes (:mod:`stats.parallel`: the same results as one after the other)."""
-    tasks = [(curve, seed) for curve, seed in zip(curve_list, seeds)]
+    tasks = list(zip(curve_list, seeds))
+    # analyse_curve reads the continuous metrics and the registry, not the per-head table: a light copy for the workers
+    light = results if results.heads is None else dataclasses.replace(results, heads=None)
     with tqdm(total=len(tasks), desc="curves", disable=bars_disabled(cfg.progress), leave=False) as bar:
-        return map_tasks(seeded_analysis, tasks, cfg.n_jobs, done=bar.update, cfg=cfg,
-                         results=curve_context(results))
-
-
-def curve_context(results: TrackedResults) -> TrackedResults:
-    """What :func:`analyse_curve` reads of ``results`` (the continuous metrics, the registry), without
-    the per-head table: a light copy to send to worker processes."""
-    return results if results.heads is None else dataclasses.replace(results, heads=None)
+        return map_tasks(seeded_analysis, tasks, cfg.n_jobs, done=bar.update, cfg=cfg, results=light)
 
 
 def study_notes(results: TrackedResults, cfg: AnalysisConfig) -> list:

@@ -1,23 +1,18 @@
 """Censoring: a rise whose midpoint lies outside the screened revisions.
 
-Screens see a model only at its screened revisions ``t_1 < ... < t_m``. A class
-that formed before ``t_1`` shows no rise (its count is at its plateau from the
-first revision, or only falls); one that has not formed by ``t_m`` shows none
-either (its count stays near zero), or only the start of one. Fitting a sigmoid
-to such a curve as if the transition were inside the range gives a meaningless
-midpoint, so the analysis first decides on which side, if any, the rise's
-midpoint t50 lies (:class:`Censoring`), and then reports it as a bound:
+A class that formed before the first screened revision ``t_1`` shows no rise, or only its
+end; one not formed by the last, ``t_m``, none, or only its start. A sigmoid fitted as if
+the transition were inside the range gives a meaningless midpoint, so the analysis first
+decides on which side, if any, the rise's midpoint t50 lies (:class:`Censoring`) and
+reports it as a bound:
 
-- ``left``: ``t50 <= t_1``. Either no rise inside the range (no monotone change
-  against noise, :func:`stats.shape.level_change_test`, or a rise below
-  ``min_rise_heads`` heads) while the class is already present at the first
-  revision; or a rise whose fitted logistic midpoint lies before ``t_1`` (only the
-  end of the rise is seen); or, for followed heads with step 0, a rise most of whose
-  heads were off before training and are on from the first revision: its median head
-  switched on before ``t_1`` (:func:`censoring_from_heads`).
-- ``right``: ``t50 > t_m``. Either no rise and the class never present (nothing
-  has formed by the last revision), or a rise whose fitted midpoint lies after
-  ``t_m`` (only the start of the rise is seen).
+- ``left``: ``t50 <= t_1``. No rise inside the range (no change against noise,
+  :mod:`stats.change`, or a rise below ``min_rise_heads`` heads) with the class present at
+  the first revision; or a fitted logistic midpoint before ``t_1``; or, for followed heads
+  with step 0, most of the rise's heads off before training and on from the first revision
+  (:func:`censoring_from_heads`).
+- ``right``: ``t50 > t_m``. No rise and the class never present, or a fitted midpoint
+  after ``t_m``.
 
 A logistic's midpoint outside the range does not censor a followed-heads rise that the heads
 show whole (:func:`stats.curve_analysis._heads_seen_whole`: heads switching inside the range,
@@ -26,34 +21,25 @@ none arriving at its end, and against ``left`` step 0 known): its t50 is the med
 "Present" is judged by regime (:mod:`stats.shape`), at the start and at the end of
 the screened range, against a floor:
 
-- identity known, with the heads' flags: *settled* heads that were not flagged at step 0
-  (a head flagged at 0 tokens, before any training, is background: :attr:`Curve.background`;
-  without a step 0 revision heads flagged from the first revision are counted, as formed
-  before it or on by construction cannot be told apart) (:mod:`stats.switching`: a head's
-  switch-on from its own flags, settled when at least two revisions follow it and its run
-  since is not what its own on-rate before would give by chance), at the end, and at the
-  start on the flags read backwards: persistence is counted on the grid there is, not in
-  revisions the study does not have (a head that switches on between the 3rd and 4th of 6
-  revisions and stays is settled), and a head near the threshold that flickers on and off
-  throughout is no class member. The floor is ``min_rise_heads``. Without flags, the
-  unimodal fit's level in heads (:mod:`stats.phases`);
+- identity known, with the heads' flags: *settled* heads (:mod:`stats.switching`) not
+  flagged at step 0 (those are background, :attr:`Curve.background`; without step 0, heads
+  on from the first revision count, as formed before it and on by construction cannot be
+  told apart), at the end, and at the start on the flags read backwards; a head that
+  flickers throughout is no class member. The floor is ``min_rise_heads``. Without flags,
+  the unimodal fit's level in heads (:mod:`stats.phases`);
 - aggregate counts (independent draws): the unimodal fit's level, against
   ``max(min_rise_heads, background_share x n)``: below that share a level cannot be
   told from a background of heads that pass the threshold by chance.
 
-Present at the start: ``left``. Otherwise ``right``: without evidence of change
-the state at the end is not told from the state at the start, so heads present at
-the end only are at most the start of a rise (a change seen at the last revision
-alone is reported as such before censoring, :mod:`stats.change`). At the end means
-the last revisions (settled heads; otherwise the unimodal fit's last level). One case
-has no side: aggregate counts whose level, the same throughout, lies between
-``min_rise_heads`` and the background floor: a class formed before the first revision
-and a background of heads passing the threshold by chance read the same, so the
-analysis says so and gives no bound (``side`` None).
+Present at the start: ``left``. Otherwise ``right``: without evidence of change the end
+is not told from the start, so heads present at the end only are at most the start of a
+rise (a change at the last revision alone is reported as such first, :mod:`stats.change`).
+One case has no side (``side`` None, no bound): aggregate counts whose level, the same
+throughout, lies between ``min_rise_heads`` and the background floor (a class formed
+before the range and a chance background read the same).
 
-A censored curve's shape verdict is ``none`` (no transition inside the range; the
-reason says on which side it lies), its times are the bound
-(:func:`stats.times.censored_times`), and a gap ratio with a censored side is a
+A censored curve's verdict is ``none`` with the side in its reason, its times are the
+bound (:func:`stats.times.censored_times`), and a gap ratio with a censored side is a
 one-sided bound with a one-sided test (:func:`stats.times.gap_ratio`).
 """
 
@@ -72,9 +58,6 @@ from stats.results import Results
 from stats.switching import SETTLED_REVISIONS, settled_at_end, switch_on
 from stats.tracked import Curve
 
-SIDES = ("left", "right")
-
-
 @dataclass
 class Censoring(Results):
     """On which side of the screened range a curve's rise midpoint lies (``side`` None: the
@@ -85,18 +68,10 @@ class Censoring(Results):
     #: the tokens that bound t50 (None: the first revision for ``left``, the last for ``right``)
     bound_tokens: Optional[float] = None
 
-    def __post_init__(self):
-        if self.side not in SIDES + (None,):
-            raise ValueError(f"censoring side {self.side!r}: valid {SIDES} or None")
-
-    @property
-    def bound_tokens_index(self) -> int:
-        """Index of the revision that bounds t50: the first (left) or the last (right)."""
-        return 0 if self.side == "left" else -1
-
     def bound(self, tokens) -> float:
-        """The tokens that bound t50 on a curve's ``tokens``."""
-        return float(tokens[self.bound_tokens_index]) if self.bound_tokens is None else float(self.bound_tokens)
+        """The tokens that bound t50 on a curve's ``tokens`` (by default the first revision's for
+        ``left``, the last one's for ``right``)."""
+        return float(tokens[0 if self.side == "left" else -1] if self.bound_tokens is None else self.bound_tokens)
 
 
 def _heads(v: float) -> str:
@@ -177,17 +152,14 @@ def censoring_from_fit(curve: Curve, log10_t50: float, draws=None, level: float 
 
 
 def censoring_from_heads(curve: Curve, n_boot: int, rng: np.random.Generator, level: float = 0.95) -> Optional[Censoring]:
-    """Left censoring read from the followed heads themselves: where their flags before training
-    (step 0) are known, a head off then and on, settled, from the first revision switched on before
-    it. When such heads are more than half of the heads switched on (settled) by the curve's end,
-    the rise's median head, its t50 (:mod:`stats.head_times`), switched on before the first
-    revision: ``t50 <= t_1``, whatever a logistic fitted to the counts seen says (it takes the first
-    revision's count for its floor, and puts the midpoint inside the range). The bound is the
-    one-sided ``level`` limit of the heads' bootstrap (heads resampled; one before the range counts
-    at ``t_1``) where that reaches into the range. None without step 0 (heads on from the first
-    revision may be on by construction), or with half the heads or fewer on from the first
-    revision; the caller leaves out a rise still under way at its end (heads to come move the
-    median later)."""
+    """Left censoring read from the followed heads: with step 0 known, a head off then and on,
+    settled, from the first revision switched on before it. When such heads are more than half of
+    the heads settled by the curve's end, the median head (the t50, :mod:`stats.head_times`)
+    switched on before the range: ``t50 <= t_1``, whatever a logistic through the counts says (it
+    takes the first count for its floor). The bound is the heads' bootstrap's one-sided ``level``
+    limit where that reaches into the range. None without step 0 (heads may be on by
+    construction) or with half the heads or fewer on from the first revision; the caller leaves
+    out a rise still under way at its end (heads to come move the median later)."""
     if curve.flags is None or curve.flags_at_init is None:
         return None
     j = switch_on(curve.trained_flags)
@@ -206,11 +178,9 @@ def censoring_from_heads(curve: Curve, n_boot: int, rng: np.random.Generator, le
 
 
 def _first_switch_before(curve: Curve) -> Optional[tuple]:
-    """Where the followed heads bound the midpoint of a rise still under way from below: the index and
-    revision before the first settled switch-on after the first revision (heads on before training,
-    and heads on at the first revision, the rise's floor, left out). The rise's midpoint is its
-    median head's switch-on, which no earlier than the first head's; None without the heads' flags
-    or a switch-on inside the range."""
+    """The index and revision before the first settled switch-on after the first revision (heads on
+    before training or at the first revision left out): the rise's midpoint, its median head's
+    switch-on, comes no earlier. None without the heads' flags or such a switch-on."""
     if curve.flags is None:
         return None
     j = switch_on(curve.trained_flags)

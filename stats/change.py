@@ -6,17 +6,14 @@ the revisions. The change is what the best monotone fit finds (``monotone``: non
 non-increasing; ``unimodal`` for a rise that falls again, :mod:`stats.phases`), and its size is
 measured against a stated noise model, by regime (:mod:`stats.shape`):
 
-- ``identity`` with the heads' flags (a per-head table follows the same heads): *head-wise
-  permutations*. Under H0 each head's flags are exchangeable over the revisions (a head near
-  its threshold flickers at random, whatever its rate) and heads are independent, so each
-  head's sequence is permuted on its own, keeping how often that head is on. Statistic: the
-  weighted sum of squares of the summed count's fractions that the monotone fit explains,
-  ``SS_p0 - SS_f`` (:func:`explained_ss`): an absolute size, compared with the sizes that
-  the heads' own flicker produces (a share of the variance, as the old statistic, calls a
-  small monotone wobble as strong as a circuit switching on). A head that switches on and stays is evidence by
-  itself: 12 heads that switch on after the first of 6 revisions give p ~ 6^-12 under H0 (the
-  permutation of whole revisions that this replaces could not go below 1/6, however large
-  the change). Heads that never change carry no information and drop out.
+- ``identity`` with the heads' flags: *head-wise permutations*. Under H0 each head's flags
+  are exchangeable over the revisions (a head near its threshold flickers at random, whatever
+  its rate) and heads are independent, so each head's sequence is permuted on its own.
+  Statistic: ``SS_p0 - SS_f`` (:func:`explained_ss`), the weighted sum of squares of the summed
+  count's fractions that the monotone fit explains: an absolute size (a share of the variance
+  calls a small monotone wobble as strong as a circuit switching on). 12 heads that switch on
+  after the first of 6 revisions give p ~ 6^-12 (permuting whole revisions could not go below
+  1/6). Heads that never change carry no information and drop out.
 - otherwise (aggregate counts, independent draws around ``p(t)``; or followed heads without
   their flags): a *quasi-likelihood ratio*. With the monotone fit ``f`` (pool-adjacent-violators,
   the binomial maximum-likelihood monotone fit), the pooled fraction ``p0`` and
@@ -25,16 +22,14 @@ measured against a stated noise model, by regime (:mod:`stats.shape`):
       T   = (SS_p0 - SS_f) / (p0 (1 - p0) phi),
       phi = max(1, X2_f / (m - L)),   X2_f = sum_j n_j (y_j - f_j)^2 / (f_j (1 - f_j)),
 
-  ``L`` the number of levels of ``f``: the Pearson chi-square of the change in units of the
-  dispersion found around the fit, at least binomial (phi >= 1: cumulative counts of followed
-  heads vary less than fresh draws, so the floor makes the test conservative there). Its null
-  distribution is a parametric bootstrap from the constant curve, ``k*_j ~ beta-binomial(n_j,
-  p0, phi_b)``, each replicate's ``phi_b = max(1, X2_f / chi2_b)``, ``chi2_b ~ chi-square(m - L)``
-  (the dispersion's own uncertainty: with few revisions a plug-in phi is often too small), and
-  ``T*`` computed the same way with its own phi* (studentised). Measured size at alpha = 0.05
-  (300 flat curves a cell): 0.01-0.06 for binomial noise at 5, 10 and 40 revisions; with
-  overdispersion phi = 4, 0.05 at 10 and 40 revisions but 0.12 at 5 (two or three degrees of
-  freedom cannot pin phi down), which :func:`change_test` notes on such curves.
+  ``L`` the number of levels of ``f``: the change's Pearson chi-square in units of the
+  dispersion around the fit, at least binomial (cumulative counts of followed heads vary less
+  than fresh draws: the floor makes the test conservative there). Null: a parametric bootstrap
+  from the constant curve, ``k*_j ~ beta-binomial(n_j, p0, phi_b)``, ``phi_b = max(1, X2_f /
+  chi2_b)``, ``chi2_b ~ chi-square(m - L)`` (the dispersion's own uncertainty), ``T*`` with its
+  own phi* (studentised). Measured size at alpha = 0.05 (300 flat curves a cell): 0.01-0.06 for
+  binomial noise at 5, 10 and 40 revisions; at phi = 4, 0.05 at 10 and 40 revisions but 0.12 at
+  5, which :func:`change_test` notes on such curves.
 
 ``p = (1 + #{T* >= T}) / (B + 1)`` over ``B = n_perm`` replicates, or Besag and Clifford's
 (1991) sequential ``p = h / L`` once ``h`` = :data:`SEQUENTIAL_HITS` of the first ``L``
@@ -44,19 +39,14 @@ the benchmarks measure both on simulated studies).
 
 Persistence. A transition stays: a change carried by one revision is an outlier inside the
 range, or, at the last revision, cannot be told from one. When H0 is rejected, the revision
-after the first whose removal lowers ``T`` most is the candidate ``j``. It carries the change
-alone when no neighbour shares its level: the revisions before and after it lie nearer the other
-revisions' median than ``y_j`` (:func:`_alone`; the curve departs at ``j`` and comes back, or ends
-there; a level shared by revisions apart, with the baseline between them, is noise). Then ``j``
-is removed and the test run again; if H0 is then kept, the change rests on that revision
-alone, and the result says so (``details["single_revision"]``, ``"single_at"``: ``last`` or
-``inside``, ``p_without``). Both are asked: a revision whose level others share is part of a
-change however weak the test without it (removing one of the two revisions after a change at
-the end leaves a change at the last revision alone, whose p cannot be small on a few noisy
-revisions), and a revision alone at its level beside a change the rest still shows is not what
-the change rests on. The first revision is the baseline (a class's count starts near zero at
-initialisation): a change after the first revision is found, and so is a change anywhere with
-at least two revisions after it.
+after the first whose removal lowers ``T`` most is the candidate ``j``. If no neighbour shares
+its level (:func:`_alone`: its neighbours lie nearer the other revisions' median than ``y_j``),
+``j`` is removed and the test run again; if H0 is then kept, the change rests on that revision
+alone (``details["single_revision"]``, ``"single_at"``: ``last`` or ``inside``, ``p_without``).
+Both are asked: a revision whose level others share is part of a change however weak the test
+without it (removing one of two revisions after a change at the end leaves one revision, whose
+p cannot be small), and a revision alone beside a change the rest still shows is not what the
+change rests on. The first revision is the baseline (counts start near zero).
 """
 
 from __future__ import annotations
@@ -67,7 +57,7 @@ import numpy as np
 
 from stats.bootstrap import simulate_counts
 from stats.hypotheses import TestResult
-from stats.isotonic import isotonic_fit, unimodal_fit
+from stats.isotonic import isotonic_fit, unimodal_fit, weighted_fractions
 
 SHAPES = ("monotone", "unimodal")
 #: Sequential stop: the replicates stop once this many reach the observed statistic.
@@ -93,12 +83,8 @@ def _fit(y: np.ndarray, w: np.ndarray, shape: str) -> np.ndarray:
 def _fitted(k, n, shape: str) -> tuple:
     """``(n, w, y, p0, fit, explained)`` of rows ``k`` (B, m) of ``n``: the weights, fractions, pooled
     fraction, the best fit of ``shape`` and the weighted sum of squares it explains, ``SS_p0 - SS_f``."""
-    k = np.atleast_2d(np.asarray(k, float))
-    n = np.broadcast_to(np.asarray(n, float), k.shape)
-    w = np.where(n > 0, n, 0.0)
-    y = k / np.where(n > 0, n, 1)
+    n, w, y, p0 = weighted_fractions(k, n)
     fit = _fit(y, w, shape)
-    p0 = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
     explained = np.maximum((w * (y - p0) ** 2).sum(-1) - (w * (y - fit) ** 2).sum(-1), 0.0)
     return n, w, y, p0, fit, explained
 
@@ -203,11 +189,8 @@ def _alone(k, n, j: int) -> bool:
 
 def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str = "monotone", n_perm: int = 1999,
                 rng: Optional[np.random.Generator] = None, alpha: float = 0.05) -> TestResult:
-    """The test of change of one curve, with its persistence check (module docstring).
-
-    ``flags`` (m x heads booleans, the heads followed across the revisions) selects the
-    head-wise permutation test; without them the quasi-likelihood bootstrap is used.
-    """
+    """The test of change of one curve, with its persistence check (module docstring): head-wise with
+    ``flags`` (m x heads booleans, the heads followed), else the quasi-likelihood bootstrap."""
     if shape not in SHAPES:
         raise ValueError(f"change shape {shape!r}; valid: {list(SHAPES)}")
     rng = np.random.default_rng(0) if rng is None else rng

@@ -47,16 +47,11 @@ class BinomialCost(BaseCost):
 
     def fit(self, signal):
         """``signal`` is (m, 2): column 0 the counts k, column 1 the totals n."""
-        signal = np.asarray(signal, float)
-        self.signal = signal
-        self.ck = np.concatenate([[0.0], np.cumsum(signal[:, 0])])
-        self.cn = np.concatenate([[0.0], np.cumsum(signal[:, 1])])
-        self.k = signal[:, 0]
-        self.n = signal[:, 1]
-        # saturated log-likelihood per point, so that the cost is a deviance (>= 0)
-        f = self.k / np.where(self.n > 0, self.n, 1)
-        sat = _xlogy(self.k, f) + _xlogy(self.n - self.k, 1 - f)
-        self.csat = np.concatenate([[0.0], np.cumsum(sat)])
+        self.signal = np.asarray(signal, float)
+        k, n = self.signal.T
+        f = k / np.where(n > 0, n, 1)
+        sat = _xlogy(k, f) + _xlogy(n - k, 1 - f)  # saturated log-likelihood per point: the cost is a deviance (>= 0)
+        self.ck, self.cn, self.csat = (np.concatenate([[0.0], np.cumsum(v)]) for v in (k, n, sat))
         return self
 
     def error(self, start, end):
@@ -76,8 +71,6 @@ def _xlogy(a, b):
 def penalty_value(rule: Union[str, float], n) -> float:
     """The PELT penalty for ``rule`` (see module docstring) and head counts ``n``."""
     n = np.asarray(n, float)
-    if isinstance(rule, (int, float)) and not isinstance(rule, bool):
-        return float(rule)
     bic, bic_revisions = PENALTIES
     if rule == bic:
         return float(2.0 * np.log(max(n.sum(), 2.0)))
@@ -139,23 +132,16 @@ class ChangePoints(Results):
 def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float] = DEFAULTS.changepoint.penalty,
                         dispersion: float = 1.0) -> ChangePoints:
     """Change points of the curve ``k`` of ``n`` at ``tokens`` by PELT (see module docstring)."""
-    tokens = np.asarray(tokens, float)
-    k = np.asarray(k, float)
-    n = np.asarray(n, float)
+    tokens, k, n = (np.asarray(a, float) for a in (tokens, k, n))
     revisions = [f"t{int(t)}" for t in tokens] if revisions is None else [str(r) for r in revisions]
     pen = penalty_value(penalty, n)
     rule = str(penalty)
     if len(tokens) < 2:
         return ChangePoints(points=[], penalty=pen, rule=rule, dispersion=dispersion, notes=["fewer than 2 revisions"])
-    signal = np.column_stack([k, n])
-    algo = rpt.Pelt(custom_cost=BinomialCost(max(dispersion, 1.0)), min_size=1, jump=1).fit(signal)
+    algo = rpt.Pelt(custom_cost=BinomialCost(max(dispersion, 1.0)), min_size=1, jump=1).fit(np.column_stack([k, n]))
     bkps = algo.predict(pen=pen)[:-1]
     edges = [0] + bkps + [len(tokens)]
-    levels = [k[a:b].sum() / n[a:b].sum() for a, b in zip(edges[:-1], edges[1:])]
-    points = []
-    for i, b in enumerate(bkps):
-        j = b - 1
-        points.append(
-            ChangePoint(j, revisions[j], revisions[j + 1], float(tokens[j]), float(tokens[j + 1]), float(levels[i]), float(levels[i + 1]))
-        )
+    levels = [float(k[a:b].sum() / n[a:b].sum()) for a, b in zip(edges[:-1], edges[1:])]
+    points = [ChangePoint(b - 1, revisions[b - 1], revisions[b], float(tokens[b - 1]), float(tokens[b]), levels[i],
+                          levels[i + 1]) for i, b in enumerate(bkps)]
     return ChangePoints(points=points, penalty=pen, rule=rule, dispersion=dispersion)

@@ -124,11 +124,9 @@ class CurveAnalysis(Results):
 
 def continuous_evidence(results: TrackedResults, curve: Curve, direction: Optional[float],
                         criterion: float = DEFAULTS.shape.sharp_width_decades) -> dict:
-    """The shape each of the class's continuous metrics reads at the curve's revisions (the rise):
-    its mean selectivity (log10), and the mean first-token attention (BOS) or the induction loss
-    (induction, which falls as the circuit forms), by the grid's bounds of its 10-90 width
-    (:func:`stats.width.grid_bounds`): ``sharp`` when at most ``criterion`` decades, ``gradual``
-    when more, ``unresolved`` otherwise."""
+    """The shape each of the class's continuous metrics reads over the rise (its mean selectivity in
+    log10, and the mean first-token attention for BOS or the falling induction loss for induction)
+    by the grid's bounds of its 10-90 width (:func:`stats.width.grid_bounds`) against ``criterion``."""
     cont = results.continuous
     if cont is None or cont.empty:
         return {}
@@ -157,13 +155,10 @@ def continuous_evidence(results: TrackedResults, curve: Curve, direction: Option
 
 def analyse_curve(curve: Curve, config: Optional[AnalysisConfig] = None, rng: Optional[np.random.Generator] = None,
                   results: Optional[TrackedResults] = None) -> CurveAnalysis:
-    """Analyse one curve (see module docstring); never raises on short or flat curves. A verdict
-    rule value its schema refuses is one :class:`~stats.errors.StatsError` line.
-
-    With tracked ``results`` that know the model's known revisions (runs log ``registry_index``),
-    the evidence also says how many known revisions lie inside the largest jump's
-    interval (``max_jump_between``; 0: resolved to adjacent checkpoints, as ``revision=refine``
-    leaves it)."""
+    """Analyse one curve (module docstring); never raises on short or flat curves (a verdict rule
+    value its schema refuses is one :class:`~stats.errors.StatsError` line). With ``results`` that
+    know the model's revisions (``registry_index``), ``max_jump_between`` counts the known revisions
+    inside the largest jump's interval (0: adjacent checkpoints, as ``revision=refine`` leaves it)."""
     cfg = AnalysisConfig() if config is None else config
     check_options(cfg.shape, "analysis.shape.")
     rng = np.random.default_rng(cfg.seed) if rng is None else rng
@@ -201,24 +196,20 @@ def _after_last_but_one(curve: Curve, single: str) -> Censoring:
 
 
 def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
-    """The count of the curve's heads switched on (:func:`stats.switching.switched_counts`, over the whole
-    curve, so a head that switches on at the rise's last revision and stays counts; heads on before
-    training left out) at its first ``stop`` revisions; None without the heads' flags."""
+    """The count of the curve's heads switched on (:func:`stats.switching.switched_counts` over the whole
+    curve, heads on before training left out) at its first ``stop`` revisions; None without flags."""
     return None if curve.flags is None else switched_counts(curve.trained_flags)[:stop]
 
 
 def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
                      share: float = 0.1) -> Optional[str]:
     """Which end of the followed heads' rise (``switched``: :func:`_switched`) the range does not show
-    (``"start"``, ``"end"``, ``"both"``), or None (:func:`stats.shape.sharp_or_gradual`: the heads
-    seen then bound the width from below only, and a logistic fitted to the part seen cannot bound
-    it from above). The start is unseen where the heads' flags before training are known and heads
-    off then and on at the first revision hold at least ``share`` of the heads switched by the
-    rise's end: they switched on somewhere before the range, so its 10 % point may lie there,
-    whether or not others follow in the first interval (without step 0, heads on at the first
-    revision are the rise's floor). The end is unseen where no decline follows the rise and heads
-    are still arriving at the last revision (:func:`_still_arriving`): its ceiling and 90 % point
-    may lie after the range."""
+    (``"start"``, ``"end"``, ``"both"``), or None; then the heads bound the width from below only
+    (:func:`stats.shape.sharp_or_gradual`). The start is unseen where step 0 is known and heads off
+    then and on at the first revision hold at least ``share`` of the heads switched by the rise's end
+    (its 10 % point may lie before the range; without step 0 such heads are the rise's floor). The
+    end is unseen where no decline follows and heads still arrive at the last revision
+    (:func:`_still_arriving`)."""
     c = switched
     if c is None or c.size < 2 or c[-1] <= 0:
         return None
@@ -228,17 +219,14 @@ def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
 
 
 def _heads_seen_whole(rise: Curve, unseen: Optional[str], side: str) -> bool:
-    """Whether the followed heads show the whole rise inside the range, so that its midpoint, the
-    median head's switch-on (:mod:`stats.head_times`), lies inside whatever a logistic through the
+    """Whether the followed heads show the whole rise inside the range, so that its midpoint (the
+    median head's switch-on, :mod:`stats.head_times`) lies inside whatever a logistic through the
     counts puts on ``side`` of it: at least :data:`~stats.head_times.MIN_HEADS` heads switch on
-    inside the range and none are still arriving at its end (``unseen``: :func:`_rise_end_unseen`);
-    against a midpoint before the range (``left``), the heads' flags before training known besides,
-    so that fewer than half the heads switched on before it (more:
-    :func:`stats.censoring.censoring_from_heads`). Without step 0, heads on from the first revision
-    may be on by construction or the end of a rise before the range, which the heads cannot tell,
-    and the logistic's reading of the counts' curvature stands. The logistic takes the first
-    revision's count for its floor and its last for its ceiling: with few heads beside always-on
-    ones it put the midpoint of a rise seen whole (three heads switching two revisions before the
+    inside the range, none still arriving at its end (``unseen``); against ``left``, step 0 known
+    besides (else heads on from the first revision may be on by construction, and the logistic's
+    reading stands; most heads on before the range: :func:`stats.censoring.censoring_from_heads`).
+    Why: the logistic takes the first and last counts for floor and ceiling, and with few heads
+    beside always-on ones it put a rise seen whole (three heads switching two revisions before the
     last) after the range."""
     if rise.flags is None or unseen in ("end", "both") or switch_intervals(rise.flags, rise.tokens) is None:
         return False
@@ -249,16 +237,14 @@ def _still_arriving(curve: Curve, switched: np.ndarray, share: float = 0.25, lev
     """Heads still switch on at the curve's last revision, at a rate in log10 tokens of at least
     ``share`` of the rise's mean rate (``switched``: the heads switched on by each revision).
 
-    The arrivals are the heads on at the last revision for the first time (a head back from a
-    dropout was on before; heads on before training are left out). Flicker, the heads on for the
-    first time at an earlier revision and off at the next, ``lam`` a revision on average, is what
-    arrives under no rise: the arrivals must exceed its Poisson ``level`` quantile, and those beyond
-    ``lam``, over the last interval's width in decades, must come at ``share`` or more of the rate
-    at which the switched heads arrived from the revision before the first of them to the last.
-    Rates, not counts a revision, so that a denser grid reads the same rise as still under way: a
-    logistic rise arrives at a quarter of its mean 10-90 rate near its 95 % point. The last heads'
-    switch-on cannot be confirmed (:mod:`stats.switching` needs two revisions), but they show the
-    rise going on at the end of the range."""
+    The arrivals are the heads on at the last revision for the first time (heads on before training
+    left out). Flicker (heads on for the first time at an earlier revision and off at the next,
+    ``lam`` a revision on average) is what arrives under no rise: the arrivals must exceed its
+    Poisson ``level`` quantile, and those beyond ``lam`` per decade of the last interval must come
+    at ``share`` or more of the switched heads' mean rate since just before the first of them.
+    Rates, not counts, so that a denser grid reads the same rise as under way (a logistic rise
+    arrives at a quarter of its mean 10-90 rate near its 95 % point). The last heads' switch-on
+    cannot be confirmed (:mod:`stats.switching` needs two revisions), but shows the rise going on."""
     if curve.flags is None or len(curve) < 3:
         return False
     f = curve.trained_flags

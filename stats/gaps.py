@@ -30,11 +30,6 @@ class Gaps(Results):
     milestone_gaps: list = field(default_factory=list)
     stories: list = field(default_factory=list)
 
-    def summary(self) -> str:
-        lines = [g.summary() for g in self.fitted] + [g.summary() for g in self.milestone_gaps]
-        lines += [st.warning() for st in self.stories if st.warning()]
-        return "\n".join(lines) or "no model has both gap classes"
-
 
 def fitted_gap(model: str, late, early, cfg: AnalysisConfig) -> GapRatio:
     """Fitted gap ratio t50(late) / t(early) of two curve analyses (:func:`stats.times.gap_ratio`);
@@ -49,27 +44,14 @@ def fitted_gap(model: str, late, early, cfg: AnalysisConfig) -> GapRatio:
     return gap_ratio(model, late.times, early.times, tc.formation, tc.late_class, tc.early_class, cfg.level)
 
 
-def fitted_gaps(models, by_key: dict, cfg: AnalysisConfig) -> list:
-    """The fitted gap of every model with curves of both gap classes (``by_key``: (model, class) ->
-    curve analysis)."""
-    tc = cfg.times
-    return [fitted_gap(m, by_key[(m, tc.late_class)], by_key[(m, tc.early_class)], cfg) for m in models
-            if (m, tc.late_class) in by_key and (m, tc.early_class) in by_key]
-
-
-def model_stories(models, by_key: dict, gaps: list, m_gaps: list, cfg: AnalysisConfig) -> list:
-    """The :class:`stats.story.GapStory` of every model with a fitted gap."""
-    tc = cfg.times
-    fitted = {g.model: g for g in gaps}
-    miles = {g.model: g for g in m_gaps}
-    return [gap_story(m, fitted[m], miles.get(m), by_key.get((m, tc.late_class)), by_key.get((m, tc.early_class)),
-                      cfg.shape.min_points, cfg.shape.min_rise_heads) for m in models if m in fitted]
-
-
 def analyse_gaps(results, by_key: dict, cfg: AnalysisConfig, thresholds: dict) -> Gaps:
     """The gap stage of ``results`` (at the analysis ``thresholds``) given its curve analyses."""
-    rules = [MilestoneRule.from_config(r) for r in cfg.milestones.rules]
-    fitted = fitted_gaps(results.models, by_key, cfg)
-    milestones = compute_milestones(results, rules, thresholds)
+    late, early = cfg.times.late_class, cfg.times.early_class
+    both = [m for m in results.models if (m, late) in by_key and (m, early) in by_key]
+    fitted = [fitted_gap(m, by_key[(m, late)], by_key[(m, early)], cfg) for m in both]
+    milestones = compute_milestones(results, [MilestoneRule.from_config(r) for r in cfg.milestones.rules], thresholds)
     m_gaps = milestone_gaps(milestones, cfg.milestones.gap_late, cfg.milestones.gap_early)
-    return Gaps(fitted, milestones, m_gaps, model_stories(results.models, by_key, fitted, m_gaps, cfg))
+    miles = {g.model: g for g in m_gaps}
+    stories = [gap_story(m, g, miles.get(m), by_key[(m, late)], by_key[(m, early)], cfg.shape.min_points,
+                         cfg.shape.min_rise_heads) for m, g in zip(both, fitted)]
+    return Gaps(fitted, milestones, m_gaps, stories)

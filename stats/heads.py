@@ -78,17 +78,13 @@ def thresholds_dict(thresholds=None) -> dict:
 
 def resolve_units(heads: pd.DataFrame, declared: Optional[Mapping] = None, default: Optional[str] = None) -> dict:
     """``{class: unit name}`` of every selectivity column of ``heads`` (stats/units.py): the unit
-    ``declared`` for the class (``source.units.<class>``) unless ``auto``; else the source's own
-    ``default`` (a run's ``heads.csv``: ``ratio``); else read from the values of the table's undeclared
-    columns together: all in [0, 1] is a table of ``score`` s, any value above 1 a table of ``ratio`` s (a
-    ratio column of a class no head shows can lie below 1 throughout; a table mixing units declares them)."""
+    ``declared`` for the class unless ``auto``; else the source's ``default`` (a run's ``heads.csv``:
+    ``ratio``); else :func:`stats.units.detect_unit` of the undeclared columns together (a ratio
+    column of a class no head shows can lie below 1 throughout; a table mixing units declares them)."""
     declared = dict(declared or {})
     columns = selectivity_columns(heads.columns)
     auto = [col for c, col in columns.items() if declared.get(c, AUTO) not in UNITS]
-    if default in UNITS:
-        found = default
-    else:
-        found = detect_unit(heads[auto].to_numpy(float).ravel() if auto else []).name
+    found = default if default in UNITS else detect_unit(heads[auto].to_numpy(float).ravel() if auto else []).name
     return {c: declared[c] if declared.get(c, AUTO) in UNITS else found for c in columns}
 
 
@@ -103,9 +99,8 @@ def declared_units(units) -> dict:
 
 
 def with_units(results: TrackedResults, units=None, default: Optional[str] = None) -> TrackedResults:
-    """``results`` with the unit of each per-head column in ``source["units"]`` (:func:`resolve_units`
-    of the declared ``units`` and the source's ``default``) and a note for each column read as a score
-    from its values."""
+    """``results`` with each per-head column's unit (:func:`resolve_units`) in ``source["units"]``, and
+    a note for each column read as a score from its values."""
     if results.heads is None:
         return results
     declared = declared_units(units)
@@ -139,12 +134,17 @@ def _show(v) -> str:
     return repr(v) if isinstance(v, str) else str(v)
 
 
+def _refuse(df: pd.DataFrame, col: str, bad, where: str, why) -> None:
+    """Refuse the first row of ``bad`` in one line naming the table, the row and the column;
+    ``why(row)`` says what is wrong with its value."""
+    if bad.any():
+        row = int(np.flatnonzero(np.asarray(bad))[0])
+        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} {why(row)}")
+
+
 def _numeric(df: pd.DataFrame, col: str, where: str, allow_nan: bool) -> pd.Series:
     vals = pd.to_numeric(df[col], errors="coerce")
-    bad = vals.isna() & (df[col].notna() if allow_nan else True)
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} is not a number")
+    _refuse(df, col, vals.isna() & (df[col].notna() if allow_nan else True), where, lambda row: "is not a number")
     return vals.astype(float)
 
 
@@ -160,36 +160,31 @@ def _selectivity(df: pd.DataFrame, col: str, where: str, allow_inf: bool) -> pd.
     head whose baseline keys got no attention mass at all, emergence/screens/selectivity.py)."""
     vals = pd.to_numeric(df[col], errors="coerce").astype(float)
     text = vals.isna() & df[col].notna()
-    bad = text | (vals < 0) | (np.isinf(vals) & (not allow_inf))
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        why = "is not a number" if text.iloc[row] else "is negative" if vals.iloc[row] < 0 else "is not finite"
-        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} {why} ({_head_at(df, row)}); "
-                         "a selectivity is a finite number >= 0 (an empty cell: not measured)")
+
+    def why(row: int) -> str:
+        what = "is not a number" if text.iloc[row] else "is negative" if vals.iloc[row] < 0 else "is not finite"
+        return f"{what} ({_head_at(df, row)}); a selectivity is a finite number >= 0 (an empty cell: not measured)"
+
+    _refuse(df, col, text | (vals < 0) | (np.isinf(vals) & (not allow_inf)), where, why)
     return vals
 
 
 def _tokens(df: pd.DataFrame, where: str) -> pd.Series:
     """The ``tokens`` column: finite numbers >= 0 (a revision's training tokens, the curves' x axis)."""
     vals = _numeric(df, "tokens", where, allow_nan=False)
-    bad = (vals < 0) | ~np.isfinite(vals)
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise StatsError(f"{where}: column 'tokens' row {row}: {_show(df['tokens'].iloc[row])} is not a token count, "
-                         f"a finite number >= 0 (model {str(df['model'].iloc[row])!r}, revision "
-                         f"{str(df['revision'].iloc[row])!r})")
+    _refuse(df, "tokens", (vals < 0) | ~np.isfinite(vals), where,
+            lambda row: f"is not a token count, a finite number >= 0 (model {str(df['model'].iloc[row])!r}, "
+                        f"revision {str(df['revision'].iloc[row])!r})")
     return vals
 
 
 def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: bool = False) -> tuple:
     """Check a per-head table and bring it to canonical columns; returns ``(heads, notes)``.
 
-    Refuses (one line naming the table, the row and the column, :class:`StatsError`): missing
-    columns, no selectivity column, non-numeric values, a negative or infinite selectivity
-    (infinite is accepted with ``allow_inf``, for the runs' own ``heads.csv``), a negative or
-    infinite token count, non-integer layer/head, one revision with two token counts,
-    conflicting duplicate rows for one (model, revision, layer, head). Exact duplicate rows
-    are dropped with a note.
+    Refuses in one line (:class:`StatsError`): missing columns, no selectivity column, values
+    :func:`_numeric`, :func:`_selectivity` (``allow_inf``: the runs' own ``heads.csv``) and
+    :func:`_tokens` refuse, non-integer layer/head, one revision with two token counts,
+    conflicting duplicate rows for one head. Exact duplicate rows are dropped with a note.
     """
     missing = [c for c in HEADS_REQUIRED if c not in df.columns]
     if missing:
@@ -207,10 +202,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: 
     df["tokens"] = _tokens(df, where)
     for col in ("layer", "head"):
         vals = _numeric(df, col, where, allow_nan=False)
-        frac = (vals != np.round(vals)) | (vals < 0)
-        if frac.any():
-            row = int(np.flatnonzero(frac.to_numpy())[0])
-            raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} is not a non-negative integer")
+        _refuse(df, col, (vals != np.round(vals)) | (vals < 0), where, lambda row: "is not a non-negative integer")
         df[col] = vals.astype(int)
     renamed = {}
     for c, col in sel.items():
@@ -279,16 +271,12 @@ def class_counts(heads: pd.DataFrame, head_class: str, threshold: float, by_laye
 def corpus_map(heads: pd.DataFrame, curves: Optional[pd.DataFrame]) -> dict:
     """model -> its pretraining corpus: from the count table, then (overriding) the per-head table's column."""
     out = {}
-    if curves is not None and not curves.empty:
-        for m, g in curves.groupby("model"):
-            vals = g["pretraining_corpus"].dropna().unique()
-            if len(vals):
-                out[m] = str(vals[0])
-    if "pretraining_corpus" in heads.columns:
-        for m, g in heads.groupby("model"):
-            vals = g["pretraining_corpus"].dropna().unique()
-            if len(vals):
-                out[m] = str(vals[0])
+    for frame in (curves, heads):
+        if frame is not None and "pretraining_corpus" in frame.columns:
+            for m, g in frame.groupby("model"):
+                vals = g["pretraining_corpus"].dropna().unique()
+                if len(vals):
+                    out[m] = str(vals[0])
     return out
 
 
@@ -311,10 +299,8 @@ def counts_from_heads(heads: pd.DataFrame, thresholds: Mapping[str, float], corp
 
 
 def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults:
-    """``results`` re-read at ``thresholds``: flags, whole-model and per-layer counts of
-    every class with per-head selectivities derived from the per-head table (see
-    module docstring); the other counts kept as logged, with a note. Without a
-    per-head table the results are returned unchanged (with a note)."""
+    """``results`` re-read at ``thresholds`` (module docstring): flags and counts of every class with
+    per-head selectivities from the per-head table, the other counts as logged, with a note."""
     thr = thresholds_dict(thresholds)
     heads = results.heads
     if heads is None or not selectivity_columns(heads.columns):
@@ -328,18 +314,14 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     heads = flag_heads(heads, thr)
     curves, layers = counts_from_heads(heads, thr, corpus_map(heads, results.curves))
     notes = list(results.notes)
-    derived = set(zip(curves["model"], curves["class"], curves["revision"]))
-    old = results.curves
-    keep = old[[(m, c, r) not in derived for m, c, r in zip(old["model"], old["class"], old["revision"])]]
+    keep = _not_derived(results.curves, curves)
     if not keep.empty:
         for (m, c), g in keep.groupby(["model", "class"]):
             notes.append(f"{m}/{c}: {len(g)} revision(s) without per-head selectivity.{c}: "
                          f"counts from the logged count.{c} metric (the screen's threshold)")
         curves = pd.concat([curves, keep[CURVE_COLUMNS]], ignore_index=True)
-    old_l = results.layers
-    if old_l is not None and not old_l.empty:
-        derived_l = set(zip(layers["model"], layers["class"], layers["revision"]))
-        keep_l = old_l[[(m, c, r) not in derived_l for m, c, r in zip(old_l["model"], old_l["class"], old_l["revision"])]]
+    if results.layers is not None and not results.layers.empty:
+        keep_l = _not_derived(results.layers, layers)
         layers = pd.concat([layers, keep_l[LAYER_COLUMNS]], ignore_index=True) if not keep_l.empty else layers
     layers = layers.astype({"layer": int, "k": float, "n": float}) if not layers.empty else layers
     curves = dedupe_tokens(curves.astype({"k": float, "n": float, "tokens": float}))
@@ -347,6 +329,12 @@ def apply_thresholds(results: TrackedResults, thresholds=None) -> TrackedResults
     src["thresholds"], src["units"] = thr, units
     return dataclasses.replace(results, curves=curves, layers=layers.reset_index(drop=True), heads=heads, source=src,
                                notes=notes)
+
+
+def _not_derived(logged: pd.DataFrame, derived: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the ``logged`` counts whose (model, class, revision) the ``derived`` ones lack."""
+    have = set(zip(derived["model"], derived["class"], derived["revision"]))
+    return logged[[key not in have for key in zip(logged["model"], logged["class"], logged["revision"])]]
 
 
 def _unit_origin(source: Mapping, head_class: str) -> str:

@@ -88,19 +88,14 @@ def _studentiser(k, n, theta, x):
 
 def step_vs_logistic(tokens, k, n, n_boot: int, rng: np.random.Generator, dispersion: float = 1.0, fits=None,
                      studentize: bool = True) -> TestResult:
-    """Parametric-bootstrap likelihood-ratio test of H0 step against the logistic: up to ``n_boot``
-    replicates, sequentially (:func:`sequential_p`: a curve the step fits stops early); the result's
-    ``n_boot`` is the number drawn."""
-    tokens = np.asarray(tokens, float)
-    k = np.asarray(k, float)
-    n = np.asarray(n, float)
+    """Parametric-bootstrap likelihood-ratio test of H0 step against the logistic (module docstring),
+    up to ``n_boot`` replicates drawn sequentially (:func:`sequential_p`; ``n_boot``: those drawn)."""
+    tokens, k, n = (np.asarray(a, float) for a in (tokens, k, n))
     x = np.log10(tokens)
     step_model, logistic_model = StepModel(), LogisticModel()
     if fits is None:
-        step = step_model.fit(tokens, k, n, dispersion)
-        logistic = logistic_model.fit(tokens, k, n, dispersion)
-    else:
-        step, logistic = fits["step"], fits["logistic"]
+        fits = {"step": step_model.fit(tokens, k, n, dispersion), "logistic": logistic_model.fit(tokens, k, n, dispersion)}
+    step, logistic = fits["step"], fits["logistic"]
     lr = max(2.0 * (logistic.loglik - step.loglik), 0.0)
     scale = float(_studentiser(k[None, :], n, logistic.theta[None, :], x)[0]) if studentize else 1.0
     t = lr / scale
@@ -128,14 +123,11 @@ SEQUENTIAL_CHUNK = 100
 def sequential_p(replicates, t: float, n_max: int, tol: float = 1e-12, hits: int = SEQUENTIAL_HITS,
                  chunk: int = SEQUENTIAL_CHUNK, growth: float = 1.0) -> tuple:
     """Besag and Clifford's (1991) sequential Monte Carlo p-value of statistic ``t`` (larger is more
-    extreme): ``replicates(size)`` draws that many replicate statistics; they are drawn ``chunk`` at
-    a time until ``hits`` of the first ``L`` reach ``t`` (within ``tol``), then ``p = hits / L``,
-    else after ``n_max`` ``p = (1 + #{T* >= T}) / (n_max + 1)`` (:func:`exceedance_p`). Both are
-    valid p-values (size at most alpha); a statistic far inside its null stops after a few dozen
-    replicates. With ``growth`` > 1 each chunk is that many times the one before (100, 200, 400, ...):
-    the p-value is the same function of the replicates' sequence (the stop is found inside the
-    chunk), in fewer, larger batches (a batched refit costs much less a replicate in one call of
-    1000 than in ten of 100). Returns ``(p, replicates drawn)``."""
+    extreme): replicates from ``replicates(size)``, ``chunk`` at a time, until ``hits`` of the first
+    ``L`` reach ``t`` (within ``tol``): ``p = hits / L``; else after ``n_max`` ``p = (1 + #{T* >= T})
+    / (n_max + 1)``. Both are valid p-values; a statistic far inside its null stops after a few
+    dozen replicates. With ``growth`` > 1 each chunk grows by that factor: the same p-value (the
+    stop is found inside the chunk) in fewer, larger batches. Returns ``(p, replicates drawn)``."""
     seen = reached = 0
     while seen < n_max:
         size = min(chunk, n_max - seen)
@@ -159,9 +151,7 @@ def separation_test(log_ratio_draws) -> TestResult:
 
 def clopper_pearson_upper(k: int, N: int, alpha: float = 0.05) -> float:
     """Exact one-sided upper ``1 - alpha`` bound on a binomial rate with k of N."""
-    if N <= 0:
-        return 1.0
-    if k >= N:
+    if N <= 0 or k >= N:
         return 1.0
     return float(sps.beta.ppf(1 - alpha, k + 1, N - k))
 
@@ -169,14 +159,8 @@ def clopper_pearson_upper(k: int, N: int, alpha: float = 0.05) -> float:
 def layer_floor_test(k: int, N: int, rate0: float = 0.05, alpha: float = 0.05) -> TestResult:
     """Exact binomial test of H0 ``rate >= rate0`` with the one-sided upper bound."""
     p = float(sps.binom.cdf(k, N, rate0)) if N > 0 else 1.0
-    return TestResult(
-        "layer_floor",
-        f"rate of flagged heads in the floor layers >= {rate0}",
-        float(k),
-        p,
-        None,
-        {"k": int(k), "N": int(N), "upper_bound": clopper_pearson_upper(k, N, alpha), "level": 1 - alpha},
-    )
+    return TestResult("layer_floor", f"rate of flagged heads in the floor layers >= {rate0}", float(k), p, None,
+                      {"k": int(k), "N": int(N), "upper_bound": clopper_pearson_upper(k, N, alpha), "level": 1 - alpha})
 
 
 def sign_test(n_pos: int, n_neg: int) -> TestResult:

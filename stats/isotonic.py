@@ -10,9 +10,7 @@ With weights ``w_j`` (the ``n_j`` heads) and fractions ``y_j = k_j / n_j``:
   non-decreasing fit) by one prefix and one suffix pass (:func:`prefix_isotonic_ss`, all rows
   at once), for permutation tests;
 - :func:`explained_share`: the share of the weighted variance of ``y`` that the best
-  fit of a family explains, ``(SS0 - SS_fit) / SS0``: :func:`monotone_r2` (up or
-  down) and :func:`unimodal_r2` (rise-then-fall or fall-then-rise), the statistics of
-  the change tests (:func:`stats.shape.level_change_test`).
+  fit of a family explains, ``(SS0 - SS_fit) / SS0``, e.g. :func:`monotone_r2` (up or down).
 """
 
 from __future__ import annotations
@@ -25,15 +23,17 @@ MAX_CELLS = 2_000_000
 PAVA_FROM = 24
 
 
-def isotonic_fit(y, w):
-    """Weighted least-squares non-decreasing fit of ``y`` (B, m) with weights ``w`` (B, m).
-
-    The max-min formula ``fit_i = max_{a <= i} min_{b >= i} M(a, b)``, ``M(a, b)`` the
-    weighted mean of ``y_a .. y_b`` (the pool-adjacent-violators solution, which is
-    also the binomial maximum-likelihood monotone fit), for all rows at once.
-    """
+def _rows(y, w) -> tuple:
+    """``y`` as rows (B, m) of floats and the weights ``w`` broadcast to them."""
     y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    return y, np.broadcast_to(np.asarray(w, float), y.shape)
+
+
+def isotonic_fit(y, w):
+    """Weighted least-squares non-decreasing fit of rows ``y`` (B, m) by the max-min formula
+    ``fit_i = max_{a <= i} min_{b >= i} M(a, b)``, ``M(a, b)`` the weighted mean of ``y_a .. y_b``
+    (the pool-adjacent-violators solution, also the binomial maximum-likelihood monotone fit)."""
+    y, w = _rows(y, w)
     m = y.shape[-1]
     if m > PAVA_FROM and y.ndim == 2:  # long rows: the vectorised pool-adjacent-violators pass (the same fit) is faster
         return pava_fit(y, w)
@@ -53,16 +53,11 @@ def isotonic_fit(y, w):
 
 
 def unimodal_fit(y, w):
-    """Unimodal weighted least-squares fit of rows ``y`` (B, m) with weights ``w``.
-
-    Returns ``(fit, ss, ss_increasing)``: the fits (B, m), their weighted squared
-    errors (B,) and those of the non-decreasing fit alone (B,). The best split (the first
-    of equal ones; the non-decreasing fit where no split is better by 1e-12) from the prefix
-    and suffix errors (:func:`prefix_isotonic_ss`), then the fits of its two sides by
-    :func:`pava_fit` (the points of the other side weighted 0).
-    """
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    """Unimodal weighted least-squares fit of rows ``y`` (B, m): ``(fit, ss, ss_increasing)``, the
+    fits, their weighted squared errors and those of the non-decreasing fit alone. The best split
+    (the first of equal ones; none unless better by 1e-12) from the prefix and suffix errors
+    (:func:`prefix_isotonic_ss`), each side fitted by :func:`pava_fit` (the other side weighted 0)."""
+    y, w = _rows(y, w)
     m = y.shape[-1]
     prefix = prefix_isotonic_ss(y, w)
     up, ss_up = pava_fit(y, w), np.maximum(prefix[:, -1], 0.0)
@@ -88,8 +83,7 @@ def _pava(y, w) -> tuple:
     column, whatever the depth). A single row goes through a plain loop (fewer steps).
     Returns the error of the non-decreasing fit of every prefix (B, m), and the final stack
     ``(cumulative sums (3, B, m + 1), first columns (B, m + 1), top slot (B,))``."""
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    y, w = _rows(y, w)
     n_rows, m = y.shape
     if n_rows == 1:
         return _pava_row(y[0], w[0])
@@ -161,17 +155,15 @@ def _pava_row(y, w) -> tuple:
 
 
 def prefix_isotonic_ss(y, w) -> np.ndarray:
-    """Weighted squared error of the non-decreasing fit of ``y[:, :c + 1]`` for every ``c``, rows
-    ``y`` (B, m) with weights ``w``: (B, m), by one vectorised pool-adjacent-violators pass
-    (:func:`_pava`): O(m) numpy steps (times the deepest pooling), not O(m^2) memory."""
+    """Weighted squared error (B, m) of the non-decreasing fit of ``y[:, :c + 1]`` for every ``c``, by
+    one vectorised pool-adjacent-violators pass (:func:`_pava`; no O(m^2) memory)."""
     return _pava(y, w)[0]
 
 
 def pava_fit(y, w) -> np.ndarray:
-    """The weighted least-squares non-decreasing fit of rows ``y`` (B, m) (:func:`isotonic_fit`'s),
-    by one vectorised pool-adjacent-violators pass (:func:`_pava`). A block of zero weight never
-    pools, so points weighted 0 after the others leave the others' fit unchanged (their own
-    values are 0)."""
+    """:func:`isotonic_fit`'s fit of rows ``y`` (B, m) by one vectorised pool-adjacent-violators pass
+    (:func:`_pava`). A block of zero weight never pools: points weighted 0 after the others leave
+    their fit unchanged (and are 0 themselves)."""
     y = np.atleast_2d(np.asarray(y, float))
     n_rows, m = y.shape
     _, (cum, first, top) = _pava(y, w)
@@ -196,8 +188,7 @@ def _split_ss(y, w, up) -> np.ndarray:
 def unimodal_ss(y, w) -> tuple:
     """``(ss_unimodal, ss_increasing)`` of rows ``y`` (B, m): the errors of :func:`unimodal_fit`
     and of the non-decreasing fit, by one prefix and one suffix pass (:func:`prefix_isotonic_ss`)."""
-    y = np.atleast_2d(np.asarray(y, float))
-    w = np.broadcast_to(np.asarray(w, float), y.shape)
+    y, w = _rows(y, w)
     up = prefix_isotonic_ss(y, w)  # up[:, c]: non-decreasing on [0, c]
     ss_up = np.maximum(up[:, -1], 0.0)
     if y.shape[-1] < 2:
@@ -205,14 +196,20 @@ def unimodal_ss(y, w) -> tuple:
     return np.maximum(np.minimum(up[:, -1], _split_ss(y, w, up).min(-1)), 0.0), ss_up
 
 
-def explained_share(k, n, fit_ss) -> np.ndarray:
-    """``(SS0 - SS_fit) / SS0`` of rows ``k`` (B, m) of ``n``, ``fit_ss(y, w)`` the (B,) errors of a
-    fit family, ``SS0`` around the pooled fraction; 0 for a constant row (SS0 within rounding of 0)."""
+def weighted_fractions(k, n) -> tuple:
+    """``(n, w, y, pooled)`` of rows ``k`` (B, m) of ``n``: ``n`` broadcast to the rows, the weights
+    (``n``, 0 where not positive), the fractions ``k / n`` and each row's pooled fraction (B, 1)."""
     k = np.atleast_2d(np.asarray(k, float))
     n = np.broadcast_to(np.asarray(n, float), k.shape)
     w = np.where(n > 0, n, 0.0)
     y = k / np.where(n > 0, n, 1)
-    ybar = (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+    return n, w, y, (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)
+
+
+def explained_share(k, n, fit_ss) -> np.ndarray:
+    """``(SS0 - SS_fit) / SS0`` of rows ``k`` (B, m) of ``n``, ``fit_ss(y, w)`` the (B,) errors of a
+    fit family, ``SS0`` around the pooled fraction; 0 for a constant row (SS0 within rounding of 0)."""
+    _, w, y, ybar = weighted_fractions(k, n)
     ss0 = (w * (y - ybar) ** 2).sum(-1)
     varies = ss0 > 1e-12 * (w * y * y).sum(-1)  # a constant row's SS0 is rounding noise
     ss = fit_ss(y, w)
@@ -228,11 +225,3 @@ def monotone_r2(k, n):
         return np.maximum(np.minimum(up, down), 0.0)
 
     return explained_share(k, n, ss)
-
-
-def unimodal_r2(k, n):
-    """Share of the weighted variance of ``k/n`` explained by the best unimodal fit (rise then
-    fall, or fall then rise; :func:`unimodal_fit`). Rows of (B, m) arrays."""
-    return explained_share(k, n, lambda y, w: np.minimum(unimodal_ss(y, w)[0], unimodal_ss(-y, w)[0]))
-
-

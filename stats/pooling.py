@@ -17,22 +17,19 @@ No censored run (:func:`hartung_knapp`): ``tau^2`` by Paule-Mandel (statsmodels'
 ``combine_effects``, ``analysis.pooling.tau2_method``), ``w_i = 1 / (v_i + tau^2)``,
 ``mu = sum w_i y_i / sum w_i``; interval by Hartung-Knapp (Sidik-Jonkman),
 ``mu +- t_{k-1} se``, ``se^2 = max(1, q) / sum w_i``, ``q = sum w_i (y_i - mu)^2 / (k - 1)``:
-the t quantile is what keeps the interval honest with few runs, and the scale is
-truncated at 1 (Knapp & Hartung 2003; Roever, Knapp & Friede 2015) so that runs that happen
-to look more alike than their within-run variances allow do not shrink it below the
-fixed-effect t interval. Test of separation: one-sided, H0 ``mu <= 0`` (pooled ratio
-<= 1, the null of the per-run test), ``p = 1 - T_{k-1}(mu / se)``. ``I^2 = max(0, 1 -
+the t quantile keeps the interval honest with few runs, and the scale truncated at 1
+(Knapp & Hartung 2003; Roever, Knapp & Friede 2015) keeps runs that happen to look alike
+from shrinking it below the fixed-effect t interval. Test of separation: one-sided, H0
+``mu <= 0`` (pooled ratio <= 1), ``p = 1 - T_{k-1}(mu / se)``. ``I^2 = max(0, 1 -
 (k - 1) / Q)`` with Cochran's Q; ``tau^2`` interval by Q-profile (Viechtbauer 2007);
 prediction interval for a new run (Higgins, Thompson & Spiegelhalter 2009),
 ``mu +- t_{k-2} sqrt(tau^2 + se^2)`` (needs k >= 3).
 
 Censored runs enter as bounds, not points (:func:`censored_likelihood`). A run whose gap
-is a one-sided bound (:class:`stats.times.GapRatio` ``bound``: a side censored,
-:mod:`stats.censoring`) says ``y_i* >= b_i`` (``lower``) or ``<= b_i`` (``upper``): ``y_i*``
-is the estimate the run would give with its censored transition inside the range, ``b_i``
-the bound (the free side's estimate against the bounding revision), and ``v_i`` the free
-side's variance (the censored side's draws are the bound itself). The likelihood of the
-random-effects model is then interval-censored (Tobit):
+is a one-sided bound (:class:`stats.times.GapRatio` ``bound``) says ``y_i* >= b_i``
+(``lower``) or ``<= b_i`` (``upper``), ``y_i*`` the estimate with its censored transition
+inside the range, ``b_i`` the free side's estimate against the bounding revision and ``v_i``
+its variance. The random-effects likelihood is then interval-censored (Tobit):
 
     L(mu, tau) = prod_points phi((y_i - mu) / s_i) / s_i
                  x prod_lower Phi((mu - b_i) / s_i) x prod_upper Phi((b_i - mu) / s_i),
@@ -65,16 +62,13 @@ or that has no transition carries nothing on ``mu``: left out, with a note.
 
 Which runs are pooled: runs of kind ``both`` (independent runs) when there are at least
 ``min_seeds`` of them, else the runs of the one kind present, else all runs (with a note:
-data-only and weight-only runs share the reference run's other seed, so they are not
-independent draws of a new run). With runs of kind ``data`` and ``weight`` both present
-(PolyPythias 160m) each kind is pooled on its own and the share of between-run variance
-due to each is ``tau^2_data / (tau^2_data + tau^2_weight)`` (additive model: log ratio =
-mu + D + W + e with independent data and weight effects; ``tau^2_both`` is reported
-beside their sum as a check).
+data-only and weight-only runs share the reference run's other seed). With ``data`` and
+``weight`` runs both present (PolyPythias 160m) each kind is pooled alone and the share of
+between-run variance due to each is ``tau^2_data / (tau^2_data + tau^2_weight)`` (additive
+model: log ratio = mu + D + W + e; ``tau^2_both`` is reported beside their sum as a check).
 
-Shapes: per class, each run's verdict (``sharp`` / ``gradual`` / ``none``, with a
-censored side) and their agreement, the share of runs with the most common verdict.
-The t50 of each class is pooled the same way (a censored t50 a bound), for the figures.
+Shapes: per class, each run's verdict and their agreement (the share with the most common
+verdict). The t50 of each class is pooled the same way (a censored t50 a bound).
 """
 
 from __future__ import annotations
@@ -207,16 +201,6 @@ def _loglik(mu, tau, y, v, bounds) -> float:
     return float(ll.sum())
 
 
-def _profile(mu, y, v, bounds, tau=None) -> float:
-    """max over tau of the log-likelihood at ``mu`` (at ``tau`` when it is given)."""
-    if tau is not None:
-        return _loglik(mu, tau, y, v, bounds)
-    res = optimize.minimize_scalar(lambda t: -_loglik(mu, t, y, v, bounds), bounds=(0.0, TAU_MAX), method="bounded",
-                                   options={"xatol": 1e-5})
-    at_zero = _loglik(mu, 0.0, y, v, bounds)
-    return max(-float(res.fun), at_zero)
-
-
 def _fit(y, v, bounds) -> tuple:
     """(mu_hat, tau_hat, l_max) of the censored likelihood, mu within +- MU_SPAN."""
     best = None
@@ -229,11 +213,11 @@ def _fit(y, v, bounds) -> tuple:
     return float(best.x[0]), float(best.x[1]), -float(best.fun)
 
 
-def _profile_limit(mu_hat, l_max, crit, direction, y, v, bounds, tau=None) -> Optional[float]:
-    """The mu beyond mu_hat (``direction`` +1 / -1) where 2 (l_max - l_p) reaches ``crit``; None if it
-    never does within +- MU_SPAN (an open end)."""
+def _likelihood_limit(mu_hat, l_max, crit, direction, y, v, bounds, tau) -> Optional[float]:
+    """The mu beyond mu_hat (``direction`` +1 / -1) where 2 (l_max - l(mu, tau)) reaches ``crit``; None if
+    it never does within +- MU_SPAN (an open end)."""
     def f(m):
-        return 2 * (l_max - _profile(m, y, v, bounds, tau)) - crit
+        return 2 * (l_max - _loglik(m, tau, y, v, bounds)) - crit
 
     end = -MU_SPAN if direction < 0 else MU_SPAN
     step, inner = 0.05, mu_hat
@@ -262,25 +246,23 @@ def censored_likelihood(y, v, bounds: Sequence[Optional[str]], level: float = 0.
         side = "lower" if mu > 0 else "upper"
         l_sup = _loglik(np.sign(mu) * 1e3, 0.0, y, v, bounds)
         crit = float(sps.t.ppf(level, df)) ** 2
-        limit = _profile_limit(np.sign(mu) * MU_SPAN, l_sup, crit, -np.sign(mu), y, v, bounds, tau=0.0)
-        r = math.sqrt(max(0.0, 2 * (l_sup - _profile(0.0, y, v, bounds, tau=0.0)))) * np.sign(mu)
+        limit = _likelihood_limit(np.sign(mu) * MU_SPAN, l_sup, crit, -np.sign(mu), y, v, bounds, 0.0)
+        r = math.sqrt(max(0.0, 2 * (l_sup - _loglik(0.0, 0.0, y, v, bounds)))) * np.sign(mu)
         ci = [limit, None] if side == "lower" else [None, limit]
         return MetaAnalysis(None, ci, float(sps.t.sf(r, df)), 0.0, 0.0, [None, None], k, n_bounds, method, level,
                             None, side, [f"every informative run is a {side} bound: the pooled ratio is a {side} bound "
                                          f"(one-sided {level:.0%} limit) on the mean of these runs, with tau^2 = 0 (the "
                                          "between-run variance cannot be estimated from bounds alone): no prediction "
                                          "for a new run"])
-    # Hartung-Knapp's scale over the runs seen as points (1 when there are none): the interval
-    # and the test read the likelihood at tau_hat, widened by max(1, q) where the points scatter
-    # more than tau_hat and their variances say (module docstring).
+    # Hartung-Knapp's scale max(1, q) over the runs seen as points (module docstring)
     points = bounds == 0
     wp = 1 / (v[points] + tau**2)
     q = float((wp * (y[points] - mu) ** 2).sum() / df) if n_points >= 2 else 1.0
     scale = max(1.0, q)
     crit = _t(level, df) ** 2 * scale
-    lo = _profile_limit(mu, l_max, crit, -1, y, v, bounds, tau=tau)
-    hi = _profile_limit(mu, l_max, crit, +1, y, v, bounds, tau=tau)
-    r = math.sqrt(max(0.0, 2 * (l_max - _profile(0.0, y, v, bounds, tau=tau))) / scale) * (1 if mu > 0 else -1)
+    lo = _likelihood_limit(mu, l_max, crit, -1, y, v, bounds, tau)
+    hi = _likelihood_limit(mu, l_max, crit, +1, y, v, bounds, tau)
+    r = math.sqrt(max(0.0, 2 * (l_max - _loglik(0.0, tau, y, v, bounds))) / scale) * (1 if mu > 0 else -1)
     p = float(sps.t.sf(r, df))
     pi = [None, None]
     if lo is not None and hi is not None and df >= 2:
@@ -304,11 +286,6 @@ def meta_analysis(effects: Sequence[Effect], level: float = 0.95,
     return censored_likelihood(y, v, [e.bound for e in effects], level)
 
 
-# ---------------------------------------------------------------------------------
-# Groups of runs
-# ---------------------------------------------------------------------------------
-
-
 def gap_effect(label: str, gap, late, early, formation: str = "t50") -> tuple:
     """(:class:`Effect` or None, why not) of one run's fitted gap (:class:`stats.times.GapRatio`)
     from its two curve analyses' bootstrap draws."""
@@ -322,13 +299,13 @@ def gap_effect(label: str, gap, late, early, formation: str = "t50") -> tuple:
     return Effect(label, float(np.log10(gap.ratio)), float(np.var(d_late[:b] - d_early[:b])), gap.bound), None
 
 
-def t50_effect(label: str, ca) -> tuple:
-    """(:class:`Effect` or None, why not) of one run's t50 of a class (a censored one: a bound)."""
+def t50_effect(label: str, ca) -> Optional[Effect]:
+    """The :class:`Effect` of one run's t50 of a class (a censored one: a bound); None without one."""
     t = None if ca is None else ca.times
     if t is None or t.draws_t50 is None or not t.t50:
-        return None, "no transition"
+        return None
     bound = {"left": "upper", "right": "lower"}.get(ca.censored)
-    return Effect(label, float(np.log10(t.t50)), float(np.var(t.draws_t50)), bound), None
+    return Effect(label, float(np.log10(t.t50)), float(np.var(t.draws_t50)), bound)
 
 
 def verdict(ca) -> str:
@@ -455,17 +432,14 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
         late, early = by_key.get((label, tc.late_class)), by_key.get((label, tc.early_class))
         gap = gaps.get(label)
         effect, why = gap_effect(label, gap, late, early, tc.formation) if late and early else (None, "a class missing")
-        row = {"model": label, "seed": seeds[label].seed, "seed_kind": seeds[label].kind,
-               "ratio": None if gap is None else gap.ratio, "ci": None if gap is None else gap.ratio_ci,
-               "p_value": None if gap is None else gap.p_value, "bound": None if gap is None else gap.bound,
-               "log10_ratio": None if effect is None else effect.value,
-               "variance": None if effect is None else effect.variance, "used": False, "left_out": why}
-        for head_class, ca in ((tc.early_class, early), (tc.late_class, late)):
-            t = None if ca is None else ca.times
-            row[f"shape.{head_class}"] = verdict(ca)
-            row[f"t50.{head_class}"] = None if t is None else t.t50
-            row[f"t50_ci.{head_class}"] = None if t is None else t.t50_ci
-            row[f"censored.{head_class}"] = None if ca is None else ca.censored
+        row = {"model": label, "seed": seeds[label].seed, "seed_kind": seeds[label].kind, "ratio": getattr(gap, "ratio", None),
+               "ci": getattr(gap, "ratio_ci", None), "p_value": getattr(gap, "p_value", None),
+               "bound": getattr(gap, "bound", None), "log10_ratio": getattr(effect, "value", None),
+               "variance": getattr(effect, "variance", None), "used": False, "left_out": why}
+        for cls, ca in ((tc.early_class, early), (tc.late_class, late)):
+            t = getattr(ca, "times", None)
+            row |= {f"shape.{cls}": verdict(ca), f"t50.{cls}": getattr(t, "t50", None),
+                    f"t50_ci.{cls}": getattr(t, "t50_ci", None), f"censored.{cls}": getattr(ca, "censored", None)}
         per_seed.append(row)
         if effect is not None:
             effects.append(effect)
@@ -484,7 +458,7 @@ def pool_group(group: str, labels: Sequence[str], seeds: dict, by_key: dict, gap
     shapes, t50 = {}, {}
     for head_class in (tc.early_class, tc.late_class):
         shapes[head_class] = agreement([verdict(by_key.get((m, head_class))) for m in used_labels])
-        eff = [e for e, _ in (t50_effect(m, by_key.get((m, head_class))) for m in used_labels) if e is not None]
+        eff = [e for e in (t50_effect(m, by_key.get((m, head_class))) for m in used_labels) if e is not None]
         fit = meta_analysis(eff, level, pc.tau2_method)
         t50[head_class] = None if fit is None else fit.to_dict("t50")
     return PooledGap(model=group, late_class=tc.late_class, early_class=tc.early_class, formation=tc.formation,

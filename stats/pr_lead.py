@@ -11,17 +11,13 @@ For every head flagged induction at the final revision (largest token count):
 - *Crossing* ``c``: the first revision at which the head is flagged induction (its
   selectivity passes the induction threshold).
 - *Lead revision* ``e``: the earliest revision ``e <= c`` at which the head is
-  elevated and from which its rise *persists*: its PR stays above ``line_e``, the
-  line it crossed at ``e``, at every revision from ``e`` through ``c``. A bump that
-  falls back below that line before the crossing is not a lead (a later revision
-  may still be). ``e < c``: the PR leads (``sign = +1``, lead ratio ``t_c / t_e`` in
-  tokens); ``e = c``: it rises at the crossing revision itself, which is "at or
-  before" as the study states it (``sign = 0``, reported as *same revision*); no
-  such ``e``: elevated only after the crossing (the first revision after ``c`` from
-  which it is elevated at ``persist`` consecutive revisions) or never (``sign = -1``).
-- *Not observable*: a head that crosses at the first revision has no earlier
-  revision to show a lead; it is reported as not observable (``sign`` None), not as
-  a negative.
+  elevated and from which its PR stays above ``line_e`` through ``c`` (a bump that falls
+  back before the crossing is not a lead). ``e < c``: the PR leads (``sign = +1``, lead
+  ratio ``t_c / t_e`` in tokens); ``e = c``: it rises at the crossing itself, "at or
+  before" as the study states it (``sign = 0``, *same revision*); no such ``e``: elevated
+  only after the crossing (held ``persist`` revisions) or never (``sign = -1``).
+- *Not observable*: a head that crosses at the first revision cannot show a lead
+  (``sign`` None, not a negative).
 - *Sign test* over the observable heads (:func:`stats.hypotheses.sign_test`):
   positives lead, negatives are elevated after the crossing or never, same-revision
   heads are ties (dropped); H0: median lead ratio 1; one-sided, H1: PR leads. The
@@ -133,8 +129,7 @@ class PRLead(Results):
 
 
 def lead_revision(pr, line, elevated, c: int) -> Optional[int]:
-    """The lead revision ``e <= c`` of one head (module docstring), or None: the earliest
-    elevated revision from which ``pr`` stays above ``line[e]`` through ``c``."""
+    """The lead revision ``e <= c`` of one head (module docstring), or None."""
     pr, line = np.asarray(pr, float), np.asarray(line, float)
     for e in range(c + 1):
         if elevated[e] and np.all(pr[e:c + 1] > line[e]):
@@ -187,9 +182,8 @@ def pr_lead(heads: pd.DataFrame, model: str, column: str = _PC.column, k_mad: fl
         c_rev, c_tok = str(g["revision"].iloc[c]), float(g["tokens"].iloc[c])
         ratio = c_tok / e_tok if (e_tok is not None and e_tok > 0 and c_tok > 0) else None
         leads.append(HeadLead(int(layer), int(head), e_rev, e_tok, c_rev, c_tok, ratio, sign))
-    n_pos = sum(1 for x in leads if x.sign is not None and x.sign > 0)
-    n_neg = sum(1 for x in leads if x.sign is not None and x.sign < 0)
-    test = sign_test(n_pos, n_neg)
+    signs = [x.sign for x in leads]
+    test = sign_test(signs.count(1), signs.count(-1))
     top = [(x.layer, x.head) for x in leads[:top_heads]]
     traj = h[[tuple(v) in set(top) for v in h[["layer", "head"]].to_numpy().tolist()]][
         ["layer", "head", "revision", "tokens", column, "elevated", flag]

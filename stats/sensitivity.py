@@ -1,18 +1,13 @@
 """Threshold sensitivity: do the verdicts, times and gap survive other thresholds?
 
-For each model with per-head selectivities of both gap classes (``times.late_class``,
-BOS, and ``times.early_class``, induction) and each grid value g
-(in the unit of the class's per-head column, stats/units.py: ``analysis.sensitivity.grid``, default
-10, 20, 30, 50, 100 (x) for a ratio, ``analysis.sensitivity.score_grid``, default 0.1, 0.2, 0.3, 0.5,
-0.7, for a score in [0, 1]): the curve of ONE class
-is re-counted with its threshold set to g, the other class kept at its analysis
-threshold, and analysed as in the main table (verdict, t50 with its bootstrap
-interval, ``analysis.sensitivity.n_boot`` replicates); the gap ratio
-t50(late) / t(early) is recomputed against the other class's main analysis. One
-class at a time, so that each row says which threshold moves the answer; the row at
-a class's own analysis threshold is the main analysis itself. A row whose re-counted curve is
-censored keeps its bound: its t50 and its gap ratio are bounds (``censored``, ``t50_bound``,
-``gap_bound``), and a class with no head at a threshold says so (``max_fraction`` 0).
+For each model with per-head selectivities of both gap classes and each grid value g (in
+the unit of the class's column, stats/units.py: ``analysis.sensitivity.grid`` for a ratio,
+``score_grid`` for a score), the curve of ONE class is re-counted at g, the other class kept
+at its analysis threshold, and analysed as in the main table (``analysis.sensitivity.n_boot``
+replicates); the gap ratio is recomputed against the other class's main analysis. One class
+at a time, so that each row says which threshold moves the answer; the row at a class's own
+threshold is the main analysis itself. A censored row keeps its bound (``censored``,
+``t50_bound``, ``gap_bound``); a class with no head at a threshold has ``max_fraction`` 0.
 """
 
 from __future__ import annotations
@@ -135,7 +130,6 @@ def _row(ca, threshold: float, own: bool, other: str, other_threshold: float, ga
         is_analysis_threshold=own, k_last=float(c.k[-1]) if len(c) else nan, n_last=float(c.n[-1]) if len(c) else nan,
         max_fraction=float(c.fraction.max()) if len(c) else nan, min_fraction=float(c.fraction.min()) if len(c) else nan,
         shape=ca.verdict.shape, reason=ca.verdict.reason,
-        t50=None if t is None else t.t50, t50_ci=None if t is None else t.t50_ci,
-        t50_bound=None if t is None else t.t50_bound, gap_ratio=gap.ratio, gap_ratio_ci=gap.ratio_ci,
-        gap_p_value=gap.p_value, gap_bound=gap.bound, censored=ca.censored, unit=unit.name,
-        threshold_text=unit.format(threshold))
+        t50=getattr(t, "t50", None), t50_ci=getattr(t, "t50_ci", None), t50_bound=getattr(t, "t50_bound", None),
+        gap_ratio=gap.ratio, gap_ratio_ci=gap.ratio_ci, gap_p_value=gap.p_value, gap_bound=gap.bound,
+        censored=ca.censored, unit=unit.name, threshold_text=unit.format(threshold))

@@ -23,22 +23,16 @@ by the data, :func:`stats.curve_analysis.curve_regime`):
   bootstrap interval.
 
 Both regimes share the rule below and the censoring and decline handling done before
-the verdict (:mod:`stats.censoring`, :mod:`stats.phases`: the verdict is of the rise,
-inside the screened range). Their operating characteristics are measured on studies
-drawn at random from the space real studies span (``benchmarks/bench_shape_oc.py``,
-``benchmarks/bench_stats_calibration.py``).
+it (:mod:`stats.censoring`, :mod:`stats.phases`: the verdict is of the rise, inside the
+range); their operating characteristics are measured in ``benchmarks/bench_shape_oc.py``
+and ``benchmarks/bench_stats_calibration.py``.
 
-Evidence (all reported): ``p_change`` and ``change_test`` (:mod:`stats.change`, with
-``single_revision`` where a change rests on one revision); ``width_decades`` (the
-logistic's 10-90 width), ``width_ci``, ``width_grid`` (the heads' bounds), the limits
-the verdict read (``width_lower``, ``width_upper``), ``resolution`` (``bound``: the rise
-lies inside one checkpoint interval; ``resolved``; ``unresolved``); ``rise_heads`` (the
-rise in heads), the largest adjacent jump (``max_jump``, ``jump_heads``, its revisions,
-tokens and spacing, ``max_jump_share`` of the rise with its interval: evidence, no longer
-the criterion, since it measures the grid: 40 revisions every 1000 steps split a rise of
-0.07 decades into intervals none of which holds half of it); ``delta_aicc`` of the four
-models; ``p_step``, the parametric-bootstrap test of a *pure* step
-(:func:`stats.hypotheses.step_vs_logistic`).
+Evidence (all reported, :data:`stats.curve_analysis.RECORD`): the change test, the width
+(fitted, its interval, the grid's bounds, the limits read, ``resolution``), the rise in
+heads, the largest adjacent jump and its share of the rise (evidence, no longer the
+criterion: it measures the grid, and 40 revisions every 1000 steps split a rise of 0.07
+decades into intervals none of which holds half of it), ``delta_aicc`` of the four models
+and ``p_step``, the bootstrap test of a *pure* step (:func:`stats.hypotheses.step_vs_logistic`).
 
 Verdict rule (thresholds are :class:`stats.config.ShapeConfig` values, defaults in
 brackets):
@@ -74,6 +68,7 @@ from stats.errors import StatsError
 from stats.hypotheses import TestResult
 from stats.results import Results, record
 from stats.change import test_label
+from stats.times import percentile_interval
 from stats.width import boundary_p, grid_bounds, width_verdict
 
 SHAPES = ("sharp", "gradual", "unresolved", "none")
@@ -91,18 +86,15 @@ class ShapeVerdict(Results):
         """The record with the evidence's entries in place of ``evidence``."""
         out = record(self)
         evidence = out.pop("evidence")
-        return {**out, **evidence}
+        return out | evidence
 
     def summary(self) -> str:
         return f"{self.shape}: {self.reason}"
 
 
 def jump_share(values, direction: Optional[float] = None) -> dict:
-    """Largest adjacent change of ``values`` in ``direction`` and its share of the range.
-
-    ``direction`` > 0 looks for the largest rise, < 0 the largest fall; by default
-    the sign of last - first.
-    """
+    """Largest adjacent change of ``values`` in ``direction`` (> 0 a rise, < 0 a fall; by default the
+    sign of last - first) and its share of the range."""
     v = np.asarray(values, float)
     if v.size < 2 or not np.all(np.isfinite(v)):
         return {"max_jump": float("nan"), "max_jump_share": float("nan"), "index": None}
@@ -116,11 +108,8 @@ def jump_share(values, direction: Optional[float] = None) -> dict:
 
 
 def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) -> list:
-    """Clopper-Pearson interval of the share ``J / R`` (``J`` of ``R`` heads, rounded).
-
-    ``[B(a/2; J, R-J+1), B(1-a/2; J+1, R-J)]`` with ``B`` the beta quantile, 0 and 1
-    at the ends; ``[nan, nan]`` when ``R < 1``.
-    """
+    """Clopper-Pearson interval of the share ``J / R`` (``J`` of ``R`` heads, rounded):
+    ``[B(a/2; J, R-J+1), B(1-a/2; J+1, R-J)]``, ``B`` the beta quantile, 0 and 1 at the ends."""
     r = int(round(rise_heads))
     j = int(np.clip(round(jump_heads), 0, max(r, 0)))
     if r < 1:
@@ -136,14 +125,10 @@ def _pct(v):
 
 
 def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, level: float = 0.95) -> dict:
-    """The largest adjacent change in the direction of the rise, its share and interval.
-
-    ``identity``: of the observed fractions (counts are cumulative, the share is
-    ``J`` of ``R`` heads, Clopper-Pearson). ``aggregate``: of the fitted logistic at
-    the revisions (independent draws make every observed jump and extreme noisy,
-    and the range of noisy fractions is inflated), the interval the bootstrap
-    percentile interval of the replicate fits' shares.
-    """
+    """The largest adjacent change in the direction of the rise, its share and interval: ``identity``,
+    of the observed fractions (``J`` of ``R`` heads, Clopper-Pearson); ``aggregate``, of the fitted
+    logistic at the revisions (noisy draws inflate every observed jump and the range), the interval
+    the bootstrap percentile interval of the replicate fits' shares."""
     if regime == "aggregate" and fit is not None:
         j = jump_share(fit.fitted, direction)
         rise = float(np.ptp(fit.fitted))
@@ -152,9 +137,7 @@ def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, 
             curves = fit.model.mean(boot.theta, fit.x)
             d = np.diff(curves, axis=1) * (np.sign(direction) if direction else 1.0)
             rng_b = np.ptp(curves, axis=1)
-            shares = np.where(rng_b > 0, d.max(1) / np.where(rng_b > 0, rng_b, 1), 0.0)
-            a = (1 - level) / 2
-            ci = [float(v) for v in np.quantile(shares, [a, 1 - a])]
+            ci = percentile_interval(np.where(rng_b > 0, d.max(1) / np.where(rng_b > 0, rng_b, 1), 0.0), level)
     else:
         j = jump_share(f, direction)
         rise = float(f.max() - f.min()) if f.size else 0.0
@@ -185,16 +168,13 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
                      switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0,
                      unseen: Optional[str] = None, rng: Optional[np.random.Generator] = None) -> ShapeVerdict:
-    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise
-    (``tokens``, ``k``, ``n``; ``switched``: the count of its heads switched on,
-    :func:`stats.switching.switched_counts`, where the heads' flags are known): the fitted width's
-    interval from ``times``, narrowed where the counts follow the same heads (``identity``) by
-    the grid's bounds of the settled heads' rise, and for aggregate counts bounded by the
-    spacing where the fitted rise lies inside one checkpoint interval. For aggregate counts a
-    claim must besides exclude its boundary (:func:`stats.width.boundary_p` at ``alpha``, with
-    the dispersion ``phi``, its null simulated from ``rng``): the parametric bootstrap refits draws from the fitted curve, so a
-    step fitted to noise bootstraps as a step; the boundary test asks whether a rise of width C
-    fits nearly as well."""
+    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise: the
+    fitted width's interval (``times``), narrowed for ``identity`` counts by the grid's bounds of
+    the settled heads' rise (``switched``, :func:`stats.switching.switched_counts`), and for
+    aggregate counts bounded by the spacing where the fitted rise lies inside one checkpoint
+    interval. An aggregate claim must besides exclude its boundary (:func:`stats.width.boundary_p`
+    at ``alpha``, dispersion ``phi``, simulated from ``rng``): the parametric bootstrap refits draws
+    from the fitted curve, so a step fitted to noise bootstraps as a step."""
     x = np.log10(np.asarray(tokens, float))
     direction = 1.0 if ev.get("max_jump", 1.0) is None or not np.isfinite(ev.get("max_jump", 1.0)) \
         else float(np.sign(ev.get("max_jump", 1.0)) or 1.0)
@@ -274,14 +254,10 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     """Apply the verdict rule of the module docstring to one curve (its rise).
 
     ``fits``: the four model fits (None: none computed); ``times``: the logistic's
-    :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value;
-    ``switched``: the count of heads switched on at the revisions, where their flags are known
-    (``unseen``: which end of their rise lies outside the range, ``"start"``, ``"end"`` or ``"both"``, or None,
-    :func:`stats.curve_analysis._rise_end_unseen`);
-    ``change``: the :func:`stats.change.change_test` result (None: not run, and no
-    transition is called); ``regime``: ``identity`` or ``aggregate`` (:data:`REGIMES`);
-    ``boot``: the logistic's bootstrap (the aggregate share's interval); ``rng``: the boundary
-    test's simulations (:func:`stats.width.boundary_p`; None: a fixed seed).
+    :class:`~stats.times.TransitionTimes`; ``p_step``: the step test's p-value; ``switched``,
+    ``unseen``: the heads switched on and which end of their rise the range misses
+    (:func:`stats.curve_analysis._rise_end_unseen`); ``change``: the change test (None: no
+    transition is called); ``boot``: the logistic's bootstrap; ``rng``: the boundary test's draws.
     """
     cfg = ShapeConfig() if config is None else config
     if regime not in REGIMES:
@@ -315,14 +291,10 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
 
 
 def qualify_verdict(verdict: ShapeVerdict, continuous: dict) -> ShapeVerdict:
-    """The verdict's cross-check against the class's continuous metrics.
-
-    ``continuous``: per metric (its mean selectivity, mean first-token attention, induction
-    loss) the shape its own rise reads by the grid's bounds of :func:`stats.width.grid_bounds`
-    (``reads``). ``continuous_disagrees`` lists the metrics that read the other *resolved*
-    shape (a threshold can make a smooth change look sharp, Schaeffer et al. 2023); the
-    reason says so. A metric that the grid cannot resolve does not disagree.
-    """
+    """The verdict's cross-check against the class's continuous metrics (``continuous``: the shape
+    each one's rise reads by :func:`stats.width.grid_bounds`): ``continuous_disagrees`` lists those
+    that read the other *resolved* shape (a threshold can make a smooth change look sharp, Schaeffer
+    et al. 2023), and the reason says so; an unresolved metric does not disagree."""
     if verdict.shape not in ("sharp", "gradual"):
         return verdict
     ev = verdict.evidence

@@ -9,24 +9,19 @@ Where a per-head table follows the same heads, each head's 0/1 flags over the re
   after it or one flicker before it does not move it;
 - it is **settled** when the switch-on is one its own history rarely gives by chance:
   at least :data:`SETTLED_REVISIONS` revisions from ``j`` to the end, on at each of the last
-  :data:`SETTLED_REVISIONS` (a head on at the last revision alone is not told from a
-  one-revision outlier, one off at the end has not stayed), on at :data:`SETTLED_SHARE` of
-  the revisions since (a dropout now and then), and, with ``q = k_b / j`` its on-rate at the
-  ``j`` revisions before and ``k_a`` of the ``L = m - j`` revisions since on,
-  ``P(Binomial(L, q) >= k_a) <= SETTLE_ALPHA``. A head off before (``q = 0``) settles at
-  once, whatever the number of revisions left; one on at half of the revisions before needs
-  seven on since; a head on from the first revision (``j = 0``) has no revisions before and
-  is settled from the start. A head that flickers at random settles by chance where its
-  flags happen to read like a switch (measured, 20,000 heads: at a rate of 0.3, 1-5 %; at
-  1/2, 3 % on 40 revisions, 9 % on 10, 13 % on 6, where 0 0 0 1 1 1 is one pattern in 64):
-  the class's floors (``min_rise_heads``) and the change tests weigh the rest.
+  :data:`SETTLED_REVISIONS` (on at the last revision alone is not told from an outlier), on
+  at :data:`SETTLED_SHARE` of the revisions since, and, with ``q = k_b / j`` its on-rate at
+  the ``j`` revisions before and ``k_a`` of the ``L = m - j`` since on,
+  ``P(Binomial(L, q) >= k_a) <= SETTLE_ALPHA``. A head off before (``q = 0``) or on from the
+  first revision (``j = 0``) settles at once; one on at half the revisions before needs seven
+  on since. A head flickering at random settles by chance (measured, 20,000 heads: at a rate
+  of 0.3, 1-5 %; at 1/2, 3 % on 40 revisions, 9 % on 10, 13 % on 6): the class's floors
+  (``min_rise_heads``) and the change tests weigh the rest.
 
-Persistence is counted on the grid there is, not in revisions the study does not have.
-:func:`switch_on` gives every head's ``j`` (-1: never settled); :func:`switched_counts` the
-number of heads switched on at each revision (non-decreasing by construction: the heads'
-own switch-on times, which bound a rise's width, :mod:`stats.width`); :func:`settled_at_end`
-the heads settled at the last revisions, and on ``flags[::-1]`` those present from the first
-revisions (:mod:`stats.censoring`).
+Persistence is counted on the grid there is. :func:`switch_on` gives every head's ``j`` (-1:
+never settled); :func:`switched_counts` the heads switched on at each revision
+(non-decreasing: they bound a rise's width, :mod:`stats.width`); :func:`settled_at_end` the
+heads settled at the last revisions, on ``flags[::-1]`` those present from the first.
 """
 
 from __future__ import annotations

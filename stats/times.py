@@ -54,6 +54,7 @@ directions (both left, or both right) leave the ratio unbounded: no ratio.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Optional
 
 import numpy as np
@@ -65,53 +66,25 @@ from stats.models.logistic import LN9
 from stats.results import Results
 
 
-def _spacing_and_gap(mu, x):
-    """Gap index containing ``mu`` (clipped to the range) and its log10 spacing."""
-    x = np.asarray(x, float)
-    j = np.clip(np.searchsorted(x, mu, side="right") - 1, 0, len(x) - 2)
-    return j, x[j + 1] - x[j]
-
-
 def logistic_times(theta, x, rng: Optional[np.random.Generator] = None, width_factor: float = 1.0):
-    """Onset, t50, saturation (log10 tokens) of internal logistic parameters (B, 4).
-
-    Applies the resolution and censoring rules of the module docstring; with
-    ``rng`` an unresolved t50 is drawn uniformly in its gap, without it the gap's
-    midpoint is used. Returns a dict of (B,) arrays.
-    """
+    """Onset, t50, saturation (log10 tokens) of internal logistic parameters (B, 4), by the resolution
+    and censoring rules of the module docstring (an unresolved t50 drawn uniformly in its gap from
+    ``rng``, else the gap's midpoint): a dict of (B,) arrays."""
     theta = np.atleast_2d(theta)
     x = np.asarray(x, float)
     mu = theta[:, 2].copy()
     width = 2 * LN9 / np.exp(theta[:, 3])
-    j, spacing = _spacing_and_gap(mu, x)
-    inside = (mu >= x[0]) & (mu <= x[-1])
-    unresolved = inside & (width <= width_factor * spacing)
-    onset, t50, sat = mu - width / 2, mu.copy(), mu + width / 2
+    j = np.clip(np.searchsorted(x, mu, side="right") - 1, 0, len(x) - 2)  # the gap holding mu (clipped to the range)
     lo_gap, hi_gap = x[j], x[j + 1]
+    unresolved = (mu >= x[0]) & (mu <= x[-1]) & (width <= width_factor * (hi_gap - lo_gap))
+    onset, t50, sat = mu - width / 2, mu, mu + width / 2
     if unresolved.any():
-        if rng is None:
-            draw = (lo_gap + hi_gap) / 2
-        else:
-            draw = rng.uniform(lo_gap, hi_gap)
+        draw = (lo_gap + hi_gap) / 2 if rng is None else rng.uniform(lo_gap, hi_gap)
         t50 = np.where(unresolved, draw, t50)
-        onset = np.where(unresolved, t50, onset)
-        sat = np.where(unresolved, t50, sat)
+        onset, sat = np.where(unresolved, t50, onset), np.where(unresolved, t50, sat)
     bound = np.where(mu < x[0], "upper", np.where(mu > x[-1], "lower", ""))
-    raw = t50.copy()
-    t50 = np.clip(t50, x[0], x[-1])
-    return {
-        "onset": onset,
-        "t50": t50,
-        "t50_raw": raw,
-        "saturation": sat,
-        "width": width,
-        "spacing": spacing,
-        "unresolved": unresolved,
-        "gap": j,
-        "gap_lo": lo_gap,
-        "gap_hi": hi_gap,
-        "bound": bound,
-    }
+    return {"onset": onset, "t50": np.clip(t50, x[0], x[-1]), "t50_raw": t50, "saturation": sat, "width": width,
+            "spacing": hi_gap - lo_gap, "unresolved": unresolved, "gap_lo": lo_gap, "gap_hi": hi_gap, "bound": bound}
 
 
 @dataclass
@@ -148,7 +121,8 @@ class TransitionTimes(Results):
                 f"{self.saturation:.3g}; 10-90 width {'<= ' if self.width_is_bound else ''}{self.width_decades:.3g} decades")
 
 
-def _pct(draws, level):
+def percentile_interval(draws, level: float) -> list:
+    """The central ``level`` percentile interval of ``draws``."""
     a = (1 - level) / 2
     return [float(v) for v in np.quantile(draws, [a, 1 - a])]
 
@@ -156,75 +130,48 @@ def _pct(draws, level):
 def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, level: float = DEFAULTS.level,
                      width_factor: float = DEFAULTS.shape.width_factor) -> TransitionTimes:
     """Times of a logistic :class:`FitResults`, with intervals from its bootstrap ``boot``."""
-    x = fit.x
-    pt = logistic_times(fit.theta[None, :], x, None, width_factor)
-    unresolved = bool(pt["unresolved"][0])
-    bound = str(pt["bound"][0]) or None
-    notes = []
-    bracket = None
+    x, nan = fit.x, float("nan")
+    pt = {key: v[0] for key, v in logistic_times(fit.theta[None, :], x, None, width_factor).items()}
+    unresolved, bound = bool(pt["unresolved"]), str(pt["bound"]) or None
+    width = float(pt["spacing"] if unresolved else pt["width"])
+    notes, bracket = [], None
     if unresolved:
-        bracket = [float(10 ** pt["gap_lo"][0]), float(10 ** pt["gap_hi"][0])]
-        width = float(pt["spacing"][0])
+        bracket = [float(10 ** pt["gap_lo"]), float(10 ** pt["gap_hi"])]
         notes.append("transition narrower than the checkpoint spacing: width is an upper bound, times are bracketed")
-    else:
-        width = float(pt["width"][0])
     if bound == "upper":
         notes.append("t50 before the first revision: reported t50 is an upper bound")
     elif bound == "lower":
         notes.append("t50 after the last revision: reported t50 is a lower bound")
-    nan2 = [float("nan"), float("nan")]
-    cis = {"onset": nan2, "t50": nan2, "saturation": nan2}
+    cis = dict.fromkeys(("onset", "t50", "saturation"), [nan, nan])
     draws_t50 = draws_onset = None
-    width_ci = [0.0, width] if unresolved else [float("nan"), float("nan")]
+    width_ci = [0.0, width] if unresolved else [nan, nan]
     if boot is not None:
         bt = logistic_times(boot.theta, x, rng, width_factor)
         for key in cis:
-            lo, hi = _pct(bt[key] if key != "t50" else bt["t50_raw"], level)
+            lo, hi = percentile_interval(bt["t50_raw" if key == "t50" else key], level)
             if unresolved:
-                lo, hi = min(lo, pt["gap_lo"][0]), max(hi, pt["gap_hi"][0])
+                lo, hi = min(lo, pt["gap_lo"]), max(hi, pt["gap_hi"])
             cis[key] = [None if lo < x[0] - 1e-9 else float(10**lo), None if hi > x[-1] + 1e-9 else float(10**hi)]
         draws_t50, draws_onset = bt["t50"], bt["onset"]
-        a = (1 - level) / 2
         inside = bt["bound"] == ""
-        if inside.any():
-            w_lo = np.where(bt["unresolved"], 0.0, bt["width"])[inside]
-            w_hi = np.where(bt["unresolved"], bt["spacing"], bt["width"])[inside]
-            width_ci = [float(np.quantile(w_lo, a)), float(np.quantile(w_hi, 1 - a))]
+        if inside.any() and not unresolved:
+            a = (1 - level) / 2
+            width_ci = [float(np.quantile(np.where(bt["unresolved"], 0.0, bt["width"])[inside], a)),
+                        float(np.quantile(np.where(bt["unresolved"], bt["spacing"], bt["width"])[inside], 1 - a))]
         if cis["t50"][0] is None:
             notes.append("the t50 interval reaches before the first revision (open lower end)")
         if cis["t50"][1] is None:
             notes.append("the t50 interval reaches after the last revision (open upper end)")
-    return TransitionTimes(
-        onset=float(10 ** pt["onset"][0]),
-        t50=float(10 ** pt["t50"][0]),
-        saturation=float(10 ** pt["saturation"][0]),
-        onset_ci=cis["onset"],
-        t50_ci=cis["t50"],
-        saturation_ci=cis["saturation"],
-        width_decades=width,
-        width_is_bound=unresolved,
-        spacing_decades=float(pt["spacing"][0]),
-        bracket_tokens=bracket,
-        t50_bound=bound,
-        level=level,
-        notes=notes,
-        draws_t50=draws_t50,
-        draws_onset=draws_onset,
-        width_ci=[0.0, width] if unresolved else width_ci,
-    )
+    return TransitionTimes(float(10 ** pt["onset"]), float(10 ** pt["t50"]), float(10 ** pt["saturation"]),
+                           cis["onset"], cis["t50"], cis["saturation"], width, unresolved, float(pt["spacing"]),
+                           bracket, bound, level, notes, draws_t50, draws_onset, width_ci=width_ci)
 
 
 def censored_times(side: str, bound_tokens: float, n_boot: int, level: float = 0.95,
                    note: Optional[str] = None) -> TransitionTimes:
-    """Times of a curve whose rise midpoint lies outside the screened range (module docstring).
-
-    ``side`` ``left``: onset, t50 and saturation are ``<= bound_tokens`` (the first
-    revision; ``t50_bound = "upper"``, intervals ``[None, bound]``); ``right``: ``>
-    bound_tokens`` (the last revision; ``"lower"``, ``[bound, None]``). The bootstrap
-    draws are the bound, so a gap over it is a one-sided bound with a valid test.
-    """
-    if side not in ("left", "right"):
-        raise ValueError(f"censoring side {side!r}: valid 'left', 'right'")
+    """Times of a curve whose rise midpoint lies outside the screened range (module docstring): all
+    ``<= bound_tokens`` (``side`` ``left``) or ``> bound_tokens`` (``right``), the intervals open
+    half-lines, the bootstrap draws the bound (so that a gap over it is a one-sided bound)."""
     t = float(bound_tokens)
     draws = np.full(n_boot, float(np.log10(t)))
     ci = [None, t] if side == "left" else [t, None]
@@ -308,27 +255,21 @@ def gap_ratio(model: str, late: TransitionTimes, early: TransitionTimes, formati
     t_early = early.t50 if formation == "t50" else early.onset
     d_early = early.draws_t50 if formation == "t50" else early.draws_onset
     bound, note = _gap_bound(late, early)
-    notes = [note] if note else []
-    nan = float("nan")
+    notes, nan = [note] if note else [], float("nan")
+    gap = partial(GapRatio, model, late_class, early_class, formation, late.t50, t_early, level=level)
     if bound == "none":
-        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, nan, [None, None], nan,
-                        notes=notes, level=level)
+        return gap(nan, [None, None], nan, notes=notes)
     ratio = late.t50 / t_early
     if late.draws_t50 is None or d_early is None:
-        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, [nan, nan], nan, bound,
-                        notes=notes + ["no bootstrap draws"], level=level)
+        return gap(ratio, [nan, nan], nan, bound, notes=notes + ["no bootstrap draws"])
     B = min(len(late.draws_t50), len(d_early))
     log_ratio = late.draws_t50[:B] - d_early[:B]
     if bound == "lower":
         ci = [float(10 ** np.quantile(log_ratio, 1 - level)), None]
-    elif bound == "upper":
-        ci = [None, float(10 ** np.quantile(log_ratio, level))]
+    elif bound == "upper":  # the ratio may be anything below its bound: no evidence that it exceeds 1
+        return gap(ratio, [None, float(10 ** np.quantile(log_ratio, level))], 1.0, bound,
+                   notes=notes + ["an upper bound cannot show a ratio above 1: p = 1"])
     else:
-        lo, hi = _pct(log_ratio, level)
+        lo, hi = percentile_interval(log_ratio, level)
         ci = [float(10**lo), float(10**hi)]
-    if bound == "upper":  # the ratio may be anything below its bound: no evidence that it exceeds 1
-        return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, 1.0, bound,
-                        notes=notes + ["an upper bound cannot show a ratio above 1: p = 1"], level=level)
-    test = separation_test(log_ratio)
-    return GapRatio(model, late_class, early_class, formation, late.t50, t_early, ratio, ci, test.p_value, bound,
-                    notes=notes, level=level)
+    return gap(ratio, ci, separation_test(log_ratio).p_value, bound, notes=notes)

@@ -8,32 +8,27 @@ not of the checkpoints, so the verdict is one the grid can only *resolve* or not
 - *interval of the fit*: the logistic's 10-90 width ``2 ln 9 / s`` with its bootstrap
   percentile interval ``[lo, hi]`` (:mod:`stats.times`; a replicate whose rise fits between
   two adjacent revisions counts as any width from 0 to that spacing);
-- *bounds of the grid* (where the counts follow the same heads, so that they are
-  cumulative up to flicker; with the heads' flags, the count of heads switched on,
-  :func:`stats.switching.switched_counts`): with the rise's monotone fit scaled to [0, 1], the 10 % point
-  lies between the last revision below 0.1 and the next, the 90 % point between the last
-  below 0.9 and the next, so the width lies in ``[x_b - x_a+1, x_b+1 - x_a]`` (log10
-  tokens); for heads, the 10th and 90th percentiles of their switch-on times as
-  :func:`numpy.quantile` interpolates them (:func:`grid_bounds`), as the simulated truths
-  define the width. Adding revisions only narrows these bounds; a rise inside one checkpoint
-  interval of ``s`` decades has bounds ``[0, s]``. The upper bound holds only for a rise
-  that lies inside the range: where the fitted rise's 10 % or 90 % point lies outside it, or
-  the heads show that the rise began before the first revision or goes on after the last
-  (:func:`stats.curve_analysis._rise_end_unseen`), the heads seen switching are part of a
-  rise that goes on beyond, and their spread bounds the width from below only
-  (:func:`stats.shape.sharp_or_gradual` drops the upper bound, the fit's included).
+- *bounds of the grid* (counts that follow the same heads, cumulative up to flicker; with
+  the heads' flags, the heads switched on, :func:`stats.switching.switched_counts`): with the
+  rise's monotone fit scaled to [0, 1], the 10 % point lies between the last revision below
+  0.1 and the next, the 90 % point likewise, so the width lies in ``[x_b - x_a+1, x_b+1 -
+  x_a]`` (log10 tokens); for heads, between the 10th and 90th percentiles of their switch-on
+  times as :func:`numpy.quantile` interpolates them (:func:`grid_bounds`), as the simulated
+  truths define the width. More revisions only narrow these bounds; a rise inside one
+  interval of ``s`` decades has ``[0, s]``. The upper bound holds only for a rise inside the
+  range: where the fitted 10 % or 90 % point lies outside it, or the heads show the rise
+  beginning before or going on after it (:func:`stats.curve_analysis._rise_end_unseen`), it
+  is dropped, the fit's included (:func:`stats.shape.sharp_or_gradual`).
 
-Where the counts follow the same heads both count (the fit models the rise; the heads' own
-switch-on times bound it, and can show a tail or a second phase that a symmetric logistic
-misses: where the two do not overlap, the heads' times decide and the reason says so); for aggregate
-counts, whose fractions are noisy draws, the fit's interval alone, bounded by the spacing
-where the fitted rise lies inside one checkpoint interval.
+For followed heads both count (the heads' switch-on times can show a tail or a second phase
+that a symmetric logistic misses: where the two do not overlap, the heads decide and the
+reason says so); for aggregate counts (noisy draws) the fit's interval alone, bounded by the
+spacing where the fitted rise lies inside one checkpoint interval.
 Verdict (:func:`width_verdict`), with ``upper = min(hi, grid upper)`` and ``lower = max(lo,
-grid lower)`` of what there is: ``sharp`` when ``upper <= C`` ("sharp at this resolution: width <= s" when the
-bound comes from one checkpoint interval), ``gradual`` when ``lower > C``, else
-``unresolved`` with what would tell (refine between the revisions named, or more heads). A
-verdict that rests on the grid's bounds never flips when checkpoints are added; one that rests
-on the fit's interval can only move to ``unresolved`` by Monte Carlo or fit noise.
+grid lower)``: ``sharp`` when ``upper <= C`` ("sharp at this resolution" when the bound is
+one checkpoint interval), ``gradual`` when ``lower > C``, else ``unresolved`` with what would
+tell. A verdict on the grid's bounds never flips when checkpoints are added; one on the fit's
+interval can only move to ``unresolved`` by Monte Carlo or fit noise.
 
 Why 0.5 decades (docs/methods.md, section 8): the reference study's sharp case, OLMo-1B's
 BOS jump from 7.4 % to 70.3 % between adjacent checkpoints at 117B and 264B tokens, spans
@@ -61,17 +56,14 @@ def grid_bounds(tokens, values, direction: float = 1.0, heads: bool = False) -> 
     """Bounds of the 10-90 width of a rise from its values at the revisions (module docstring).
 
     ``values`` (counts or a continuous metric) are fitted non-decreasing in ``direction``; the
-    rise above the first fitted value, ``R_i`` at revision ``i``, is a cumulative distribution
-    of where it happens: its rank ``h`` lies between the last revision with ``R <= h`` and the
-    next. The p-quantile has rank ``h = p N`` of a rise of ``N`` (a continuous metric, scaled to
-    N = 1) or, with ``heads`` (the values count heads switched on), ``h = p (N - 1)`` between the
-    heads ranked ``floor(h)`` and ``ceil(h)`` (0-based), interpolated as :func:`numpy.quantile`
-    does: the 10-90 width of the heads' switch-on times, which for a few heads is narrower than
-    their whole spread. Each quantile lies in ``[q_lo, q_hi]`` (its ranks at the start and at the
-    end of their intervals), so that the width lies in ``[q90_lo - q10_hi, q90_hi - q10_lo]``
-    (log10 tokens, the lower bound at least 0). Returns ``{"lower", "upper", "low_between",
-    "high_between"}`` (decades; the revisions bracketing the 10 % and 90 % points), or None
-    without a rise."""
+    rise above the first fitted value, ``R_i``, is a cumulative distribution of where it happens:
+    rank ``h`` lies between the last revision with ``R <= h`` and the next. The p-quantile has
+    rank ``h = p N`` of a rise of ``N`` (a metric: N = 1) or, with ``heads`` (counts of heads
+    switched on), ``h = p (N - 1)`` between the heads ranked ``floor(h)`` and ``ceil(h)``,
+    interpolated as :func:`numpy.quantile` does. Each quantile lies in ``[q_lo, q_hi]``, so the
+    width lies in ``[q90_lo - q10_hi, q90_hi - q10_lo]`` (at least 0). Returns ``{"lower",
+    "upper", "low_between", "high_between"}`` (decades; the revisions bracketing the 10 % and
+    90 % points), or None without a rise."""
     x = np.log10(np.asarray(tokens, float))
     v = np.asarray(values, float) * (1.0 if direction >= 0 else -1.0)
     if len(v) < 2 or not np.all(np.isfinite(v)):
@@ -156,13 +148,11 @@ def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revi
 
 def _profile_fits(x, y, w, slopes, midpoints: int = 161) -> tuple:
     """The least weighted squared error of ``floor + amplitude expit(s (x - x50))`` for each of
-    ``slopes`` and a fine grid of midpoints, for a rise of fractions ``y`` in [0, 1], and its fitted
-    values: ``floor >= 0``, ``amplitude >= 0``, ``floor + amplitude <= 1`` (a share of heads is
-    neither negative nor above one). ``w``: the weights, one a revision or one a revision for each
-    slope and midpoint; ``midpoints`` spread over the range and a range's width on either side.
-    Given the shape, the floor and amplitude are a two-parameter weighted least squares under three
-    linear constraints; its minimum is the unconstrained solution where feasible, else the best
-    feasible one on an edge (each edge's one-parameter solution clipped to it) or a vertex."""
+    ``slopes`` and ``midpoints`` midpoints (over the range and a range's width either side), for a
+    rise of fractions ``y``, and its fitted values, under ``floor >= 0``, ``amplitude >= 0``,
+    ``floor + amplitude <= 1``. ``w``: weights a revision (or also a slope and midpoint). Given the
+    shape this is a two-parameter weighted least squares under three linear constraints: the
+    unconstrained solution where feasible, else the best on an edge (clipped) or a vertex."""
     span = max(float(x[-1] - x[0]), 0.1)
     x50 = np.linspace(x[0] - span, x[-1] + span, midpoints)
     g = 1.0 / (1.0 + np.exp(-np.clip(slopes[:, None, None] * (x[None, None, :] - x50[None, :, None]), -50, 50)))
@@ -228,19 +218,16 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
     claim excludes; ``gradual``: width <= C, down to a step) and of the best of any width. A claim
     whose boundary fits about as well is one the noise does not establish.
 
-    The null distribution is simulated, not read from chi-square(1): ``n_sim`` draws of counts from
-    the held fit, binomial widened to the dispersion ``phi`` (beta-binomial, intra-class correlation
-    ``(phi - 1) / (n - 1)``), each refitted both ways; ``p = (1 + #{D* >= D}) / (1 + draws)``,
-    stopping once ``stop_after`` draws reach the observed difference (Besag and Clifford's
-    sequential p-value: a boundary that fits well is known for one after a few draws). The test's size
-    is exact for any ``n_sim`` (``analysis.shape.boundary_draws``, default 39); its power near alpha is
-    not: with 39 draws a claim is made only when at most one draw reaches the difference, so a rise
-    whose exact p is 0.02 is claimed in 81 % of analyses, against 95 % with 99 draws (at most four),
-    which cost up to 2.5x the time where a claim is made. On the sampled space the two read the same
-    (benchmarks/bench_shape_oc.py, seeds 0 and 1: no verdict more right with 99), so the default stays
-    at 39. A step's
-    midpoint between two revisions is not identified, so the difference is not chi-square: at the
-    boundary the halved chi-square(1) rejected 8 to 18 % of rises of width C at the 5 % level."""
+    The null distribution is simulated: ``n_sim`` draws of counts from the held fit, beta-binomial
+    at the dispersion ``phi`` (intra-class correlation ``(phi - 1) / (n - 1)``), each refitted both
+    ways; ``p = (1 + #{D* >= D}) / (1 + draws)``, stopping once ``stop_after`` draws reach the
+    observed difference (Besag and Clifford's sequential p-value). The size is exact for any
+    ``n_sim`` (``analysis.shape.boundary_draws``, default 39); the power near alpha is not: with 39
+    draws a rise whose exact p is 0.02 is claimed in 81 % of analyses, against 95 % with 99 draws,
+    which cost up to 2.5x the time; on the sampled space the two read the same
+    (benchmarks/bench_shape_oc.py, seeds 0 and 1), so the default stays at 39. Not chi-square(1):
+    a step's midpoint between two revisions is not identified, and at the boundary the halved
+    chi-square(1) rejected 8 to 18 % of rises of width C at the 5 % level."""
     x = np.log10(np.asarray(tokens, float))
     n = np.asarray(n, float)
     y = np.asarray(k, float) / n

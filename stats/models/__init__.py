@@ -29,14 +29,10 @@ MODELS = {"logistic": LogisticModel, "step": StepModel, "ramp": RampModel, "cons
 
 def fit_all(tokens, k, n, overdispersion: bool = DEFAULTS.fit.overdispersion,
             level: float = DEFAULTS.fit.dispersion_level):
-    """Fit the four models to one curve; return ``(fits, dispersion)``.
-
-    The dispersion is estimated from the logistic's Pearson statistic (see
-    :mod:`stats.models.base`) on ``m - K_eff`` degrees of freedom, ``K_eff`` the
-    logistic parameters not at a bound of their box
-    (:func:`~stats.models.logistic.effective_params`), and, when ``overdispersion``
-    is on and it is present, applied to every model (standard errors, QAICc).
-    """
+    """Fit the four models to one curve; return ``(fits, dispersion)``. The dispersion is estimated
+    from the logistic's Pearson statistic (:mod:`stats.models.base`) on ``m - K_eff`` degrees of
+    freedom (:func:`~stats.models.logistic.effective_params`) and, with ``overdispersion`` on and
+    overdispersion present, applied to every model (standard errors, QAICc)."""
     fits = {name: model().fit(tokens, k, n) for name, model in MODELS.items()}
     logistic = fits["logistic"]
     k_eff = int(effective_params(logistic.theta, logistic.x)[0])
@@ -48,17 +44,5 @@ def fit_all(tokens, k, n, overdispersion: bool = DEFAULTS.fit.overdispersion,
     return fits, disp
 
 
-__all__ = [
-    "CurveModel",
-    "FitResults",
-    "Dispersion",
-    "LogisticModel",
-    "StepModel",
-    "RampModel",
-    "ConstantModel",
-    "MODELS",
-    "fit_all",
-    "binomial_loglik",
-    "estimate_dispersion",
-    "information_criterion",
-]
+__all__ = ["CurveModel", "FitResults", "Dispersion", "LogisticModel", "StepModel", "RampModel", "ConstantModel",
+           "MODELS", "fit_all", "binomial_loglik", "estimate_dispersion", "information_criterion"]

@@ -47,6 +47,18 @@ EPS = 1e-12
 LOGIT_BOUND = 18.0
 
 
+def batch_counts(k, n) -> tuple:
+    """Counts ``k`` as rows (B, m) and ``n`` broadcast to them, as floats."""
+    k = np.atleast_2d(np.asarray(k, float))
+    return k, np.broadcast_to(np.asarray(n, float), k.shape)
+
+
+def fisher_information(p, J, n):
+    """Expected information ``J' diag(n / (p (1 - p))) J`` of one curve, ``J = dp/dtheta`` (m, q)."""
+    p = np.clip(p, EPS, 1 - EPS)
+    return J.T @ (J * (np.asarray(n, float) / (p * (1 - p)))[:, None])
+
+
 def log_binom_coef(k, n):
     """log C(n, k), elementwise."""
     k = np.asarray(k, float)
@@ -70,10 +82,8 @@ def pearson_chi2(k, n, p):
 
 
 def information_criterion(loglik, n_params, n_obs, dispersion=1.0):
-    """AICc (``dispersion == 1``) or QAICc (``dispersion > 1``, one extra parameter).
-
-    Returns ``inf`` when the sample is too small for the correction term.
-    """
+    """AICc (``dispersion == 1``) or QAICc (``dispersion > 1``, one extra parameter); ``inf`` when
+    the sample is too small for the correction term."""
     if dispersion > 1.0:
         kk = n_params + 1
         dev = -2.0 * loglik / dispersion
@@ -123,21 +133,8 @@ def estimate_dispersion(k, n, p, n_params, level=0.95) -> Dispersion:
     return Dispersion(chi2, df, chi2 / df if present else 1.0, bool(present), pval)
 
 
-# ---------------------------------------------------------------------------------
-# Batched Levenberg-Marquardt for the binomial likelihood.
-# ---------------------------------------------------------------------------------
-
-
-def levenberg_marquardt(
-    mean_jac: Callable[[np.ndarray], tuple],
-    theta0: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    k: np.ndarray,
-    n: np.ndarray,
-    max_iter: int = 200,
-    tol: float = 1e-10,
-):
+def levenberg_marquardt(mean_jac: Callable[[np.ndarray], tuple], theta0: np.ndarray, lower: np.ndarray,
+                        upper: np.ndarray, k: np.ndarray, n: np.ndarray, max_iter: int = 200, tol: float = 1e-10):
     """Maximise the binomial log-likelihood of P problems at once.
 
     Fisher scoring with Levenberg damping: with ``J = dp/dtheta`` (P, m, q),
@@ -147,14 +144,12 @@ def levenberg_marquardt(
     the likelihood (then ``lambda /= 3``), else ``lambda *= 10``. Box constraints
     are handled by projection, with coordinates at a bound whose score points
     outwards frozen for that iteration (active set). A problem stops when a kept
-    step gains less than ``tol`` or ``lambda`` exceeds 1e10.
+    step gains less than ``tol`` or ``lambda`` exceeds 1e10; its rows are then dropped, so an
+    iteration costs what the problems still running need.
 
-    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q).
-    ``k`` is (P, m); ``n`` is (m,) or (P, m). Returns ``theta`` (P, q) and the
-    log-likelihood without the binomial-coefficient constant (P,).
-
-    The arrays of the problems still running are kept compact (a finished problem's result is
-    written out and its rows dropped), so an iteration costs what its running problems need.
+    ``mean_jac(theta)`` maps (P', q) parameters to ``p`` (P', m) and ``J`` (P', m, q); ``k`` is
+    (P, m), ``n`` (m,) or (P, m). Returns ``theta`` (P, q) and the log-likelihood without the
+    binomial-coefficient constant (P,).
     """
     theta = np.clip(np.array(theta0, float), lower, upper)
     P = theta.shape[0]
@@ -274,11 +269,6 @@ def _solve_spd(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x
 
 
-# ---------------------------------------------------------------------------------
-# Results
-# ---------------------------------------------------------------------------------
-
-
 @dataclass
 class BatchFit:
     """Fits of B replicate curves: internal parameters (B, q) and log-likelihoods (B,)."""
@@ -289,13 +279,9 @@ class BatchFit:
 
 @dataclass
 class FitResults:
-    """One fitted curve model, in the style of a statsmodels results object.
-
-    ``params`` are the natural parameters (a Series); ``conf_int()`` gives Wald
-    intervals (on the internal scale, mapped back, scaled by ``sqrt(phi)``) or
-    parametric-bootstrap percentile intervals; ``aicc`` is AICc, or QAICc where
-    ``dispersion > 1``; ``predict(tokens)`` the fitted probability.
-    """
+    """One fitted curve model, in the style of a statsmodels results object: ``params`` (natural
+    parameters), ``conf_int()`` (Wald on the internal scale mapped back, scaled by ``sqrt(phi)``, or
+    bootstrap percentile), ``aicc`` (QAICc where ``dispersion > 1``), ``predict(tokens)``."""
 
     model: "CurveModel"
     theta: np.ndarray
@@ -336,10 +322,6 @@ class FitResults:
         """Fitted probabilities at the observed revisions."""
         return self.model.mean(self.theta[None, :], self.x)[0]
 
-    @property
-    def pearson_chi2(self) -> float:
-        return float(pearson_chi2(self.k, self.n, self.fitted))
-
     def predict(self, tokens) -> np.ndarray:
         """Fitted probability at the given token counts."""
         x = np.log10(np.asarray(tokens, float))
@@ -349,11 +331,6 @@ class FitResults:
         """The same fit under dispersion ``phi`` (covariance scaled, QAICc)."""
         cov = None if self.cov_theta is None else self.cov_theta * (phi / self.dispersion)
         return FitResults(self.model, self.theta, self.loglik, self.tokens, self.k, self.n, float(phi), cov, list(self.notes))
-
-    def bse_theta(self) -> np.ndarray:
-        if self.cov_theta is None:
-            return np.full(len(self.theta), np.nan)
-        return np.sqrt(np.clip(np.diag(self.cov_theta), 0, None))
 
     def conf_int(self, alpha=0.05, method="wald", n_boot=1000, seed=0) -> pd.DataFrame:
         """Intervals for ``params``: ``wald`` (NaN for a parameter at a bound) or ``bootstrap``."""
@@ -366,7 +343,7 @@ class FitResults:
         if method != "wald":
             raise ValueError(f"conf_int method {method!r}: valid choices are 'wald', 'bootstrap'")
         z = sps.norm.ppf(1 - alpha / 2)
-        se = self.bse_theta()
+        se = np.full(len(self.theta), np.nan) if self.cov_theta is None else np.sqrt(np.clip(np.diag(self.cov_theta), 0, None))
         lo_t, hi_t = self.theta - z * se, self.theta + z * se
         with np.errstate(over="ignore", invalid="ignore"):
             lo = self.model.natural(lo_t[None, :], self.x)[0]
@@ -411,23 +388,20 @@ class CurveModel:
         raise NotImplementedError
 
     def natural(self, theta, x):
-        return theta
+        """The natural parameters (B, q) of internal ones: here probabilities from their logits."""
+        return expit(np.atleast_2d(theta))
 
     def fit_batch(self, x, k, n, init=None) -> BatchFit:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def information(self, theta, x, n):
-        """Expected Fisher information of the internal parameters (q, q), or None."""
-        return None
+    def information(self, theta, x, n):  # pragma: no cover - abstract
+        """Expected Fisher information of the internal parameters (q, q)."""
+        raise NotImplementedError
 
     def fit(self, tokens, k, n, dispersion: float = 1.0) -> FitResults:
-        """Fit one curve by binomial maximum likelihood.
-
-        ``tokens`` (> 0), ``k`` and ``n`` are arrays of one value a revision, sorted
-        by tokens. ``dispersion`` (phi >= 1) scales standard errors and turns AICc
-        into QAICc; estimate it with :func:`estimate_dispersion` on the most flexible
-        model.
-        """
+        """Fit one curve (``tokens`` > 0, ``k``, ``n``: one value a revision, sorted by tokens) by
+        binomial maximum likelihood; ``dispersion`` (phi >= 1, :func:`estimate_dispersion`) scales
+        standard errors and turns AICc into QAICc."""
         tokens = np.asarray(tokens, float)
         k = np.asarray(k, float)
         n = np.asarray(n, float)
@@ -435,19 +409,14 @@ class CurveModel:
         bf = self.fit_batch(x, k[None, :], n)
         theta = bf.theta[0]
         ll = float(bf.loglik[0])
-        cov = None
-        info = self.information(theta, x, n)
-        notes = []
-        if info is not None:
-            cov = _inverse_on_free(info, self._at_bound(theta, x))
-            if cov is not None:
-                cov = cov * dispersion
-            if np.isnan(np.diag(cov)).any():
-                notes.append("parameters at a bound have no Wald interval (NaN)")
+        cov = _inverse_on_free(self.information(theta, x, n), self._at_bound(theta, x)) * dispersion
+        notes = ["parameters at a bound have no Wald interval (NaN)"] if np.isnan(np.diag(cov)).any() else []
         return FitResults(self, theta, ll, tokens, k, n, float(dispersion), cov, notes)
 
     def _at_bound(self, theta, x):
-        return np.zeros(len(theta), bool)
+        """Which internal parameters lie at a bound of their box (no Wald interval): here logits at
+        :data:`LOGIT_BOUND`."""
+        return np.abs(theta) >= LOGIT_BOUND - 1e-6
 
 
 def _inverse_on_free(info, at_bound):

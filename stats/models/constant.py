@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from stats.models.base import LOGIT_BOUND, BatchFit, CurveModel, binomial_loglik, logit
+from stats.models.base import BatchFit, CurveModel, batch_counts, binomial_loglik, logit
 
 
 class ConstantModel(CurveModel):
@@ -18,18 +18,11 @@ class ConstantModel(CurveModel):
         theta = np.atleast_2d(theta)
         return np.broadcast_to(expit(theta[:, :1]), (theta.shape[0], np.size(x))).copy()
 
-    def natural(self, theta, x):
-        return expit(np.atleast_2d(theta))
-
     def information(self, theta, x, n):
         p = expit(theta[0])
         return np.array([[np.asarray(n, float).sum() * p * (1 - p)]])
 
-    def _at_bound(self, theta, x):
-        return np.abs(theta) >= LOGIT_BOUND - 1e-6
-
     def fit_batch(self, x, k, n, init=None) -> BatchFit:
-        k = np.atleast_2d(np.asarray(k, float))
-        n = np.broadcast_to(np.asarray(n, float), k.shape)
+        k, n = batch_counts(k, n)
         p = k.sum(-1) / np.maximum(n.sum(-1), 1)
         return BatchFit(logit(p)[:, None], binomial_loglik(k, n, p[:, None]))

@@ -32,7 +32,9 @@ from stats.models.base import (
     LOGIT_BOUND,
     BatchFit,
     CurveModel,
+    batch_counts,
     binomial_loglik,
+    fisher_information,
     levenberg_marquardt,
     log_binom_coef,
     logit,
@@ -80,6 +82,12 @@ def logistic_mean_jac(theta, x):
     return p, J
 
 
+def at_bound(theta, x):
+    """Which internal parameters of logistic fits (..., 4) lie at a bound of their box."""
+    lo, hi = logistic_bounds(x)
+    return (theta <= lo + 1e-6) | (theta >= hi - 1e-6)
+
+
 def effective_params(theta, x):
     """Parameters of logistic fits (B, 4) not at a bound of their box: (B,) ints.
 
@@ -87,10 +95,7 @@ def effective_params(theta, x):
     step limit where the midpoint is only located within a gap), so it does not
     use up a degree of freedom of the Pearson statistic.
     """
-    lo, hi = logistic_bounds(x)
-    theta = np.atleast_2d(theta)
-    at = (theta <= lo + 1e-6) | (theta >= hi - 1e-6)
-    return 4 - at.sum(-1)
+    return 4 - at_bound(np.atleast_2d(theta), x).sum(-1)
 
 
 class LogisticModel(CurveModel):
@@ -112,18 +117,15 @@ class LogisticModel(CurveModel):
 
     def information(self, theta, x, n):
         p, J = logistic_mean_jac(theta[None, :], x)
-        p, J = np.clip(p[0], 1e-12, 1 - 1e-12), J[0]
-        return J.T @ (J * (np.asarray(n, float) / (p * (1 - p)))[:, None])
+        return fisher_information(p[0], J[0], n)
 
     def _at_bound(self, theta, x):
-        lo, hi = logistic_bounds(x)
-        return (theta <= lo + 1e-6) | (theta >= hi - 1e-6)
+        return at_bound(theta, x)
 
     def starts(self, x, k, n):
         """Candidate starts (B, S, 4) for replicate curves k (B, m)."""
         x = np.asarray(x, float)
-        k = np.asarray(k, float)
-        n = np.broadcast_to(np.asarray(n, float), k.shape)
+        k, n = batch_counts(k, n)
         lo, hi = logistic_bounds(x)
         span = max(float(x.max() - x.min()), 0.1)
         ck, cn = np.cumsum(k, -1), np.cumsum(n, -1)
@@ -156,9 +158,8 @@ class LogisticModel(CurveModel):
     def fit_batch(self, x, k, n, init=None, n_refine=None) -> BatchFit:
         """Fit B replicate curves ``k`` (B, m) at once; ``init`` (q,) or (B, q) is an extra start."""
         x = np.asarray(x, float)
-        k = np.atleast_2d(np.asarray(k, float))
+        k, n = batch_counts(k, n)
         B, m = k.shape
-        n = np.broadcast_to(np.asarray(n, float), k.shape)
         lo, hi = logistic_bounds(x)
         R = self.n_refine if n_refine is None else n_refine
         const = log_binom_coef(k, n).sum(-1)

@@ -18,6 +18,8 @@ from stats.models.base import (
     LOGIT_BOUND,
     BatchFit,
     CurveModel,
+    batch_counts,
+    fisher_information,
     levenberg_marquardt,
     log_binom_coef,
     logit,
@@ -53,41 +55,28 @@ class RampModel(CurveModel):
         ref = x if ref is None else ref
         return ramp_mean_jac(np.atleast_2d(theta), _u(x, ref))[0]
 
-    def natural(self, theta, x):
-        return expit(np.atleast_2d(theta))
-
     def information(self, theta, x, n):
         p, J = ramp_mean_jac(theta[None, :], _u(x, x))
-        p, J = np.clip(p[0], 1e-12, 1 - 1e-12), J[0]
-        return J.T @ (J * (np.asarray(n, float) / (p * (1 - p)))[:, None])
-
-    def _at_bound(self, theta, x):
-        return np.abs(theta) >= LOGIT_BOUND - 1e-6
+        return fisher_information(p[0], J[0], n)
 
     def fit_batch(self, x, k, n, init=None) -> BatchFit:
-        x = np.asarray(x, float)
-        k = np.atleast_2d(np.asarray(k, float))
-        B, m = k.shape
-        n = np.broadcast_to(np.asarray(n, float), k.shape)
+        k, n = batch_counts(k, n)
+        B = k.shape[0]
         u = _u(x, x)
         f = k / np.where(n > 0, n, 1)
         const = log_binom_coef(k, n).sum(-1)
         # starts: end points; weighted least-squares line; the pooled constant
-        w = n
         X = np.column_stack([1 - u, u])
-        XtW = X.T[None, :, :] * w[:, None, :]
+        XtW = X.T[None, :, :] * n[:, None, :]
         coef = np.linalg.solve(XtW @ X[None, :, :] + 1e-9 * np.eye(2), (XtW @ f[..., None]))[..., 0]
         pooled = (k.sum(-1) / np.maximum(n.sum(-1), 1))[:, None]
         starts = np.stack(
             [np.column_stack([f[:, 0], f[:, -1]]), np.clip(coef, 0, 1), np.repeat(pooled, 2, axis=1)], axis=1
         )
         S = starts.shape[1]
-        th0 = logit(starts.reshape(-1, 2))
-        lo = np.full(2, -LOGIT_BOUND)
-        hi = np.full(2, LOGIT_BOUND)
-        theta, ll = levenberg_marquardt(
-            lambda t: ramp_mean_jac(t, u), th0, lo, hi, np.repeat(k, S, 0), np.repeat(n, S, 0)
-        )
+        theta, ll = levenberg_marquardt(lambda t: ramp_mean_jac(t, u), logit(starts.reshape(-1, 2)),
+                                        np.full(2, -LOGIT_BOUND), np.full(2, LOGIT_BOUND),
+                                        np.repeat(k, S, 0), np.repeat(n, S, 0))
         theta, ll = theta.reshape(B, S, 2), ll.reshape(B, S)
         best = np.argmax(ll, 1)
         r = np.arange(B)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from stats.models.base import BatchFit, CurveModel, binomial_loglik, log_binom_coef, logit
+from stats.models.base import BatchFit, CurveModel, batch_counts, binomial_loglik, log_binom_coef, logit
 
 
 def _level_loglik(k, n, p):
@@ -66,8 +66,7 @@ class StepModel(CurveModel):
 
     def split_logliks(self, k, n):
         """Log-likelihood (without constants) of every split: (B, m - 1), and the levels."""
-        k = np.atleast_2d(np.asarray(k, float))
-        n = np.broadcast_to(np.asarray(n, float), k.shape)
+        k, n = batch_counts(k, n)
         ck, cn = np.cumsum(k, -1), np.cumsum(n, -1)
         kl, nl = ck[:, :-1], cn[:, :-1]
         kr, nr = ck[:, -1:] - kl, cn[:, -1:] - nl
@@ -77,9 +76,8 @@ class StepModel(CurveModel):
         return ll, a, b
 
     def fit_batch(self, x, k, n, init=None) -> BatchFit:
-        k = np.atleast_2d(np.asarray(k, float))
+        k, n = batch_counts(k, n)
         B, m = k.shape
-        n = np.broadcast_to(np.asarray(n, float), k.shape)
         const = log_binom_coef(k, n).sum(-1)
         if m < 2:
             p = k.sum(-1) / np.maximum(n.sum(-1), 1)
