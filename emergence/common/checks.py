@@ -289,13 +289,9 @@ def one_line(exc: BaseException, schema: Type, overrides: Sequence[str] = ()) ->
     if key:
         parent, _, leaf = key.rpartition(".")
         node = _schema_at(schema, parent)
-        if kind in ("ConfigKeyError", "ConfigAttributeError") and node is not None:
-            valid = [f.name for f in dataclasses.fields(node)]
-            if leaf not in valid:
-                return f"{key} is not a key of {parent or 'the config'}{where}; valid: {', '.join(valid)}"
-        keys = _mapping_keys(schema, parent)
-        if kind in ("ConfigKeyError", "ConfigAttributeError") and keys is not None and leaf not in keys:
-            return f"{key} is not a key of {parent}{where}; valid: {', '.join(keys)}"
+        valid = [f.name for f in dataclasses.fields(node)] if node is not None else _mapping_keys(schema, parent)
+        if kind in ("ConfigKeyError", "ConfigAttributeError") and valid is not None and leaf not in valid:
+            return f"{key} is not a key of {parent or 'the config'}{where}; valid: {', '.join(valid)}"
         if kind == "ValidationError":
             value = _override_value(overrides, key)
             if value is None:
@@ -309,9 +305,8 @@ def one_line(exc: BaseException, schema: Type, overrides: Sequence[str] = ()) ->
     if missing and options:
         return f"{missing['group']}={missing['option']} is unknown; valid: {', '.join(options)}"
     lines = [line.strip() for line in text.splitlines()
-             if line.strip() and not line.startswith("\t") and not re.match(r"\s*(full_key|reference_type|object_type)", line)
-             and not line.startswith("See https://") and not line.startswith("Available options")
-             and not line.startswith("Config search path")]
+             if line.strip() and not re.match(r"\s*(full_key|reference_type|object_type)", line)
+             and not line.startswith(("\t", "See https://", "Available options", "Config search path"))]
     message = " ".join(lines)
     if cause is not None and cause is not exc:
         first = str(cause).splitlines()[0].strip() if str(cause).strip() else ""
