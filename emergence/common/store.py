@@ -104,10 +104,8 @@ def relocate_store(db_file: str, old_folder: str) -> int:
 
 def shown(uri: str) -> str:
     """``uri`` for a message: a password in it (``user:password@host``) replaced by ``***``."""
-    parsed = urlparse(uri)
-    if parsed.password:
-        return uri.replace(f":{parsed.password}@", ":***@", 1)
-    return uri
+    password = urlparse(uri).password
+    return uri.replace(f":{password}@", ":***@", 1) if password else uri
 
 
 # --- writes that retry on a locked SQLite database -------------------------------------------
