@@ -348,10 +348,8 @@ class Heartbeat:
 
     def _beat(self, client, run_id: str, every_s: float) -> None:
         while not self._stop.wait(every_s):
-            try:
+            with suppress(Exception):  # a missed beat is retried at the next one
                 retry(client.set_tag, run_id, HEARTBEAT_TAG, f"{time.time():.3f}", attempts=5)
-            except Exception:  # noqa: BLE001  (a missed beat is retried at the next one)
-                pass
 
     def __enter__(self):
         self._thread.start()
@@ -395,14 +393,12 @@ def end_dead_runs(client, experiment_id: str, stale_after_s: float) -> list:
         if tags.get(KIND_TAG) not in ("sweep", "screen") or claim_alive(run, stale_after_s):
             continue
         what = "sweep" if tags.get(KIND_TAG) == "sweep" else "job"
-        try:
+        with suppress(Exception):  # a rival cleaner got there first
             retry(client.set_tag, run.info.run_id, ERROR_TAG,
                   f"the {what}'s process ended without closing this run (killed?): host {tags.get(HOST_TAG, '?')}, "
                   f"pid {tags.get(PID_TAG, '?')}, last heartbeat {tags.get(HEARTBEAT_TAG, 'none')}")
             retry(client.set_terminated, run.info.run_id, "KILLED")
             ended.append(run.info.run_id)
-        except Exception:  # noqa: BLE001  (a rival cleaner got there first)
-            pass
     return ended
 
 
