@@ -58,12 +58,9 @@ def local_store_dir(tracking_uri: str) -> Optional[Path]:
 
 
 def artifact_location(tracking_uri: str, experiment: str, artifacts: Optional[str] = None) -> Optional[str]:
-    """The artifact location (a URI) for a new experiment of a store.
-
-    ``artifacts`` (the ``tracking.artifacts`` setting) wins when given; else a local
-    store keeps them in ``<store folder>/mlartifacts/<experiment>``; else (a server)
-    None, which lets the server choose its artifact destination.
-    """
+    """The artifact location (a URI) for a new experiment of a store: ``artifacts`` (the
+    ``tracking.artifacts`` setting) when given; else ``<store folder>/mlartifacts/<experiment>``
+    for a local store; else (a server) None, which lets the server choose."""
     if artifacts:
         root = Path(artifacts).expanduser().resolve()
     else:
@@ -77,13 +74,9 @@ def artifact_location(tracking_uri: str, experiment: str, artifacts: Optional[st
 
 
 def relocate_store(db_file: str, old_folder: str) -> int:
-    """After a local SQLite store's folder was moved or copied from ``old_folder``,
-    point its recorded artifact locations at the folder the database is in now.
-
-    MLflow records absolute artifact URIs (``file:///old/mlartifacts/...``) per
-    experiment and per run; this rewrites that prefix to the database's current
-    folder. Returns the number of rows changed. Standard library only.
-    """
+    """After a local SQLite store's folder was moved or copied from ``old_folder``, rewrite the
+    absolute artifact URIs MLflow records per experiment and per run (``file:///old/mlartifacts/...``)
+    to the database's current folder. Returns the number of rows changed."""
     import sqlite3
 
     db = Path(db_file).expanduser().resolve()
