@@ -218,12 +218,9 @@ def sweep_variants(overrides: List[str]) -> List[List[str]]:
                 values.append([])
         else:
             values.append([text])
-    base = [v[0] for v in values if v]
-    variants = [base]
-    for i, options in enumerate(values):
-        for option in options[1:]:
-            variant = [v[0] for v in values[:i] if v] + [option] + [v[0] for v in values[i + 1:] if v]
-            variants.append(variant)
+    variants = [[v[0] for v in values if v]]
+    for i, options in enumerate(values):  # the i-th key at each of its other values
+        variants += [[option if j == i else v[0] for j, v in enumerate(values) if v] for option in options[1:]]
     return variants
 
 

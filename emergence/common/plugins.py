@@ -128,5 +128,6 @@ class Registry:
             raise self.error(f"unknown {self.what} {name!r}; valid: {', '.join(self.names())}") from None
 
     def _load(self, name: str) -> None:
-        module, _, attribute = self._lazy.pop(name).partition(":")
+        module, _, attribute = self._lazy[name].partition(":")
         self._entries[name] = getattr(importlib.import_module(module), attribute)
+        del self._lazy[name]
