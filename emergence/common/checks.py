@@ -135,8 +135,9 @@ def _check_value(value: Any, tp: Any, rule: dict, path: str, error: Type[Excepti
     if dataclasses.is_dataclass(tp) and isinstance(value, DictConfig):
         check(value, tp, error, f"{path}.")
         if "items" in rule:
+            hints = typing.get_type_hints(tp)
             for f in dataclasses.fields(tp):
-                _check_value(value.get(f.name), _unwrap(typing.get_type_hints(tp)[f.name]), rule["items"], f"{path}.{f.name}", error)
+                _check_value(value.get(f.name), _unwrap(hints[f.name]), rule["items"], f"{path}.{f.name}", error)
         return
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if isinstance(value, ListConfig) and origin in (list, List):
