@@ -2,29 +2,34 @@
 
 ``emergence`` (screening) and ``stats`` (statistics) both import this package; it imports
 neither (no model code, no torch), and ``stats`` imports nothing else of ``emergence``
-(``tests/test_architecture.py`` walks the imports). Its modules, one concept each:
+(``tests/test_architecture.py`` walks the imports). One concept per module: the run contract
+(:mod:`~emergence.common.contract`), the head classes, the MLflow store and its checks, the
+schema checks of a config, the plug-in registry, the output home, the token formatter and axis,
+progress lines and log levels (docs/architecture.md lists them).
 
-- :mod:`emergence.common.contract`: the **run contract**, the names of what a screen run
-  writes and ``stats`` reads (tags, params, metrics, the ``heads.csv`` columns, the run
-  identity, the run seed);
-- :mod:`emergence.common.head_classes`: the head classes (name, threshold, targets);
-- :mod:`emergence.common.store`: the MLflow store (layout, lock, migration, retry,
-  relocation, dead runs, one whole run): both apps write MLflow through it;
-  ``python -m emergence.common relocate`` points a moved store at its new folder;
-- :mod:`emergence.common.storecheck`: a tracking URI checked before any work;
-- :mod:`emergence.common.mlflow_ui`: the experiment tags the MLflow UI reads;
-- :mod:`emergence.common.checks`: the schema checks of a config (constraints next to the
-  fields, one-line errors, the command-line precheck), for both apps' schemas;
-- :mod:`emergence.common.plugins`: the one ``Registry`` of plug-in tables;
-- :mod:`emergence.common.telemetry`: no usage reports to outside hosts by default (set here,
-  on import of any part of the package);
-- :mod:`emergence.common.paths`: where both apps write (``$EMERGENCE_HOME`` or the cwd);
-- :mod:`emergence.common.units` and :mod:`emergence.common.tokenaxis`: token counts as people
-  write them (``23B``) and token axes;
-- :mod:`emergence.common.progress` and :mod:`emergence.common.quiet`: stage lines and bars,
-  and the libraries' log levels.
+On import, usage reports to outside hosts are turned off by default (:func:`telemetry_off_by_default`).
 """
 
-from emergence.common.telemetry import telemetry_off_by_default
+#: Environment variables that keep the libraries from reporting usage to outside hosts: MLflow 3
+#: (``MLFLOW_DISABLE_TELEMETRY``; it also honours ``DO_NOT_TRACK=true``) and the Hugging Face hub
+#: client (``HF_HUB_DISABLE_TELEMETRY``). A value already in the environment wins, so
+#: ``MLFLOW_DISABLE_TELEMETRY=false`` turns MLflow's telemetry back on.
+TELEMETRY_OFF = {"MLFLOW_DISABLE_TELEMETRY": "true", "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
+def telemetry_off_by_default() -> None:
+    """Apply :data:`TELEMETRY_OFF` where the environment does not say otherwise; when MLflow was
+    imported before (its telemetry client is made at import), make its client again."""
+    import os
+    import sys
+
+    changed = False
+    for name, value in TELEMETRY_OFF.items():
+        if name not in os.environ:
+            os.environ[name] = value
+            changed = True
+    if changed and "mlflow.telemetry.client" in sys.modules:
+        sys.modules["mlflow.telemetry.client"].set_telemetry_client()  # None once disabled
+
 
 telemetry_off_by_default()

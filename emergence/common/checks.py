@@ -44,8 +44,8 @@ def constraint(f: dataclasses.Field) -> dict:
     return {k: v for k, v in f.metadata.items() if k in CONSTRAINTS + ("or_number", "hint")}
 
 
-def _choices(rule: dict) -> Sequence:
-    choices = rule["choices"]
+def _choices(choices) -> Sequence:
+    """A ``choices`` (or ``keys``) constraint's values: a tuple, or a function returning one."""
     return tuple(choices() if callable(choices) else choices)
 
 
@@ -57,15 +57,11 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _range_text(rule: dict, integer: bool) -> str:
-    parts = [f">= {rule['min']}" if "min" in rule else None, f"> {rule['gt']}" if "gt" in rule else None,
-             f"<= {rule['max']}" if "max" in rule else None, f"< {rule['lt']}" if "lt" in rule else None]
+    bounds = ((">=", "min"), (">", "gt"), ("<=", "max"), ("<", "lt"))
+    parts = [f"{op} {rule[key]}" for op, key in bounds if key in rule]
     kind = "an integer" if integer else ("a finite number" if rule.get("finite") else "a number")
-    return " ".join([kind] + [" and ".join(p for p in parts if p)]).strip()
+    return " ".join([kind] + [" and ".join(parts)]).strip()
 
 
 def problem(value: Any, rule: dict, integer: bool = False) -> Optional[str]:
@@ -73,10 +69,10 @@ def problem(value: Any, rule: dict, integer: bool = False) -> Optional[str]:
     if value is None:
         return None
     if "choices" in rule:
-        choices = _choices(rule)
+        choices = _choices(rule["choices"])
         if value in choices:
             return None
-        if not (rule.get("or_number") and (_is_number(value) or _parses_as_number(value))):
+        if not (rule.get("or_number") and _parses_as_number(value)):
             number = ", or a number" if rule.get("or_number") else ""
             return f"is unknown; valid: {', '.join(map(str, choices))}{number}"
         value = float(value)
@@ -85,7 +81,7 @@ def problem(value: Any, rule: dict, integer: bool = False) -> Optional[str]:
             return f"is not valid; valid: {rule.get('hint', rule['pattern'])}"
         return None
     if any(k in rule for k in ("min", "max", "gt", "lt", "finite")):
-        if not _is_number(value):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
             return f"must be {_range_text(rule, integer)}"
         bad = ((rule.get("finite") and not math.isfinite(value)) or math.isnan(value)
                or ("min" in rule and value < rule["min"]) or ("max" in rule and value > rule["max"])
@@ -111,23 +107,10 @@ def _unwrap(tp: Any) -> Any:
     return tp
 
 
-def _hints(schema: Type) -> dict:
-    return typing.get_type_hints(schema)
-
-
-def _value(node: DictConfig, key: str) -> tuple:
-    """(present, value) of ``node[key]``; an interpolation that resolves only inside a Hydra
-    run (``${hydra:...}``) counts as absent."""
-    try:
-        return True, node[key]
-    except OmegaConfBaseException:
-        return False, None
-
-
 def check(cfg: DictConfig, schema: Type, error: Type[Exception], prefix: str = "") -> None:
     """Raise ``error`` (one line) on the first value of ``cfg`` its schema refuses."""
     fields = {f.name: f for f in dataclasses.fields(schema)}
-    hints = _hints(schema)
+    hints = typing.get_type_hints(schema)
     for key in cfg.keys():
         if key not in fields and not (key == "hydra" and not prefix):  # (a sweeper's configs hold Hydra's node)
             where = prefix.rstrip(".") or "the config"
@@ -139,9 +122,11 @@ def check(cfg: DictConfig, schema: Type, error: Type[Exception], prefix: str = "
             continue
         if OmegaConf.is_missing(cfg, name):
             raise error(f"{path} is not set; set it: {path}=<value>")
-        present, value = _value(cfg, name)
-        if present:
-            _check_value(value, _unwrap(hints[name]), constraint(f), path, error)
+        try:
+            value = cfg[name]
+        except OmegaConfBaseException:  # an interpolation that resolves only in a Hydra run (${hydra:...})
+            continue
+        _check_value(value, _unwrap(hints[name]), constraint(f), path, error)
 
 
 def _check_value(value: Any, tp: Any, rule: dict, path: str, error: Type[Exception]) -> None:
@@ -150,8 +135,9 @@ def _check_value(value: Any, tp: Any, rule: dict, path: str, error: Type[Excepti
     if dataclasses.is_dataclass(tp) and isinstance(value, DictConfig):
         check(value, tp, error, f"{path}.")
         if "items" in rule:
+            hints = typing.get_type_hints(tp)
             for f in dataclasses.fields(tp):
-                _check_value(value.get(f.name), _unwrap(_hints(tp)[f.name]), rule["items"], f"{path}.{f.name}", error)
+                _check_value(value.get(f.name), _unwrap(hints[f.name]), rule["items"], f"{path}.{f.name}", error)
         return
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if isinstance(value, ListConfig) and origin in (list, List):
@@ -162,8 +148,8 @@ def _check_value(value: Any, tp: Any, rule: dict, path: str, error: Type[Excepti
     if isinstance(value, DictConfig):
         item_type = _unwrap(args[1]) if len(args) == 2 else Any
         for key in value.keys():
-            if "keys" in rule and key not in _choices({"choices": rule["keys"]}):
-                raise error(f"{path}.{key} is not a key of {path}; valid: {', '.join(_choices({'choices': rule['keys']}))}")
+            if "keys" in rule and key not in _choices(rule["keys"]):
+                raise error(f"{path}.{key} is not a key of {path}; valid: {', '.join(_choices(rule['keys']))}")
             _check_value(value[key], item_type, rule.get("items", {}), f"{path}.{key}", error)
         return
     why = problem(value, rule, integer=tp is int)
@@ -175,7 +161,7 @@ def constrained_fields(schema: Type, prefix: str = "") -> List[tuple]:
     """(path, field type, constraint) of every field under ``schema`` (nested dataclasses
     walked; a list of dataclasses as ``path[0]``), for tests and docs."""
     out = []
-    hints = _hints(schema)
+    hints = typing.get_type_hints(schema)
     for f in dataclasses.fields(schema):
         tp = _unwrap(hints[f.name])
         path = f"{prefix}{f.name}"
@@ -233,12 +219,9 @@ def sweep_variants(overrides: List[str]) -> List[List[str]]:
                 values.append([])
         else:
             values.append([text])
-    base = [v[0] for v in values if v]
-    variants = [base]
-    for i, options in enumerate(values):
-        for option in options[1:]:
-            variant = [v[0] for v in values[:i] if v] + [option] + [v[0] for v in values[i + 1:] if v]
-            variants.append(variant)
+    variants = [[v[0] for v in values if v]]
+    for i, options in enumerate(values):  # the i-th key at each of its other values
+        variants += [[option if j == i else v[0] for j, v in enumerate(values) if v] for option in options[1:]]
     return variants
 
 
@@ -247,7 +230,7 @@ def _schema_at(schema: Type, path: str) -> Optional[Type]:
     for part in path.split(".") if path else []:
         if not dataclasses.is_dataclass(tp):
             return None
-        hints = _hints(tp)
+        hints = typing.get_type_hints(tp)
         if part not in hints:
             return None
         tp = _unwrap(hints[part])
@@ -263,7 +246,7 @@ def _mapping_keys(schema: Type, path: str) -> Optional[List[str]]:
         return None
     field_ = next((f for f in dataclasses.fields(node) if f.name == leaf), None)
     rule = constraint(field_) if field_ is not None else {}
-    return list(_choices({"choices": rule["keys"]})) if "keys" in rule else None
+    return list(_choices(rule["keys"])) if "keys" in rule else None
 
 
 def _override_value(overrides: Sequence[str], key: str) -> Optional[str]:
@@ -304,31 +287,24 @@ def one_line(exc: BaseException, schema: Type, overrides: Sequence[str] = ()) ->
     if key:
         parent, _, leaf = key.rpartition(".")
         node = _schema_at(schema, parent)
-        if kind in ("ConfigKeyError", "ConfigAttributeError") and node is not None:
-            valid = [f.name for f in dataclasses.fields(node)]
-            if leaf not in valid:
-                return f"{key} is not a key of {parent or 'the config'}{where}; valid: {', '.join(valid)}"
-        keys = _mapping_keys(schema, parent)
-        if kind in ("ConfigKeyError", "ConfigAttributeError") and keys is not None and leaf not in keys:
-            return f"{key} is not a key of {parent}{where}; valid: {', '.join(keys)}"
+        valid = [f.name for f in dataclasses.fields(node)] if node is not None else _mapping_keys(schema, parent)
+        if kind in ("ConfigKeyError", "ConfigAttributeError") and valid is not None and leaf not in valid:
+            return f"{key} is not a key of {parent or 'the config'}{where}; valid: {', '.join(valid)}"
         if kind == "ValidationError":
             value = _override_value(overrides, key)
             if value is None:
                 given = re.search(r"Value '(.*?)' of type", details)
                 value = given[1] if given else None
-            hints = _hints(node) if node is not None else {}
+            hints = typing.get_type_hints(node) if node is not None else {}
             if value is not None and leaf in hints:
                 return f"{key}={value}{where} must be {_kind(hints[leaf])}"
-    text = str(exc)
     missing = re.search(r"Could not find '(?P<group>.+)/(?P<option>[^/']+)'", text)
     options = re.findall(r"^\t(\S+)$", text.split("Config search path")[0], flags=re.M)
     if missing and options:
         return f"{missing['group']}={missing['option']} is unknown; valid: {', '.join(options)}"
-    options = re.findall(r"^\t(\S+)$", text.split("Config search path")[0], flags=re.M)
     lines = [line.strip() for line in text.splitlines()
-             if line.strip() and not line.startswith("\t") and not re.match(r"\s*(full_key|reference_type|object_type)", line)
-             and not line.startswith("See https://") and not line.startswith("Available options")
-             and not line.startswith("Config search path")]
+             if line.strip() and not re.match(r"\s*(full_key|reference_type|object_type)", line)
+             and not line.startswith(("\t", "See https://", "Available options", "Config search path"))]
     message = " ".join(lines)
     if cause is not None and cause is not exc:
         first = str(cause).splitlines()[0].strip() if str(cause).strip() else ""

@@ -1,27 +1,16 @@
 """The run contract between screening (``emergence``) and statistics (``stats``): the names of
 what a screen run writes and ``stats`` reads, defined once.
 
-Run contract. What a screen run writes and ``stats`` reads, named once here:
-
-- tags (:data:`CONFIG_HASH_TAG`, :data:`STATUS_TAG`, ...; a run is read when
-  ``emergence.status = complete``);
-- params (:data:`MODEL_PARAM`, :data:`REVISION_PARAM`, :data:`TOKENS_PARAM`, ... and the
-  flattened config, ``corpus.*`` and ``screen.*``);
-- metrics, built by :func:`count_metric`, :func:`fraction_metric`,
-  :func:`mean_selectivity_metric`, :func:`layer_count_metric` and read back by the one
-  parser :func:`parse_metric`; the whole-model scalars in :data:`CONTINUOUS_METRICS`;
-- the ``heads.csv`` artifact (:data:`HEADS_ARTIFACT`): one row per head, columns
-  :data:`HEAD_KEY_COLUMNS`, then ``selectivity.<class>`` and ``flag.<class>``
-  (:func:`selectivity_column`, :func:`flag_column`) of every registered head class,
-  :data:`PRIMARY_COLUMN`, :data:`FIRST_TOKEN_COLUMN` and the PR columns when the PR ran;
-- the run identity (:class:`RunIdentity`): a run measures one model at one revision on
-  one probe with one screen. Every run logs all head classes (``screen.classes`` only
-  chooses what is printed), so runs that share model, revision and probe are points of
-  the same curves; :func:`probe_key` and :func:`measure_key` compute the probe and the
-  screen's measurement settings from a run's logged params;
-- the seed of a run of a seed suite (:class:`RunSeed`: :data:`SEED_PARAM`,
-  :data:`SEED_KIND_PARAM`, :data:`SEED_GROUP_PARAM`; :func:`run_seed` reads it back), part of
-  the identity: runs of one model trained with other seeds are other curves, pooled by ``stats``.
+- tags (a run is read when ``emergence.status = complete``) and params (plus the flattened
+  config, ``corpus.*`` and ``screen.*``);
+- metrics, built by :func:`count_metric` and the like and read back by :func:`parse_metric`;
+- the ``heads.csv`` artifact: one row per head, :data:`HEAD_KEY_COLUMNS`, then
+  ``selectivity.<class>`` and ``flag.<class>`` of every registered head class, and more;
+- the run identity (:class:`RunIdentity`): a run measures one model at one revision on one
+  probe with one screen. Every run logs all head classes (``screen.classes`` only chooses what
+  is printed), so runs that share model, revision and probe are points of the same curves;
+- the seed of a run of a seed suite (:class:`RunSeed`), part of the identity: runs of one
+  model trained with other seeds are other curves, pooled by ``stats``.
 """
 
 from __future__ import annotations

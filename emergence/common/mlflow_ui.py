@@ -4,34 +4,24 @@ Read from the JS bundle of the installed MLflow (3.17.2, ``mlflow/server/js/buil
 checked in headless Chromium (``scripts/check_mlflow_ui.py``, docs/checks.md):
 
 - **The landing tab follows the sidebar's "GenAI | Model training" switch**, not a tag of
-  the experiment: the switch is the URL parameter ``workflowType`` when the URL has one,
-  else the browser's own setting (localStorage ``mlflow.workflowType``, default ``genai``).
-  With ``genai`` an experiment opens on its GenAI overview, with ``machine_learning`` on its
-  runs table. No tag and no server setting changes that default (MLflow issue #24498 reports
-  it), so every URL this tool prints carries ``workflowType=machine_learning``
-  (:func:`experiment_url`), and "Model training" picked once in the sidebar is remembered
-  by the browser for every experiment. The UI that ``python -m emergence.ui`` starts
-  (emergence/ui_app.py) sets that switch itself where the browser has none, so that the
-  experiment list's links and every run page open on "Model training" too.
-- ``mlflow.experimentKind = custom_model_development`` (:data:`EXPERIMENT_KIND_TAG`) marks
-  a model-development experiment: the UI's code reads it to choose the landing tab only where
-  the switch is disabled (the MLflow 3 releases from before the switch), and the 3.17 UI shows
-  it as the experiment's type; it is set on every experiment the tool creates or reuses.
+  the experiment: the URL parameter ``workflowType``, else the browser's own setting
+  (localStorage ``mlflow.workflowType``, default ``genai``). No tag and no server setting
+  changes that default (MLflow issue #24498), so every URL this tool prints carries
+  ``workflowType=machine_learning`` (:func:`experiment_url`), and ``python -m emergence.ui``
+  (emergence/ui_app.py) sets the switch itself where the browser has none.
+- ``mlflow.experimentKind = custom_model_development`` (:data:`EXPERIMENT_KIND_TAG`): read for
+  the landing tab only where the switch is disabled (older MLflow 3), shown as the experiment's
+  type; set on every experiment the tool creates or reuses.
 - ``mlflow.experiment.primaryMetric.name`` (:data:`PRIMARY_METRIC_TAG`): the metric the UI
-  charts first when it makes an experiment's default charts (``fraction.bos``).
+  charts first in an experiment's default charts.
 - **A saved view** is the experiment tag ``mlflow.sharedViewState.<key>``, the JSON
   ``{"name", "createdAt", "updatedAt", "state"}`` whose ``state`` is the JSON of the runs
-  page's search facets and UI state (the keys the UI reads: ``searchFilter``,
-  ``selectedColumns``, ``compareRunCharts``, ``groupBy``, ...). The UI lists it under
-  "Views" on the runs page and opens it at ``runs?viewStateShareKey=<key>``. The tool's
-  view (:func:`curves_view`) charts the screen runs **grouped by model** (tag
-  ``emergence.model``, average per step): each run holds one point at step = tokens, so a
-  group's line is the model's curve; line charts of the BOS and induction fractions and
-  counts, mean first-token attention and induction loss on a log token axis, one line per
-  model. :func:`view_url` opens it on the charts, one click from the printed line.
-- **The runs table** the tool prints (:func:`experiment_url`) opens a second saved view
-  (:func:`runs_view`): the screen runs alone (a job's or a sweep's parent run would otherwise
-  collapse them into one row), with model, revision, tokens and the key metrics as columns.
+  page's facets and UI state; the UI lists it under "Views" and opens it at
+  ``runs?viewStateShareKey=<key>``. The curves view (:func:`curves_view`, :func:`view_url`)
+  charts the screen runs **grouped by model** (each run holds one point at step = tokens, so a
+  group's line is the model's curve); the runs-table view (:func:`runs_view`, opened by
+  :func:`experiment_url`) lists the screen runs alone, one row each (a parent run would
+  otherwise collapse them).
 """
 
 from __future__ import annotations
@@ -70,8 +60,6 @@ DEFAULT_UI = "http://127.0.0.1:5000"
 #: (the UI's versioned storage: ``<key>_v<version>``, a JSON value).
 WORKFLOW_TRAINING = "machine_learning"
 WORKFLOW_STORAGE_KEY = "mlflow.workflowType_v1"
-#: The URL parameters that open the runs table (the sidebar switch on "Model training").
-RUNS_PARAMS = {"workflowType": WORKFLOW_TRAINING}
 
 
 def _line_chart(metric: str, section: str) -> dict:
@@ -85,34 +73,29 @@ def _line_chart(metric: str, section: str) -> dict:
             "useGlobalLineSmoothing": False}
 
 
+def _screen_runs(**state) -> dict:
+    """A view's state: the screen runs, the columns of :data:`VIEW_COLUMNS`, and ``state``."""
+    return {"searchFilter": f"tags.`{KIND_TAG}` = 'screen'", "selectedColumns": list(VIEW_COLUMNS),
+            "runsHiddenMode": "SHOW_ALL", "isAccordionReordered": False, "viewMaximized": False,
+            "runListHidden": False, **state}
+
+
 def curves_view() -> dict:
     """The state of the tool's saved view (see the module notes): the screen runs grouped by
     model, the table's columns, and the charts against tokens."""
     section = f"{VIEW_KEY}-section"
-    return {
-        "searchFilter": f"tags.`{KIND_TAG}` = 'screen'",
-        "orderByKey": "attributes.start_time", "orderByAsc": False,
-        "selectedColumns": list(VIEW_COLUMNS),
-        "runsHiddenMode": "SHOW_ALL",
-        "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": MODEL_TAG}]},
-        "groupsExpanded": {}, "useGroupedValuesInCharts": True, "hideEmptyCharts": True,
-        "compareRunCharts": [_line_chart(m, section) for m in VIEW_CHARTS],
-        "compareRunSections": [{"uuid": section, "name": "Against tokens (step = tokens), one line per model",
-                                "display": True, "isReordered": False}],
-        "isAccordionReordered": False, "viewMaximized": False, "runListHidden": False,
-    }
+    return _screen_runs(
+        orderByKey="attributes.start_time", orderByAsc=False,
+        groupBy={"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": MODEL_TAG}]},
+        groupsExpanded={}, useGroupedValuesInCharts=True, hideEmptyCharts=True,
+        compareRunCharts=[_line_chart(m, section) for m in VIEW_CHARTS],
+        compareRunSections=[{"uuid": section, "name": "Against tokens (step = tokens), one line per model",
+                             "display": True, "isReordered": False}])
 
 
 def runs_view() -> dict:
-    """The state of the runs-table view (:data:`RUNS_VIEW_KEY`): the screen runs, ungrouped, with the
-    columns of :data:`VIEW_COLUMNS`, sorted by tokens."""
-    return {
-        "searchFilter": f"tags.`{KIND_TAG}` = 'screen'",
-        "orderByKey": f"metrics.`{TOKENS_METRIC}`", "orderByAsc": True,
-        "selectedColumns": list(VIEW_COLUMNS),
-        "runsHiddenMode": "SHOW_ALL", "groupBy": None, "groupsExpanded": {},
-        "isAccordionReordered": False, "viewMaximized": False, "runListHidden": False,
-    }
+    """The state of the runs-table view (:data:`RUNS_VIEW_KEY`): the screen runs, ungrouped, sorted by tokens."""
+    return _screen_runs(orderByKey=f"metrics.`{TOKENS_METRIC}`", orderByAsc=True, groupBy=None, groupsExpanded={})
 
 
 def _envelope(name: str, state: dict) -> str:
@@ -126,11 +109,6 @@ def _envelope(name: str, state: dict) -> str:
 def view_tag_value() -> str:
     """The curves view's tag value (:func:`curves_view`)."""
     return _envelope(VIEW_NAME, curves_view())
-
-
-def runs_view_tag_value() -> str:
-    """The runs-table view's tag value (:func:`runs_view`)."""
-    return _envelope(RUNS_VIEW_NAME, runs_view())
 
 
 def _ours(value: Optional[str]) -> bool:
@@ -150,7 +128,7 @@ def tags_to_set(current: Mapping[str, str]) -> Dict[str, str]:
         out[EXPERIMENT_KIND_TAG] = EXPERIMENT_KIND
     if not current.get(PRIMARY_METRIC_TAG):
         out[PRIMARY_METRIC_TAG] = PRIMARY_METRIC
-    for tag, view in ((VIEW_TAG, view_tag_value()), (RUNS_VIEW_TAG, runs_view_tag_value())):
+    for tag, view in ((VIEW_TAG, view_tag_value()), (RUNS_VIEW_TAG, _envelope(RUNS_VIEW_NAME, runs_view()))):
         if current.get(tag) != view and (tag not in current or _ours(current.get(tag))):
             out[tag] = view
     return out
@@ -164,17 +142,21 @@ def ui_base(tracking_uri: str) -> str:
     return DEFAULT_UI
 
 
+def _runs_url(tracking_uri: str, experiment_id: str, base: Optional[str], **params) -> str:
+    """The experiment's runs page with ``params`` and ``workflowType=machine_learning`` (see the
+    module notes), at the UI ``base`` (default :func:`ui_base`)."""
+    query = urlencode({**params, "workflowType": WORKFLOW_TRAINING})
+    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{query}"
+
+
 def experiment_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
-    """The experiment's runs table in the runs-table view (:data:`RUNS_VIEW_KEY`;
-    ``workflowType=machine_learning``: see the module notes), at the UI ``base`` (default :func:`ui_base`)."""
-    params = {"viewStateShareKey": RUNS_VIEW_KEY, **RUNS_PARAMS}
-    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
+    """The experiment's runs table in the runs-table view (:data:`RUNS_VIEW_KEY`)."""
+    return _runs_url(tracking_uri, experiment_id, base, viewStateShareKey=RUNS_VIEW_KEY)
 
 
 def view_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
     """The tool's saved view, opened on its charts."""
-    params = {"viewStateShareKey": VIEW_KEY, "compareRunsMode": "CHART", **RUNS_PARAMS}
-    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{urlencode(params)}"
+    return _runs_url(tracking_uri, experiment_id, base, viewStateShareKey=VIEW_KEY, compareRunsMode="CHART")
 
 
 def open_lines(tracking_uri: str, experiment: str) -> str:

@@ -56,29 +56,23 @@ def external_entries(group: str, attribute: str, kind: type) -> List:
 
 
 class Registry:
-    """A table of plug-ins by name, the one mechanism behind every table of the project: head
-    classes, architecture families, model sources, statistics sources, corpus kinds, screen
-    recipes.
+    """A table of plug-ins by name, the one mechanism behind every table of the project.
 
     - ``what``: what an entry is, for messages ("family", "corpus kind");
-    - ``discover``: called with the table once, on first use, to register the built-in entries
-      (and user code's: :func:`package_entries`, :func:`external_entries`);
+    - ``discover``: called with the table once, on first use, to register the built-in entries;
     - ``lazy``: ``{name: "module:attribute"}``, entries imported on first lookup, so that a
       schema offers their names as its choices without importing what they need (torch);
     - ``check(entry, table)``: refuses a malformed entry (raises) before it is added;
     - ``order``: the sort key of :meth:`entries` and :meth:`names` (default: the order of
       declaration and registration);
-    - ``error``: the exception a failed lookup or a clash raises, one line naming the choices.
-
-    :meth:`register` refuses a name already taken unless ``replace``; :meth:`names` and
-    :meth:`entries` list the table; :meth:`get` looks a name up."""
+    - ``error``: the exception a failed lookup or a clash raises, one line naming the choices."""
 
     def __init__(self, what: str, *, discover=None, lazy=None, check=None, order=None, error=KeyError):
         self.what, self.error = what, error
         self._discover, self._check, self._order = discover, check, order
         self._lazy = dict(lazy or {})
-        self._entries: dict = {}
-        self._sequence = list(self._lazy)
+        #: name -> entry, in declaration and registration order (a lazy entry's value is set on loading)
+        self._entries: dict = dict.fromkeys(self._lazy)
         self._discovered = discover is None
 
     def _ensure(self) -> None:
@@ -93,52 +87,47 @@ class Registry:
         name = entry.name
         if self._check is not None:
             self._check(entry, self)
-        if name in self._entries and not replace and self._entries[name] is not entry:
+        taken = name in self._entries and name not in self._lazy and self._entries[name] is not entry
+        if taken and not replace:
             raise self.error(f"{self.what} {name!r} is registered already; pass replace=True to swap it")
         self._entries[name] = entry
         self._lazy.pop(name, None)
-        if name not in self._sequence:
-            self._sequence.append(name)
         return entry
 
     def unregister(self, name: str) -> None:
         """Remove an entry (a test's own, after the test)."""
         self._entries.pop(name, None)
         self._lazy.pop(name, None)
-        if name in self._sequence:
-            self._sequence.remove(name)
 
     def entries(self) -> dict:
         """``{name: entry}`` of every entry (lazy ones imported), in the table's order."""
         self._ensure()
         for name in list(self._lazy):
             self._load(name)
-        names = self._sequence if self._order is None else sorted(self._sequence, key=lambda n: self._order(self._entries[n]))
-        return {n: self._entries[n] for n in names}
+        if self._order is None:
+            return dict(self._entries)
+        return {n: self._entries[n] for n in sorted(self._entries, key=lambda n: self._order(self._entries[n]))}
 
     def names(self) -> tuple:
         """The names in the table's order (without importing lazy entries, where the table has no order)."""
         self._ensure()
-        return tuple(self._sequence) if self._order is None else tuple(self.entries())
+        return tuple(self._entries) if self._order is None else tuple(self.entries())
 
     def __contains__(self, name) -> bool:
         self._ensure()
-        return name in self._sequence
+        return name in tuple(self._entries)  # (a value that is no name, a list, is in no table)
 
     def get(self, name):
-        """The entry called ``name``; ``error`` with :meth:`unknown`'s line otherwise."""
+        """The entry called ``name``; ``error`` naming the valid choices otherwise."""
         self._ensure()
         if isinstance(name, str) and name in self._lazy:
             self._load(name)
         try:
             return self._entries[name]
         except (KeyError, TypeError):
-            raise self.error(self.unknown(name)) from None
-
-    def unknown(self, name) -> str:
-        """The line of a failed lookup: the name and the valid choices."""
-        return f"unknown {self.what} {name!r}; valid: {', '.join(self.names())}"
+            raise self.error(f"unknown {self.what} {name!r}; valid: {', '.join(self.names())}") from None
 
     def _load(self, name: str) -> None:
-        module, _, attribute = self._lazy.pop(name).partition(":")
+        module, _, attribute = self._lazy[name].partition(":")
         self._entries[name] = getattr(importlib.import_module(module), attribute)
+        del self._lazy[name]

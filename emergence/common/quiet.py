@@ -1,12 +1,9 @@
 """What the libraries print: their warnings, not their INFO lines, unless asked (``-v``).
 
-A job's log is for the job's own lines (a stage each, its tables, its report); MLflow's
-"Creating initial MLflow database tables...", alembic's migrations, matplotlib's and the hub
-client's INFO lines are noise there. Both apps (``python -m emergence``, ``python -m stats``)
-call :func:`take_verbose_flag` on their command line and :func:`quiet_logs` before any work:
-those loggers are set to WARNING, and MLflow's own level (``MLFLOW_LOGGING_LEVEL``, read when
-MLflow is imported) to WARNING unless the environment sets it. ``-v`` / ``--verbose`` brings
-every INFO line back; the flag is passed to a sweep's jobs through :data:`VERBOSE_ENV`.
+A job's log is for the job's own lines; MLflow's "Creating initial MLflow database tables...",
+alembic's migrations and the other libraries' INFO lines are noise there. Both apps call
+:func:`take_verbose_flag` on their command line and :func:`quiet_logs` before any work;
+``-v`` / ``--verbose`` brings every INFO line back (passed to a sweep's jobs through :data:`VERBOSE_ENV`).
 """
 
 from __future__ import annotations

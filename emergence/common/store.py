@@ -1,28 +1,16 @@
 """The MLflow store of a study: where it lives, how it is opened, written and cleaned.
 
-Both apps write MLflow through this module: the screening side (``emergence.tracking``:
-claimed screen runs, sweep parents) and ``stats`` (its analysis run, :func:`log_run`).
+Both apps write MLflow through this module (``emergence.tracking``; ``stats``: :func:`log_run`).
 Standard library and MLflow only (no model code, no torch).
 
-- **Layout.** With a local store (``sqlite:///DIR/NAME.db`` or a ``file:`` folder) the
-  runs' artifacts live beside it, in ``DIR/mlartifacts/<experiment>/``
-  (:func:`artifact_location`), whatever the working directory; so the folder ``DIR``
-  can be moved or handed on whole, and :func:`relocate_store` (``python -m
-  emergence.common relocate``) points the recorded absolute artifact locations at
-  its new place. With a tracking server the server's own artifact destination is used.
-- **Created and migrated once.** :func:`prepare_store` creates (or upgrades) the store
-  and the experiment under a file lock beside a SQLite store (:func:`store_lock`), so
-  no two processes run MLflow's schema migration or create the experiment at once; a
-  server migrates its own database, and there a lost race to create the experiment
-  re-reads it.
+- **Layout.** A local store's artifacts live beside it, in ``DIR/mlartifacts/<experiment>/``
+  (:func:`artifact_location`), so its folder can be moved whole (:func:`relocate_store`); a
+  tracking server uses its own artifact destination.
+- **Created and migrated once**, under a file lock beside a SQLite store (:func:`prepare_store`).
 - **Writes retry** on SQLite's "database is locked" (:func:`retry`: many jobs, one file).
-- **A failing store is one line.** An I/O failure (a full disk, a read-only folder, a
-  server that stopped answering) raises :class:`StoreError` naming the store and the
-  cause (:func:`store_io`); what was logged before stays.
-- **Dead runs are ended.** A RUNNING run of a process that is gone (same host and its
-  pid is not alive, or a heartbeat older than ``stale_after_s``: :func:`claim_alive`)
-  is marked KILLED by the next job or sweep (:func:`end_dead_runs`); :class:`Heartbeat`
-  keeps a live run's beat.
+- **A failing store is one line**: an I/O failure raises :class:`StoreError` (:func:`store_io`).
+- **Dead runs are ended**: a RUNNING run whose process is gone (:func:`claim_alive`) is marked
+  KILLED by the next job or sweep (:func:`end_dead_runs`); :class:`Heartbeat` keeps a live run's beat.
 """
 
 from __future__ import annotations
@@ -33,7 +21,7 @@ import random
 import socket
 import threading
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 from urllib.parse import unquote, urlparse
@@ -70,12 +58,9 @@ def local_store_dir(tracking_uri: str) -> Optional[Path]:
 
 
 def artifact_location(tracking_uri: str, experiment: str, artifacts: Optional[str] = None) -> Optional[str]:
-    """The artifact location (a URI) for a new experiment of a store.
-
-    ``artifacts`` (the ``tracking.artifacts`` setting) wins when given; else a local
-    store keeps them in ``<store folder>/mlartifacts/<experiment>``; else (a server)
-    None, which lets the server choose its artifact destination.
-    """
+    """The artifact location (a URI) for a new experiment of a store: ``artifacts`` (the
+    ``tracking.artifacts`` setting) when given; else ``<store folder>/mlartifacts/<experiment>``
+    for a local store; else (a server) None, which lets the server choose."""
     if artifacts:
         root = Path(artifacts).expanduser().resolve()
     else:
@@ -89,13 +74,9 @@ def artifact_location(tracking_uri: str, experiment: str, artifacts: Optional[st
 
 
 def relocate_store(db_file: str, old_folder: str) -> int:
-    """After a local SQLite store's folder was moved or copied from ``old_folder``,
-    point its recorded artifact locations at the folder the database is in now.
-
-    MLflow records absolute artifact URIs (``file:///old/mlartifacts/...``) per
-    experiment and per run; this rewrites that prefix to the database's current
-    folder. Returns the number of rows changed. Standard library only.
-    """
+    """After a local SQLite store's folder was moved or copied from ``old_folder``, rewrite the
+    absolute artifact URIs MLflow records per experiment and per run (``file:///old/mlartifacts/...``)
+    to the database's current folder. Returns the number of rows changed."""
     import sqlite3
 
     db = Path(db_file).expanduser().resolve()
@@ -116,30 +97,24 @@ def relocate_store(db_file: str, old_folder: str) -> int:
 
 def shown(uri: str) -> str:
     """``uri`` for a message: a password in it (``user:password@host``) replaced by ``***``."""
-    parsed = urlparse(uri)
-    if parsed.password:
-        return uri.replace(f":{parsed.password}@", ":***@", 1)
-    return uri
+    password = urlparse(uri).password
+    return uri.replace(f":{password}@", ":***@", 1) if password else uri
 
 
 # --- writes that retry on a locked SQLite database -------------------------------------------
 
-def is_locked(exc: BaseException) -> bool:
-    text = str(exc)
-    return any(s in text for s in _LOCKED)
+def is_locked(exc) -> bool:
+    return any(s in str(exc) for s in _LOCKED)
 
 
-class _DropStoreNoise(logging.Filter):
+def _not_store_noise(record: logging.LogRecord) -> bool:
     """MLflow logs every database error with a traceback before it raises it; the error reaches
-    the caller anyway (a locked database is retried, an I/O failure is one :class:`StoreError`
-    line), so the log record is noise."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        return not (is_locked(text) or text.startswith("SQLAlchemy database error"))
+    the caller anyway (retried, or one :class:`StoreError` line), so the log record is noise."""
+    text = record.getMessage()
+    return not (is_locked(text) or text.startswith("SQLAlchemy database error"))
 
 
-logging.getLogger("mlflow.store.db.utils").addFilter(_DropStoreNoise())
+logging.getLogger("mlflow.store.db.utils").addFilter(_not_store_noise)
 
 
 def retry(fn: Callable, *args, attempts: int = 40, **kwargs):
@@ -214,8 +189,9 @@ def store_io(uri: str, what: str = "use"):
         cause = io_cause(exc)
         if cause is None:
             raise
-        _FAILED.setdefault(uri, f"cannot {what} the MLflow store {store_name(uri)}: {cause}")
-        raise StoreError(f"cannot {what} the MLflow store {store_name(uri)}: {cause}") from exc
+        line = f"cannot {what} the MLflow store {store_name(uri)}: {cause}"
+        _FAILED.setdefault(uri, line)
+        raise StoreError(line) from exc
 
 
 def failed_before(uri: str) -> Optional[str]:
@@ -244,14 +220,16 @@ def log_artifacts_whole(client, uri: str, run_id: str, folder: str, artifact_pat
         try:
             retry(client.log_artifacts, run_id, folder, artifact_path)
         except Exception:
-            try:
-                from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
-                get_artifact_repository(client.get_run(run_id).info.artifact_uri,
-                                        tracking_uri=uri).delete_artifacts(artifact_path)
-            except Exception:  # noqa: BLE001  (nothing was copied, or the store cannot even delete)
-                pass
+            with suppress(Exception):  # nothing was copied, or the store cannot even delete
+                _delete_artifacts(client.get_run(run_id).info.artifact_uri, uri, artifact_path)
             raise
+
+
+def _delete_artifacts(artifact_uri: str, tracking_uri: str, artifact_path: Optional[str] = None) -> None:
+    """Delete a run's artifacts (those under ``artifact_path``; all when None)."""
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+    get_artifact_repository(artifact_uri, tracking_uri=tracking_uri).delete_artifacts(artifact_path)
 
 
 # --- the store ------------------------------------------------------------------------------
@@ -261,8 +239,7 @@ def store_lock(uri: str, timeout: float = 900.0):
     """An exclusive file lock beside a SQLite store (``<file>.lock``); nothing for other stores."""
     path = sqlite_file(uri)
     if path is None:
-        with nullcontext():
-            yield
+        yield
         return
     from filelock import FileLock
 
@@ -364,10 +341,8 @@ class Heartbeat:
 
     def _beat(self, client, run_id: str, every_s: float) -> None:
         while not self._stop.wait(every_s):
-            try:
+            with suppress(Exception):  # a missed beat is retried at the next one
                 retry(client.set_tag, run_id, HEARTBEAT_TAG, f"{time.time():.3f}", attempts=5)
-            except Exception:  # noqa: BLE001  (a missed beat is retried at the next one)
-                pass
 
     def __enter__(self):
         self._thread.start()
@@ -387,15 +362,9 @@ def drop_artifacts(run, tracking_uri: str) -> None:
     """Delete a run's artifacts (a run cleaned as an orphan may have left a partial folder):
     its artifact repository's ``delete_artifacts``, then its empty run folder when local."""
     uri = run.info.artifact_uri or ""
-    try:
-        from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
-        get_artifact_repository(uri, tracking_uri=tracking_uri).delete_artifacts()
-    except Exception:  # noqa: BLE001  (nothing there, or a store that cannot delete: the run is deleted anyway)
-        pass
+    with suppress(Exception):  # nothing there, or a store that cannot delete: the run is deleted anyway
+        _delete_artifacts(uri, tracking_uri)
     if uri.startswith("file:"):
-        from urllib.parse import unquote, urlparse
-
         folder = Path(unquote(urlparse(uri).path))
         for empty in (folder, folder.parent):  # <experiment>/<run id>/artifacts, then <run id>/
             try:
@@ -417,14 +386,12 @@ def end_dead_runs(client, experiment_id: str, stale_after_s: float) -> list:
         if tags.get(KIND_TAG) not in ("sweep", "screen") or claim_alive(run, stale_after_s):
             continue
         what = "sweep" if tags.get(KIND_TAG) == "sweep" else "job"
-        try:
+        with suppress(Exception):  # a rival cleaner got there first
             retry(client.set_tag, run.info.run_id, ERROR_TAG,
                   f"the {what}'s process ended without closing this run (killed?): host {tags.get(HOST_TAG, '?')}, "
                   f"pid {tags.get(PID_TAG, '?')}, last heartbeat {tags.get(HEARTBEAT_TAG, 'none')}")
             retry(client.set_terminated, run.info.run_id, "KILLED")
             ended.append(run.info.run_id)
-        except Exception:  # noqa: BLE001  (a rival cleaner got there first)
-            pass
     return ended
 
 

@@ -1,24 +1,18 @@
 """Check an MLflow tracking URI before any work: a scheme MLflow knows, and a store that answers.
 
-Both apps call :func:`store_problem` before a model is loaded or trained (``emergence.preflight.validate``,
-also under ``dry_run``; ``python -m stats`` before it reads): a problem is one line naming the
-key, the URI and the cause, never a traceback minutes later.
+Both apps call :func:`store_problem` before a model is loaded or trained (also under ``dry_run``):
+a problem is one line naming the key, the URI and the cause, never a traceback minutes later.
 
-- **Scheme**: one of :data:`TRACKING_SCHEMES` (a bare path is a file store); a scheme a
-  tracking-store plug-in registered with MLflow is accepted too.
-- **A local store** (``sqlite:///``, ``file:``, a bare path) must be writable where it is or
-  would be created: the database file (opened for writing, not changed) and the nearest
-  existing folder on its path, probed by creating and deleting a temporary file (so the
-  answer is the file system's, whoever runs it: a read-only mount, an immutable folder, a
-  full quota); the artifact folder likewise. Nothing is left behind (a dry run creates no
-  store). ``writable=False`` (a store that is only read) skips this.
-- **A tracking server** (``http(s)://``) must answer an HTTP request to ``<uri>/health`` within
-  ``timeout_s``; any HTTP answer counts (authentication is MLflow's business), a refused or
-  silent connection is the problem. A database server (``postgresql://``, ``mysql://``,
-  ``mssql://``) must accept a TCP connection on its port within ``timeout_s``.
+- **Scheme**: one of :data:`TRACKING_SCHEMES` (a bare path is a file store), or one a
+  tracking-store plug-in registered with MLflow.
+- **A local store** must be writable where it is or would be created: the database file (opened
+  for writing, not changed) and the nearest existing folder on its path, probed with a temporary
+  file (so the answer is the file system's: a read-only mount, a full quota); the artifact folder
+  likewise. Nothing is left behind. ``writable=False`` (a store that is only read) skips this.
+- **A tracking server** must answer an HTTP request to ``<uri>/health`` within ``timeout_s`` (any
+  HTTP answer counts); a database server must accept a TCP connection on its port.
 
-Standard library and :mod:`emergence.common.store` only (``stats`` imports it; no torch, no MLflow
-unless a URI's scheme is not one of the known ones).
+Standard library and :mod:`emergence.common.store` only (no torch; MLflow only for an unknown scheme).
 """
 
 from __future__ import annotations

@@ -67,7 +67,5 @@ def token_axis(ax, axis: str = "x") -> None:
 
 def share_axis(ax) -> None:
     """A log-scaled x axis of shares (of training), labelled as percentages: ``1%``, ``100%``."""
-    ax.set_xscale("log")
-    ax.xaxis.set_major_locator(ReadableLogLocator())
+    token_axis(ax)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{100 * v:.3g}%"))
-    ax.xaxis.set_minor_formatter(NullFormatter())

@@ -2,14 +2,10 @@
 
 A head class is one attention pattern the screen looks for (METHODS section 5). Each
 module of this package defines one, as ``HEAD_CLASS = HeadClass(...)``; the table
-:data:`HEAD_CLASSES` (a :class:`~emergence.common.plugins.Registry`) discovers them on first
-use (every module here, in ``order``), and :func:`register` adds
-one from elsewhere (a test, a user's own module). Everything that knows the classes
-derives from this registry: the reducer (``emergence.screens.selectivity``), the
-flags and metrics (``emergence.screens.classify``), the config defaults
-(``emergence.config``), the reference recipe for classes it does not define itself
-(``emergence.screens.xu2026``) and ``stats``. How to add a class:
-``docs/head_classes.md``.
+:data:`HEAD_CLASSES` discovers them on first use, and :func:`register` adds one from
+elsewhere (a test, a user's own module). Everything that knows the classes (the reducer,
+the flags and metrics, the config defaults, ``stats``) derives from this registry. How to
+add a class: ``docs/head_classes.md``.
 
 Importing this package never imports torch: a class's ``targets`` function imports
 it when it is called, so ``stats`` reads names and thresholds without model code.
@@ -81,20 +77,15 @@ HEAD_CLASSES = Registry("head class", discover=_discover, check=_check, order=la
 register = HEAD_CLASSES.register
 #: Remove a class (a test's own class, after the test).
 unregister = HEAD_CLASSES.unregister
+#: The registered class names, in report order.
+names = HEAD_CLASSES.names
+#: The class of that name; a ``ValueError`` naming the valid ones otherwise.
+get = HEAD_CLASSES.get
 
 
 def classes() -> Tuple[HeadClass, ...]:
     """Every registered class, in report order."""
     return tuple(HEAD_CLASSES.entries().values())
-
-
-def names() -> Tuple[str, ...]:
-    """The registered class names, in report order."""
-    return HEAD_CLASSES.names()
-
-
-#: The class of that name; a ``ValueError`` naming the valid ones otherwise.
-get = HEAD_CLASSES.get
 
 
 def default_thresholds() -> Dict[str, float]:

@@ -8,8 +8,8 @@ n+i attends to key i.
 from emergence.common.head_classes import HeadClass
 
 
-def earlier_copies(input_ids):
-    """Boolean [B, T, T]: ``mask[b, q, j]`` when j in 1..q-1 holds the same token as q."""
+def earlier_copies(input_ids, settings=None):
+    """Boolean [B, T, T]: ``mask[b, q, j]`` when j in 1..q-1 holds the same token as q (the targets)."""
     import torch
 
     T = input_ids.shape[1]
@@ -18,9 +18,5 @@ def earlier_copies(input_ids):
     return (input_ids[:, :, None] == input_ids[:, None, :]) & earlier
 
 
-def targets(input_ids, settings):
-    return earlier_copies(input_ids)
-
-
-HEAD_CLASS = HeadClass(name="duplicate_token", threshold=30.0, excludes_key0=True, targets=targets,
+HEAD_CLASS = HeadClass(name="duplicate_token", threshold=30.0, excludes_key0=True, targets=earlier_copies,
                        description="each earlier copy j >= 1 of token q", order=30)
