@@ -92,9 +92,9 @@ class CheckpointFolder:
         self.write_listing()
         return name
 
-    def write_listing(self, complete: bool = False, **extra) -> None:
+    def write_listing(self, complete: bool = False) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        data = {"revisions": self.revisions, **self.listing_extra, **extra, "complete": bool(complete)}
+        data = {"revisions": self.revisions, **self.listing_extra, "complete": bool(complete)}
         write_json_atomic(self.folder / REVISIONS_FILE, data)
 
     def restore(self, revisions: List[Dict], after_step: int, delete_later: bool = True) -> None:
