@@ -1,15 +1,12 @@
 """Live screening in the HF ``Trainer``: :class:`LiveCallback`.
 
-``on_step_end`` calls the monitor (emergence/live/monitor.py) with ``state.global_step``
-and the tokens seen; when the monitor decides a checkpoint it sets
-``control.should_save``, and the ``Trainer`` writes ``<output_dir>/checkpoint-<N>/`` as
-usual (an HF model folder, with its optimizer state). ``on_save`` lists every checkpoint
-the ``Trainer`` writes (the monitor's, and any of its own ``save_strategy``) in
-``<output_dir>/revisions.json``, screened once, and stores the monitor's state in the
-checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=True)`` resumes
-with it. The lookback copy (the screen before a jump) is written by the monitor itself as
-``checkpoint-<M>/`` (weights and config only). The last step is always saved. The example:
-docs/live.md (run as written by tests/emergence/test_live_trainer.py).
+``on_step_end`` calls the monitor; when it decides a checkpoint it sets ``control.should_save``
+and the ``Trainer`` writes ``<output_dir>/checkpoint-<N>/`` as usual. ``on_save`` lists every
+checkpoint the ``Trainer`` writes (the monitor's and its own) in ``<output_dir>/revisions.json``,
+screened once, and stores the monitor's state in it (``live_state.json``), so
+``trainer.train(resume_from_checkpoint=True)`` resumes with it. The lookback copy is written by
+the monitor itself as ``checkpoint-<M>/`` (weights and config only); the last step is always
+saved. The example: docs/live.md (run as written by tests/emergence/test_live_trainer.py).
 
 Tokens: ``state.num_input_tokens_seen`` when the arguments count them
 (``include_num_input_tokens_seen``), else ``global_step x model.tokens.tokens_per_step``;

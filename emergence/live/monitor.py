@@ -1,12 +1,9 @@
 """The framework-free live monitor: ``monitor.step(model, step, tokens)`` in any training loop.
 
-Call it after every optimizer step with the number of steps done and the training
-tokens seen. When the schedule (emergence/live/schedule.py) says a screen is due, it
-screens the model with the small live probe (emergence/live/screening.py: the training
-is not changed), hands the result to the detector, saves the checkpoint(s) the schedule
-asks for (emergence/live/checkpoints.py) and logs the screen as a run (emergence/live/run_writer.py,
-in a background thread). It returns True when it saved a checkpoint of this step (a
-loop that wants to resume saves its optimizer state then, with :meth:`state_dict`). The
+Called after every optimizer step, it screens the model where the schedule says (with the
+small live probe, the training unchanged), saves the checkpoint(s) the schedule asks for and
+logs the screen as a run (in a background thread); True when it saved a checkpoint of this
+step (a loop that resumes saves its optimizer state then, with :meth:`state_dict`). The
 example of a plain PyTorch loop: docs/live.md (run as written by tests/emergence/test_live_monitor.py).
 
 Safety: a screen that raises (a probe the model cannot read, a model the screens do not
@@ -40,14 +37,9 @@ from emergence.revisions import Revision
 
 
 class LiveMonitor:
-    """Screens a model while it trains and decides where its checkpoints are saved.
-
-    ``cfg``: a composed emergence config (``live``, ``corpus``, ``screen``, ``tracking``, and
-    ``model``: a ``revisions: folder`` model whose ``path`` is where the checkpoints go, e.g.
-    from :func:`emergence.live.folder_config`). The live probe is ``cfg.corpus`` with
-    ``live.n_sequences`` sequences, the live screen ``cfg.screen`` with
-    ``live.participation_ratio``: the run identity is that view (:func:`live_view`).
-    """
+    """Screens a model while it trains and decides where its checkpoints are saved. ``cfg``: a composed
+    emergence config whose model is a ``revisions: folder`` model, its ``path`` where the checkpoints
+    go (:func:`emergence.live.folder_config`); the runs are logged under its :func:`live_view`."""
 
     def __init__(self, cfg, checkpoints: Optional[CheckpointFolder] = None, tokenizer=None):
         if SCHEDULES.get(cfg.live.mode) is None:
@@ -203,9 +195,9 @@ class LiveMonitor:
         obs = Observation(revision.step, {c: float(metrics[count_metric(c)]) for c in self.cfg.live.classes
                                           if count_metric(c) in metrics}, metrics.get(INDUCTION_LOSS_METRIC))
         self.last = obs
-        device = next(model.parameters()).device
-        extra = {PROBE_PARAM: self.probe.description, "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
-                 "device": str(device), "source": f"live: {self.checkpoints.folder}",
+        weight = next(model.parameters())
+        extra = {PROBE_PARAM: self.probe.description, "dtype": str(weight.dtype).replace("torch.", ""),
+                 "device": str(weight.device), "source": f"live: {self.checkpoints.folder}",
                  "batch_size": str(self.probe.batch_size)}
         return LiveRecord(revision, [], result, self._shape, extra, seconds), obs
 

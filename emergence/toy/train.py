@@ -127,15 +127,17 @@ def lr_at(recipe: ToyRecipeConfig, step: int) -> float:
     return floor + (lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def is_complete(folder: Path, recipe=None) -> bool:
-    """True only for a finished suite: ``revisions.json`` marked complete, listing the
-    recipe's schedule (when given), every revision folder with config and weights."""
+def is_complete(folder: Path, recipe=None, digest: Optional[str] = None) -> bool:
+    """True only for a finished suite: ``revisions.json`` marked complete (made for ``digest``, when
+    given), listing the recipe's schedule (when given), every revision folder with config and weights."""
     folder = Path(folder)
     try:
         data = json.loads((folder / REVISIONS_FILE).read_text())
     except (OSError, ValueError):
         return False
     if not isinstance(data, dict) or data.get("complete") is not True:
+        return False
+    if digest is not None and data.get("recipe_hash") != digest:
         return False
     revisions = data.get("revisions") or []
     if recipe is not None and revisions != checkpoint_schedule(recipe):
