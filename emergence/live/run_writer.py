@@ -1,10 +1,8 @@
 """Live screens as runs of the run contract, written by a background thread.
 
 A live screen is logged exactly like a checkpoint screen of ``python -m emergence``
-(emergence/screening.py): claimed by its identity hash (model, revision ``step<N>``, corpus,
-screen; :func:`emergence.tracking.config_hash`), with the job's params
-(:func:`emergence.screening.run_params`: the flattened config, model, revision, step, tokens,
-family, layers, heads, ``registry_index``), every class's metrics, ``heads.csv`` and the
+(emergence/screening.py): claimed by its identity hash, with the job's params
+(:func:`emergence.screening.run_params`), every class's metrics, ``heads.csv`` and the
 resolved config. A screen whose checkpoint was saved carries its index in the growing
 known revisions (``registry_index``: saves come in step order, so the index never changes; its
 ``registry_size`` is their number when it was logged); a screen that was not saved

@@ -184,12 +184,9 @@ def _locked(folder: Path):
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(folder / ".lock", "w") as fh:
+    with open(folder / ".lock", "w") as fh:  # closing the file releases the lock
         fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        yield
 
 
 @contextlib.contextmanager
