@@ -7,14 +7,10 @@ checkpoints are saved: densely while a transition is under way, sparsely (log-sp
 otherwise. Every saved checkpoint is an ordinary HF folder listed in the folder's
 ``revisions.json`` (a ``model.revisions: folder`` model), screened once.
 
-Modules: ``view`` (the configs a live screen runs under; the ``live`` group's schema is
-``LiveConfig`` in emergence/config.py), ``detector`` (the online trigger), ``schedule``
-(watch grid, sparse and dense saves), ``screening`` (one screen that leaves training
-untouched), ``checkpoints`` (HF folders and the listing), ``store``
-(runs, from a background thread), ``monitor`` (:class:`LiveMonitor`: ``step(model, step,
-tokens)``), ``callback`` (:class:`LiveCallback` for the HF ``Trainer``), ``toy`` (the toy
-suite trained with a monitor: ``python -m emergence model=toy_neox live=adaptive``) and
-``job`` (that job).
+Modules, in the order of the flow: ``view`` (the configs a live screen runs under),
+``detector``, ``schedule``, ``screening``, ``checkpoints``, ``run_writer``, ``monitor``
+(:class:`LiveMonitor`: any training loop), ``callback`` (:class:`LiveCallback`: the HF
+``Trainer``), ``toy`` and ``job`` (``python -m emergence model=toy_neox live=adaptive``).
 """
 
 from __future__ import annotations

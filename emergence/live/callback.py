@@ -1,26 +1,12 @@
 """Live screening in the HF ``Trainer``: :class:`LiveCallback`.
 
-``on_step_end`` calls the monitor (emergence/live/monitor.py) with ``state.global_step``
-and the tokens seen; when the monitor decides a checkpoint it sets
-``control.should_save``, and the ``Trainer`` writes ``<output_dir>/checkpoint-<N>/`` as
-usual (an HF model folder, with its optimizer state). ``on_save`` lists every checkpoint
-the ``Trainer`` writes (the monitor's, and any of its own ``save_strategy``) in
-``<output_dir>/revisions.json``, screened once, and stores the monitor's state in the
-checkpoint (``live_state.json``), so ``trainer.train(resume_from_checkpoint=True)`` resumes
-with it (tested: tests/emergence/test_live_trainer.py). The lookback copy (the screen before a jump) is written by the monitor itself
-as ``checkpoint-<M>/`` (weights and config only). The last step is always saved.
-
-An HF ``Trainer`` (the example of docs/live.md, which tests/emergence/test_live_trainer.py runs as written)::
-
-    from transformers import Trainer, TrainingArguments
-    from emergence.live import LiveCallback, folder_config
-
-    args = TrainingArguments("runs/my_model", max_steps=3000, save_strategy="no", report_to="none",
-                             include_num_input_tokens_seen=True)
-    cfg = folder_config("my_model", args.output_dir, family="gpt_neox", overrides=["live=adaptive"])
-    trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[LiveCallback(cfg)])
-    trainer.train()   # runs appear in the store as it trains; checkpoints where the counts move
-    # then: python -m stats ..., or python -m emergence model.revisions=folder model.path=runs/my_model ...
+``on_step_end`` calls the monitor; when it decides a checkpoint it sets ``control.should_save``
+and the ``Trainer`` writes ``<output_dir>/checkpoint-<N>/`` as usual. ``on_save`` lists every
+checkpoint the ``Trainer`` writes (the monitor's and its own) in ``<output_dir>/revisions.json``,
+screened once, and stores the monitor's state in it (``live_state.json``), so
+``trainer.train(resume_from_checkpoint=True)`` resumes with it. The lookback copy is written by
+the monitor itself as ``checkpoint-<M>/`` (weights and config only); the last step is always
+saved. The example: docs/live.md (run as written by tests/emergence/test_live_trainer.py).
 
 Tokens: ``state.num_input_tokens_seen`` when the arguments count them
 (``include_num_input_tokens_seen``), else ``global_step x model.tokens.tokens_per_step``;
@@ -42,24 +28,24 @@ from emergence.live.monitor import LiveMonitor
 STATE_FILE = "live_state.json"
 
 
+def _counts_tokens(args) -> bool:
+    return getattr(args, "include_num_input_tokens_seen", "no") not in (False, None, "no")
+
+
 class LiveCallback(TrainerCallback):
     """Screens the model as the ``Trainer`` trains it and asks for the checkpoints the monitor wants."""
 
-    def __init__(self, cfg, background: bool = True):
+    def __init__(self, cfg):
         self.cfg = cfg
-        self.background = background
         self.monitor = None
 
     def _tokens(self, args, state) -> int:
-        counted = getattr(args, "include_num_input_tokens_seen", "no")
-        if counted not in (False, None, "no"):
+        if _counts_tokens(args):
             return int(state.num_input_tokens_seen)
-        per_step = self.cfg.model.tokens.tokens_per_step
-        return int(state.global_step) * int(per_step)
+        return int(state.global_step) * int(self.cfg.model.tokens.tokens_per_step)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        counted = getattr(args, "include_num_input_tokens_seen", "no") not in (False, None, "no")
-        if not counted and not self.cfg.model.tokens.tokens_per_step:
+        if not _counts_tokens(args) and not self.cfg.model.tokens.tokens_per_step:
             raise EmergenceError("LiveCallback needs the tokens seen: set TrainingArguments("
                                  "include_num_input_tokens_seen=True) or model.tokens.tokens_per_step")
         if args.save_total_limit:
@@ -69,8 +55,7 @@ class LiveCallback(TrainerCallback):
         self.cfg.model.path = str(folder)
         folder.mkdir(parents=True, exist_ok=True)
         checkpoints = CheckpointFolder(folder, name_format="checkpoint-{step}", writes_current=False)
-        self.monitor = LiveMonitor(self.cfg, checkpoints, background=self.background,
-                                   tokenizer=kwargs.get("processing_class"))
+        self.monitor = LiveMonitor(self.cfg, checkpoints, tokenizer=kwargs.get("processing_class"))
         resumed = folder / f"checkpoint-{state.global_step}" / STATE_FILE
         if state.global_step > 0 and resumed.is_file():
             self.monitor.load_state_dict(json.loads(resumed.read_text()), state.global_step, delete_later=False)

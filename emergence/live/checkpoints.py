@@ -5,12 +5,11 @@ Layout (what ``model.revisions: folder`` reads, emergence/sources/folder.py)::
     <folder>/<name>/        config.json + model.safetensors: one HF model folder per checkpoint
     <folder>/revisions.json {"revisions": [{"name", "step", "tokens"}, ...], "complete": false, ...}
 
-``revisions.json`` is rewritten atomically after every save, so the known revisions are
-readable while the model trains (``complete`` turns true when training ends). A folder
-is written to ``.tmp-<name>-<pid>`` and renamed into place, so a checkpoint listed is
-always whole. :class:`CheckpointFolder` writes the folders itself (the toy trainer, a
-plain PyTorch loop); with ``writes_current=False`` (the HF ``Trainer``, which writes its
-own ``checkpoint-<N>`` folders) it only records them, and writes only the lookback copies.
+``revisions.json`` is rewritten atomically after every save (``complete`` turns true when training
+ends); a folder is written to ``.tmp-<name>-<pid>`` and renamed into place, so a checkpoint listed
+is always whole. With ``writes_current=False`` (the HF ``Trainer``, which writes its own
+``checkpoint-<N>`` folders) :class:`CheckpointFolder` only records them, and writes only the
+lookback copies.
 """
 
 from __future__ import annotations
@@ -92,9 +91,9 @@ class CheckpointFolder:
         self.write_listing()
         return name
 
-    def write_listing(self, complete: bool = False, **extra) -> None:
+    def write_listing(self, complete: bool = False) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        data = {"revisions": self.revisions, **self.listing_extra, **extra, "complete": bool(complete)}
+        data = {"revisions": self.revisions, **self.listing_extra, "complete": bool(complete)}
         write_json_atomic(self.folder / REVISIONS_FILE, data)
 
     def restore(self, revisions: List[Dict], after_step: int, delete_later: bool = True) -> None:

@@ -21,7 +21,7 @@ resumed training restores it exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 
@@ -30,13 +30,6 @@ class Observation:
     step: int
     counts: Dict[str, float]
     loss: Optional[float] = None
-
-    def as_dict(self) -> dict:
-        return {"step": self.step, "counts": dict(self.counts), "loss": self.loss}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Observation":
-        return cls(int(d["step"]), {k: float(v) for k, v in d["counts"].items()}, d.get("loss"))
 
 
 @dataclass
@@ -70,14 +63,14 @@ class JumpDetector:
         return reason
 
     def state_dict(self) -> dict:
-        return {"history": [o.as_dict() for o in self.history]}
+        return {"history": [asdict(o) for o in self.history]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.history = [Observation.from_dict(d) for d in state.get("history", [])]
+        self.history = [Observation(**d) for d in state["history"]]
 
 
 def _largest_change(values: List[Optional[float]], sign: float) -> float:
     """The largest change in the direction ``sign`` (+1 up, -1 down) between consecutive
     known values, as a positive number (0 when there is none)."""
     known = [v for v in values if v is not None]
-    return max((sign * (b - a) for a, b in zip(known, known[1:])), default=0.0) if len(known) > 1 else 0.0
+    return max((sign * (b - a) for a, b in zip(known, known[1:])), default=0.0)

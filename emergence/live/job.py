@@ -1,18 +1,12 @@
-"""The job of ``live=adaptive``: train a toy with the live monitor, then report its checkpoints.
+"""The job of ``python -m emergence model=toy_neox live=adaptive`` (``emergence.job.run_job``): every
+input checked as for any job, the toy trained with the live monitor (emergence/live/toy.py) or
+found trained, then the ordinary job on the trained suite as the checkpoint folder it is, with
+the live probe and screen (the identity its live runs were logged under): the revisions that
+``revision`` selects (``all`` by default) are found screened already and reported; one that is
+not (a store that failed during training, another store) is screened from its folder now.
 
-``python -m emergence model=toy_neox live=adaptive`` (dispatched by ``emergence.job.run_job``):
-
-1. every input is checked as for any job (emergence/preflight.py ``validate``), before training;
-2. the toy is trained with the monitor (emergence/live/toy.py), or found trained: live
-   screens are logged as training goes and checkpoints saved where the counts move;
-3. the ordinary job runs on the trained suite, as the checkpoint folder it is, with the live
-   probe and screen (the identity its live runs were logged under): the revisions that
-   ``revision`` selects among the saved checkpoints (``all`` by default with ``live=adaptive``)
-   are found screened already and reported; one that is not (a store that failed during
-   training, another store) is screened from its folder now.
-
-Under ``-m`` the sweeper makes one such job per model (hydra_plugins/emergence_sweeper: the
-revisions are known only once the model is trained, so they are not swept).
+Under ``-m`` the sweeper makes one such job per model (the revisions are known only once the
+model is trained, so they are not swept).
 """
 
 from __future__ import annotations

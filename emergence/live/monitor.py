@@ -1,28 +1,10 @@
 """The framework-free live monitor: ``monitor.step(model, step, tokens)`` in any training loop.
 
-Call it after every optimizer step with the number of steps done and the training
-tokens seen. When the schedule (emergence/live/schedule.py) says a screen is due, it
-screens the model with the small live probe (emergence/live/screening.py: the training
-is not changed), hands the result to the detector, saves the checkpoint(s) the schedule
-asks for (emergence/live/checkpoints.py) and logs the screen as a run (emergence/live/run_writer.py,
-in a background thread). It returns True when it saved a checkpoint of this step (a
-loop that wants to resume saves its optimizer state then, with :meth:`state_dict`).
-
-A plain PyTorch loop (10 lines: the example of docs/live.md, which tests/emergence/test_live_monitor.py runs
-as written)::
-
-    from emergence.live import LiveMonitor, folder_config
-
-    cfg = folder_config("my_run", "runs/my_run", family="gpt_neox", tokens_per_step=B * T,
-                        overrides=["live=adaptive"])
-    monitor = LiveMonitor(cfg)                  # checkpoints: runs/my_run/step<N>/ and revisions.json
-    monitor.step(model, 0, 0)                   # the initial weights
-    for step in range(1, n_steps + 1):
-        loss = model(input_ids=batch(step), labels=batch(step)).loss
-        loss.backward(); optimizer.step(); optimizer.zero_grad()
-        if monitor.step(model, step, step * B * T, final=step == n_steps):  # True: it saved step<N>/
-            torch.save(optimizer.state_dict(), f"runs/my_run/optimizer-{step}.pt")
-    monitor.finish()                            # the pending run logged, the listing complete
+Called after every optimizer step, it screens the model where the schedule says (with the
+small live probe, the training unchanged), saves the checkpoint(s) the schedule asks for and
+logs the screen as a run (in a background thread); True when it saved a checkpoint of this
+step (a loop that resumes saves its optimizer state then, with :meth:`state_dict`). The
+example of a plain PyTorch loop: docs/live.md (run as written by tests/emergence/test_live_monitor.py).
 
 Safety: a screen that raises (a probe the model cannot read, a model the screens do not
 support) is reported once on stderr; training and the sparse saves go on and the screen
@@ -40,7 +22,7 @@ from __future__ import annotations
 import copy
 import time
 from types import SimpleNamespace
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 from emergence.adapters import adapter_for
 from emergence.common.contract import INDUCTION_LOSS_METRIC, PROBE_PARAM, count_metric
@@ -55,25 +37,18 @@ from emergence.revisions import Revision
 
 
 class LiveMonitor:
-    """Screens a model while it trains and decides where its checkpoints are saved.
+    """Screens a model while it trains and decides where its checkpoints are saved. ``cfg``: a composed
+    emergence config whose model is a ``revisions: folder`` model, its ``path`` where the checkpoints
+    go (:func:`emergence.live.folder_config`); the runs are logged under its :func:`live_view`."""
 
-    ``cfg``: a composed emergence config (``live``, ``corpus``, ``screen``, ``tracking``, and
-    ``model``: a ``revisions: folder`` model whose ``path`` is where the checkpoints go, e.g.
-    from :func:`emergence.live.folder_config`). The live probe is ``cfg.corpus`` with
-    ``live.n_sequences`` sequences, the live screen ``cfg.screen`` with
-    ``live.participation_ratio``: the run identity is that view (:func:`live_view`).
-    """
-
-    def __init__(self, cfg, checkpoints: Optional[CheckpointFolder] = None, background: bool = True,
-                 say: Callable[[str], None] = report, tokenizer=None):
+    def __init__(self, cfg, checkpoints: Optional[CheckpointFolder] = None, tokenizer=None):
         if SCHEDULES.get(cfg.live.mode) is None:
             raise ValueError(f"live.mode={cfg.live.mode!r} runs no monitor; valid: "
                              f"{', '.join(k for k, v in SCHEDULES.items() if v is not None)}")
         self.cfg = live_view(cfg)
-        self.say = say
         self.schedule = SCHEDULES[cfg.live.mode](cfg.live)
         self.checkpoints = checkpoints or CheckpointFolder(cfg.model.path)
-        self.writer = RunWriter(self.cfg, background=background, say=say)
+        self.writer = RunWriter(self.cfg)
         self.tokenizer = tokenizer
         self.probe = self.adapter = self._shape = None
         self._held = None      # (revision, state_dict copy, config copy) of the last unsaved screen
@@ -102,20 +77,18 @@ class LiveMonitor:
         tic = time.perf_counter()
         try:
             if final and self.schedule.last_screened == step:  # screened, not saved: save that screen
-                return self._save_current(model, self._pending_revision(step, tokens), self._pending)
+                revision = self._pending.revision if self._pending is not None else self._revision(step, tokens)
+                return self._save_current(model, revision, self._pending)
             return self._screen_and_decide(model, step, tokens, force_save=final)
         finally:
             self.seconds += time.perf_counter() - tic
 
-    def finish(self, model=None, step: Optional[int] = None, tokens: Optional[int] = None) -> bool:
-        """At the end of training: the last checkpoint (``model`` given: screened and saved as
-        :meth:`step` with ``final``), the pending screen logged, the writer drained and stopped,
-        the listing marked complete. True when a checkpoint was saved now."""
-        saved = self.step(model, step, tokens, final=True) if model is not None else False
+    def finish(self) -> None:
+        """At the end of training (after the last step's :meth:`step` with ``final``): the pending
+        screen logged, the writer drained and stopped, the listing marked complete."""
         self._flush_pending()
         self.writer.close()
         self.checkpoints.write_listing(complete=True)
-        return saved
 
     def saved(self, model, step: int, tokens: int, write: bool = False) -> None:
         """The caller saved a checkpoint of ``step`` (the HF ``Trainer``, after :meth:`step` returned
@@ -149,9 +122,6 @@ class LiveMonitor:
     # -- internals
     def _revision(self, step: int, tokens: int) -> Revision:
         return Revision(int(tokens), int(step), self.checkpoints.name(step))
-
-    def _pending_revision(self, step: int, tokens: int) -> Revision:
-        return self._pending.revision if self._pending is not None else self._revision(step, tokens)
 
     def _known(self) -> List[Revision]:
         return sorted(Revision(int(r["tokens"]), int(r["step"]), r["name"]) for r in self.checkpoints.revisions)
@@ -214,7 +184,7 @@ class LiveMonitor:
             self.failures += 1
             if not self._screen_failed_reported:
                 self._screen_failed_reported = True
-                self.say(f"the screen at {revision.name} failed ({type(exc).__name__}: "
+                report(f"the screen at {revision.name} failed ({type(exc).__name__}: "
                          f"{str(exc).splitlines()[0] if str(exc) else ''}); training and saving go on, "
                          "and the screen is tried again at the next save")
             return None, None
@@ -225,9 +195,9 @@ class LiveMonitor:
         obs = Observation(revision.step, {c: float(metrics[count_metric(c)]) for c in self.cfg.live.classes
                                           if count_metric(c) in metrics}, metrics.get(INDUCTION_LOSS_METRIC))
         self.last = obs
-        device = next(model.parameters()).device
-        extra = {PROBE_PARAM: self.probe.description, "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
-                 "device": str(device), "source": f"live: {self.checkpoints.folder}",
+        weight = next(model.parameters())
+        extra = {PROBE_PARAM: self.probe.description, "dtype": str(weight.dtype).replace("torch.", ""),
+                 "device": str(weight.device), "source": f"live: {self.checkpoints.folder}",
                  "batch_size": str(self.probe.batch_size)}
         return LiveRecord(revision, [], result, self._shape, extra, seconds), obs
 

@@ -1,10 +1,8 @@
 """Live screens as runs of the run contract, written by a background thread.
 
 A live screen is logged exactly like a checkpoint screen of ``python -m emergence``
-(emergence/screening.py): claimed by its identity hash (model, revision ``step<N>``, corpus,
-screen; :func:`emergence.tracking.config_hash`), with the job's params
-(:func:`emergence.screening.run_params`: the flattened config, model, revision, step, tokens,
-family, layers, heads, ``registry_index``), every class's metrics, ``heads.csv`` and the
+(emergence/screening.py): claimed by its identity hash, with the job's params
+(:func:`emergence.screening.run_params`), every class's metrics, ``heads.csv`` and the
 resolved config. A screen whose checkpoint was saved carries its index in the growing
 known revisions (``registry_index``: saves come in step order, so the index never changes; its
 ``registry_size`` is their number when it was logged); a screen that was not saved
@@ -25,7 +23,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import mlflow
 from omegaconf import OmegaConf
@@ -65,9 +63,8 @@ def report(message: str) -> None:
 class RunWriter:
     """Logs :class:`LiveRecord` s into the store of ``cfg.tracking`` (in order, in a thread)."""
 
-    def __init__(self, cfg, background: bool = True, say: Callable[[str], None] = report):
+    def __init__(self, cfg):
         self.cfg = cfg
-        self.say = say
         self.sweep = sweep_id(cfg)
         self.config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
         self.backlog: List[LiveRecord] = []
@@ -80,69 +77,55 @@ class RunWriter:
         self._tracker = None
         self._orphans: List[str] = []
         self._queue: "queue.Queue" = queue.Queue()
-        self._thread = threading.Thread(target=self._work, name="emergence-live-writer", daemon=True) \
-            if background else None
-        if self._thread is not None:
-            self._thread.start()
+        self._thread = threading.Thread(target=self._work, name="emergence-live-writer", daemon=True)
+        self._thread.start()
 
     # -- the training thread's side
     def submit(self, record: LiveRecord) -> None:
-        self._put("log", record)
+        self._queue.put(("log", record))
 
     def retry(self) -> None:
         """Retry what could not be written (called at each save)."""
         if self.backlog or self.failing:
-            self._put("retry", None)
+            self._queue.put(("retry", None))
 
     def flush(self, timeout: Optional[float] = None) -> bool:
         """Wait until everything submitted so far was tried; False on timeout."""
         done = threading.Event()
-        self._put("flush", done)
-        return done.wait(timeout) if self._thread is not None else True
+        self._queue.put(("flush", done))
+        return done.wait(timeout)
 
     def close(self, timeout: float = 120.0) -> int:
         """Write what is left (one more try), stop the thread; returns the runs not written."""
         done = threading.Event()
-        self._put("stop", done)
-        if self._thread is not None and not done.wait(timeout):
-            self.say(f"the store {self.cfg.tracking.uri} did not answer within {timeout:.0f} s; "
+        self._queue.put(("stop", done))
+        if not done.wait(timeout):
+            report(f"the store {self.cfg.tracking.uri} did not answer within {timeout:.0f} s; "
                      f"{len(self.backlog)} live screen(s) not logged")
             return len(self.backlog)
         if self.backlog:
-            self.say(f"{len(self.backlog)} live screen(s) could not be logged to {self.cfg.tracking.uri}: "
+            report(f"{len(self.backlog)} live screen(s) could not be logged to {self.cfg.tracking.uri}: "
                      f"{', '.join(r.revision.name for r in self.backlog[:5])}{' ...' if len(self.backlog) > 5 else ''}")
         return len(self.backlog)
-
-    def _put(self, kind: str, payload) -> None:
-        if self._thread is None:
-            self._handle(kind, payload)
-        else:
-            self._queue.put((kind, payload))
 
     # -- the writer thread's side
     def _work(self) -> None:
         while True:
             kind, payload = self._queue.get()
-            self._handle(kind, payload)
+            tic = time.thread_time()
+            try:
+                if kind == "log":
+                    self.backlog.append(payload)
+                    if not self.failing:
+                        self._drain()
+                elif kind in ("retry", "stop"):
+                    self._drain()
+            finally:
+                self.cpu_seconds += time.thread_time() - tic
+            if kind in ("flush", "stop"):
+                payload.set()
             if kind == "stop":
                 return
-
-    def _handle(self, kind: str, payload) -> None:
-        tic = time.thread_time()
-        try:
-            self._do(kind, payload)
-        finally:
-            self.cpu_seconds += time.thread_time() - tic
-
-    def _do(self, kind: str, payload) -> None:
-        if kind == "log":
-            self.backlog.append(payload)
-            if not self.failing:
-                self._drain()
-        elif kind in ("retry", "stop"):
-            self._drain()
-        if kind in ("flush", "stop") and payload is not None:
-            payload.set()
 
     def _drain(self) -> None:
         while self.backlog:
@@ -153,7 +136,7 @@ class RunWriter:
                 self.failing = True
                 if not self._reported:
                     self._reported = True
-                    self.say(f"could not log the screen of {record.revision.name} to {self.cfg.tracking.uri} "
+                    report(f"could not log the screen of {record.revision.name} to {self.cfg.tracking.uri} "
                              f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); training "
                              "goes on, and logging is retried at the next save")
                 return

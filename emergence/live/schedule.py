@@ -68,14 +68,11 @@ class AdaptiveSchedule:
         self.failing = False
 
     # -- grids
-    def _watch_after(self, step: int) -> int:
-        return log_grid_next(step, int(self.cfg.first_step), float(self.cfg.screens_per_decade))
-
-    def _sparse_after(self, step: int) -> int:
-        return log_grid_next(step, int(self.cfg.first_step), float(self.cfg.saves_per_decade))
+    def _grid_after(self, step: int, per_decade) -> int:
+        return log_grid_next(step, int(self.cfg.first_step), float(per_decade))
 
     def sparse_due(self, step: int) -> bool:
-        return self.last_saved is None or self._sparse_after(self.last_saved) <= step
+        return self.last_saved is None or self._grid_after(self.last_saved, self.cfg.saves_per_decade) <= step
 
     def due(self, step: int) -> bool:
         return step >= self.next_screen
@@ -110,8 +107,8 @@ class AdaptiveSchedule:
 
     def _next_screen(self, step: int) -> int:
         if self.failing:  # retried at the next save
-            return self._sparse_after(max(step, self.last_saved or 0))
-        watch = self._watch_after(step)
+            return self._grid_after(max(step, self.last_saved or 0), self.cfg.saves_per_decade)
+        watch = self._grid_after(step, self.cfg.screens_per_decade)
         if not self.dense:
             return watch
         # dense: every dense_every steps, but where the watch grid is finer than that, the watch grid
@@ -119,16 +116,14 @@ class AdaptiveSchedule:
         return watch if spacing <= int(self.cfg.dense_every) else step + int(self.cfg.dense_every)
 
     # -- resumption
+    _STATE = ("next_screen", "last_saved", "last_screened", "dense", "quiet", "failing")
+
     def state_dict(self) -> dict:
-        return {"next_screen": self.next_screen, "last_saved": self.last_saved, "last_screened": self.last_screened,
-                "dense": self.dense, "quiet": self.quiet, "failing": self.failing,
-                "detector": self.detector.state_dict()}
+        return {**{key: getattr(self, key) for key in self._STATE}, "detector": self.detector.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        self.next_screen = int(state["next_screen"])
-        self.last_saved = state["last_saved"]
-        self.last_screened = state["last_screened"]
-        self.dense, self.quiet, self.failing = bool(state["dense"]), int(state["quiet"]), bool(state["failing"])
+        for key in self._STATE:
+            setattr(self, key, state[key])
         self.detector.load_state_dict(state["detector"])
 
 

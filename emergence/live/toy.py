@@ -1,17 +1,11 @@
 """The toy suite trained with a live monitor (``python -m emergence model=toy_neox live=adaptive``).
 
-The toy trainer (emergence/toy/train.py) runs unchanged, with a :class:`LiveMonitor`
-called after every update: the weights are those of the fixed-schedule suite, only the
-checkpoints differ. The suite lives beside the fixed one, in
-``<cache.toy_dir>/<name>-<recipe hash>-live-<live hash>/`` (the live hash: the ``live``
-settings, the live probe and the live screen, which decide the checkpoints), and is an
-ordinary checkpoint folder: ``<revision>/`` HF folders and ``revisions.json``, listing
-the saved checkpoints as training goes (``complete: true`` at the end).
-
-Its runs are logged under :func:`suite_config`: the model as a ``revisions: folder`` model
-of that folder (name, family, corpus and recipe kept), the live probe and screen
-(:func:`emergence.live.live_view`), so the job that follows training finds every saved
-checkpoint screened already.
+The toy trainer (emergence/toy/train.py) runs unchanged with a :class:`LiveMonitor`: the
+weights are those of the fixed-schedule suite, only the checkpoints differ. The suite is an
+ordinary checkpoint folder beside the fixed one, ``<cache.toy_dir>/<name>-<recipe hash>-live-<live
+hash>/`` (the live hash: the ``live`` settings, the live probe and screen, which decide the
+checkpoints). Its runs are logged under :func:`suite_config` and the live view, so the job that
+follows training finds every saved checkpoint screened already.
 """
 
 from __future__ import annotations
@@ -33,8 +27,7 @@ def live_hash(cfg) -> str:
     """Hash of what decides a live suite's checkpoints: the ``live`` settings, the live probe and screen."""
     view = live_view(cfg)
     identity = {k: OmegaConf.to_container(view[k], resolve=True) for k in ("live", "corpus", "screen")}
-    for key in ("batch_size",):  # throughput only
-        identity["corpus"].pop(key, None)
+    identity["corpus"].pop("batch_size", None)  # throughput only
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
@@ -51,27 +44,17 @@ def suite_config(cfg, folder):
     return out
 
 
-def is_trained(folder: Path, digest: str) -> bool:
-    """A finished live suite: its listing complete, made for ``digest``, every folder whole."""
-    try:
-        listing = json.loads((folder / "revisions.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return listing.get("recipe_hash") == digest and is_complete(folder)
-
-
 def ensure_trained_live(cfg, progress: bool = True) -> Tuple[Path, dict]:
-    """The folder of the toy suite trained with the live monitor of ``cfg``, training it first if
-    needed (an interrupted training resumes with the monitor's state). Returns the folder and
-    the revisions the monitor logged in this session (name -> run id; empty when it was trained)."""
+    """The live suite's folder, trained first if needed (an interrupted training resumes with the monitor's
+    state), and the revisions the monitor logged in this session (name -> run id; empty when trained)."""
     recipe = as_recipe(cfg.model.recipe)
     folder = live_suite_folder(cfg)
     identity = f"-live-{live_hash(cfg)}"
     digest = recipe_hash(recipe) + identity
-    if is_trained(folder, digest):
+    if is_complete(folder, digest=digest):
         return folder, {}
     with _locked(folder):
-        if is_trained(folder, digest):
+        if is_complete(folder, digest=digest):
             return folder, {}
         extra = {"name": cfg.model.name, "recipe_hash": digest, "live_hash": live_hash(cfg)}
         monitor = LiveMonitor(suite_config(cfg, folder), CheckpointFolder(folder, listing_extra=extra))

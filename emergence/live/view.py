@@ -1,12 +1,5 @@
 """The configs a live screen runs under: a job's config as plain data, its live view, and a
-checkpoint folder's config for a model trained elsewhere (emergence/live/).
-
-- :func:`plain`: a resolved copy of a job's config without Hydra's own node;
-- :func:`live_view`: the config a live screen runs and logs under (the probe cut to
-  ``live.n_sequences``, the participation ratio as ``live.participation_ratio`` says);
-- :func:`folder_config`: a composed config whose model is a checkpoint folder, for
-  :class:`~emergence.live.LiveMonitor` and :class:`~emergence.live.LiveCallback`.
-"""
+checkpoint folder's config for a model trained elsewhere (emergence/live/)."""
 
 from __future__ import annotations
 
@@ -37,9 +30,9 @@ def live_view(cfg):
 
 def folder_config(name: str, path, family: str, pretraining_corpus: str = "unknown",
                   tokens_per_step: Optional[int] = None, overrides: Sequence[str] = ()):
-    """A composed emergence config (``overrides`` as on the command line, e.g. ``live=adaptive``,
-    ``tracking.uri=...``) whose model is the checkpoint folder ``path`` (``revisions: folder``),
-    where a monitor saves the checkpoints of a model trained elsewhere."""
+    """A composed emergence config (``overrides`` as on the command line, e.g. ``live=adaptive``) whose
+    model is the checkpoint folder ``path``, where a :class:`~emergence.live.LiveMonitor` or
+    :class:`~emergence.live.LiveCallback` saves the checkpoints of a model trained elsewhere."""
     cfg = compose(list(overrides))
     model = {"name": name, "path": str(Path(path).expanduser().resolve()), "repo": None, "family": family,
              "revisions": "folder", "pretraining_corpus": pretraining_corpus,

@@ -1,16 +1,10 @@
 """The toy suite: small causal LMs of three families trained on the CPU, whose
 log-spaced checkpoints are ordinary HF model folders (treated like hub revisions).
 
-- ``checkpoint_schedule(recipe)``: the revisions, known before training.
-- ``ensure_trained(recipe, cache_dir, name, progress=True)``: the folder of a fully
-  trained suite member, trained first if missing (resuming an interrupted training).
-
 Modules: ``recipe`` (config dataclasses), ``corpus`` (synthetic training text),
-``models`` (HF configs of the three families), ``train`` (training, layout, caching).
-
-What the recipes (``conf/recipe/{neox,olmo,olmoe}.yaml``, seed 0, 2 CPU threads) form,
-as measured by the tool itself: the formation table of docs/toy-suite.md (a record of
-one run; the slow tests re-check toy_neox).
+``models`` (HF configs of the three families), ``train`` (training, layout, caching:
+``checkpoint_schedule(recipe)``, ``ensure_trained(recipe, cache_dir, name)``). What the
+recipes (``conf/recipe/*.yaml``) form: the formation table of docs/toy-suite.md.
 
 Calibration notes (from the recipe search, per-head tables not re-checked here):
 lowering ``rope_theta`` from 10000 to 500 (more rotary frequencies that resolve 64
@@ -24,14 +18,13 @@ from __future__ import annotations
 
 from emergence.toy.recipe import ToyCorpusConfig, ToyRecipeConfig
 
-__all__ = ["ToyCorpusConfig", "ToyRecipeConfig", "checkpoint_schedule", "ensure_trained",
-           "suite_folder", "recipe_hash", "is_complete", "train_suite", "as_recipe", "STATE_FILE"]
+#: From emergence.toy.train, imported on first use (torch only when training is asked for).
+_LAZY = ("checkpoint_schedule", "ensure_trained", "suite_folder", "recipe_hash", "is_complete",
+         "train_suite", "as_recipe", "STATE_FILE")
+__all__ = ["ToyCorpusConfig", "ToyRecipeConfig", *_LAZY]
 
-_LAZY = {"checkpoint_schedule", "ensure_trained", "suite_folder", "recipe_hash", "is_complete",
-         "train_suite", "as_recipe", "STATE_FILE"}
 
-
-def __getattr__(name):  # torch is imported only when training is asked for
+def __getattr__(name):
     if name in _LAZY:
         from emergence.toy import train
 

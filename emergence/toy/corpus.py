@@ -75,10 +75,10 @@ class ToyCorpus:
         self.seq_len = int(seq_len)
         self.batch_size = int(batch_size)
         self.seed = int(seed)
-        V, first = int(corpus.vocab_size), int(corpus.first_token)
-        self.vocab_size, self.first_token = V, first
+        self.first_token = int(corpus.first_token)
         #: the tokens of running text and segments: everything but the first token
-        self.text_tokens = np.array([t for t in range(V) if t != first], dtype=np.int64)
+        self.text_tokens = np.array([t for t in range(int(corpus.vocab_size)) if t != self.first_token],
+                                    dtype=np.int64)
         rng = np.random.default_rng([self.seed, 0])
         n = len(self.text_tokens)
         zipf = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** float(corpus.zipf_exponent)
@@ -111,9 +111,7 @@ class ToyCorpus:
         tokens[:, 1:] = self.text_tokens[idx]
 
         has = rng.random(B) < float(cfg.repeat_fraction)
-        length = np.full(B, -1, dtype=np.int64)
-        first = np.full(B, -1, dtype=np.int64)
-        second = np.full(B, -1, dtype=np.int64)
+        length, first, second = (np.full(B, -1, dtype=np.int64) for _ in range(3))
         for b in np.flatnonzero(has):
             L = int(rng.integers(cfg.segment_min, cfg.segment_max + 1))
             segment = rng.choice(self.text_tokens, size=L, replace=False)
@@ -123,6 +121,4 @@ class ToyCorpus:
             tokens[b, p1:p1 + L] = segment
             tokens[b, p2:p2 + L] = segment
             length[b], first[b], second[b] = L, p1, p2
-        if with_info:
-            return tokens, RepeatInfo(length, first, second)
-        return tokens
+        return (tokens, RepeatInfo(length, first, second)) if with_info else tokens

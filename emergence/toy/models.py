@@ -73,6 +73,4 @@ def build_model(recipe, attn_implementation: str = "sdpa"):
 
     config = build_config(recipe)
     torch.manual_seed(init_seed(recipe))
-    model = AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation,
-                                             dtype=torch.float32)
-    return model
+    return AutoModelForCausalLM.from_config(config, attn_implementation=attn_implementation, dtype=torch.float32)

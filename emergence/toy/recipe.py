@@ -92,22 +92,17 @@ def init_seed(recipe) -> int:
 #: FLOPs; fitted to trainings measured on the 2-core machine (docs/toy-suite.md).
 STEP_OVERHEAD_S = 0.012
 TRAINING_FLOPS_PER_S = 8e10
-#: Feed-forward matrices per expert: GPT-NeoX's MLP has 2, OLMo's and OLMoE's SwiGLU 3.
-FF_MATRICES = {"gpt_neox": 2}
-
-
-def training_flops_per_step(recipe) -> float:
-    """FLOPs of one update: 6 per weight per token (forward and backward) over the active weights,
-    and the attention scores and mix (3 x forward: 4 x seq x d per token and layer)."""
-    d, ff, layers = int(recipe.d_model), int(recipe.d_ff), int(recipe.n_layers)
-    experts = int(recipe.top_k) if recipe.family == "olmoe" else 1
-    weights = layers * (4 * d * d + FF_MATRICES.get(recipe.family, 3) * d * ff * experts)
-    weights += 2 * int(recipe.corpus.vocab_size) * d
-    tokens = int(recipe.batch_size) * int(recipe.seq_len)
-    return tokens * (6.0 * weights + 3.0 * layers * 4 * int(recipe.seq_len) * d)
 
 
 def estimated_training_seconds(recipe, from_step: int = 0) -> float:
-    """About how long training ``recipe`` from ``from_step`` takes on 2 quiet CPU cores."""
+    """About how long training ``recipe`` from ``from_step`` takes on 2 quiet CPU cores. FLOPs of one
+    update: 6 per weight per token (forward and backward) over the active weights, and the attention
+    scores and mix (3 x forward: 4 x seq x d per token and layer)."""
+    d, ff, layers = int(recipe.d_model), int(recipe.d_ff), int(recipe.n_layers)
+    experts = int(recipe.top_k) if recipe.family == "olmoe" else 1
+    ff_matrices = 2 if recipe.family == "gpt_neox" else 3  # per expert: GPT-NeoX's MLP 2, SwiGLU 3
+    weights = layers * (4 * d * d + ff_matrices * d * ff * experts) + 2 * int(recipe.corpus.vocab_size) * d
+    tokens = int(recipe.batch_size) * int(recipe.seq_len)
+    flops = tokens * (6.0 * weights + 3.0 * layers * 4 * int(recipe.seq_len) * d)
     steps = max(0, int(recipe.steps) - int(from_step))
-    return steps * (STEP_OVERHEAD_S + training_flops_per_step(recipe) / TRAINING_FLOPS_PER_S)
+    return steps * (STEP_OVERHEAD_S + flops / TRAINING_FLOPS_PER_S)

@@ -10,35 +10,29 @@ hex digits of the SHA-256 of the normalised recipe and ``TRAINER_VERSION``)::
     train_state.pt    while training only: resume state of the last complete checkpoint
     .lock             an advisory lock held while training
 
-Crash safety. Each checkpoint is written to a ``.tmp-*`` folder and renamed into
-place; ``revisions.json`` (the only mark of a finished suite) is written last, by an
-atomic ``os.replace``. A folder without a complete ``revisions.json`` listing every
-revision of the schedule, each with its config and weights, is never taken for a
-finished suite, whatever else it holds.
+Crash safety. Each file and checkpoint is written under a ``.tmp-*`` name and renamed into
+place; ``revisions.json``, the only mark of a finished suite, is written last. A folder
+without a complete ``revisions.json`` listing every revision of the schedule, each with
+its config and weights, is never taken for a finished suite, whatever else it holds.
 
-Resumption (the choice made here). After each checkpoint the trainer writes
-``train_state.pt`` (model and AdamW state, the step, torch's RNG state), atomically,
-*after* the checkpoint folder is in place. An interrupted training (Ctrl-C, kill,
-power loss) resumes from the last state on the next ``ensure_trained``: the learning
-rate is a pure function of the step and the data stream is a pure function of
-(seed, step) (``emergence.toy.corpus``), so a resumed training yields the same
-weights as an uninterrupted one on the same machine (tested). Checkpoint folders
-newer than the state, and left-over ``.tmp-*`` folders, are discarded and
-rewritten. Without a usable state the folder is cleared and training restarts
-from step 0. ``train_state.pt`` is deleted once the suite is complete.
+Resumption. After each checkpoint (once its folder is in place) the trainer writes
+``train_state.pt``: model and AdamW state, the step, torch's RNG state. An interrupted
+training resumes from it on the next ``ensure_trained``: the learning rate is a pure
+function of the step and the data a pure function of (seed, step)
+(``emergence.toy.corpus``), so it yields the weights of an uninterrupted one on the same
+machine (tested). Checkpoints newer than the state and ``.tmp-*`` leftovers are redone;
+without a usable state training restarts from step 0 in a cleared folder.
 
-Live screening (``live=adaptive``, emergence/live/toy.py): ``train_suite(..., monitor=...)``
-runs the same training with a live monitor called after every update; the monitor decides
-and writes the checkpoints (and lists them in ``revisions.json`` as they are saved) instead
-of the fixed schedule, its state is kept in ``train_state.pt`` at each of its checkpoints,
-and the weights at every step are those of the fixed-schedule training (tested bit for bit).
+Live screening (``live=adaptive``, emergence/live/toy.py): with ``monitor=...`` the monitor,
+called after every update, decides and writes the checkpoints instead of the fixed schedule
+(its state is kept in ``train_state.pt``); the weights are those of the fixed-schedule
+training (tested bit for bit).
 
-Determinism: ``torch.manual_seed(init seed)`` before building the model (the recipe's
-``init_seed``, else ``seed``; the data come from its ``data_seed``, else ``seed``),
-``torch.use_deterministic_algorithms(True)`` during training, numpy Generators for
-the data, the thread count fixed by ``recipe.threads`` (``null``: torch's
-default). Same recipe, same machine, same thread count: bitwise-equal weights.
-Training runs on the CPU with SDPA attention; no dropout.
+Determinism: ``torch.manual_seed(init seed)`` before building the model (the data come from
+the data seed, ``emergence.toy.recipe``), ``torch.use_deterministic_algorithms(True)``,
+numpy Generators for the data, the thread count fixed by ``recipe.threads`` (``null``:
+torch's default). Same recipe, machine and thread count: bitwise-equal weights. Training
+runs on the CPU with SDPA attention; no dropout.
 """
 
 from __future__ import annotations
@@ -70,11 +64,6 @@ TRAINER_VERSION = 1
 REVISIONS_FILE = "revisions.json"
 STATE_FILE = "train_state.pt"
 LR_SCHEDULES = ("constant", "cosine")
-#: Recipe keys left out of its hash while null (:func:`recipe_dict`).
-NULL_FREE_KEYS = ("data_seed", "init_seed")
-
-
-# --------------------------------------------------------------------------- recipe
 
 
 def as_recipe(recipe) -> ToyRecipeConfig:
@@ -99,19 +88,14 @@ def as_recipe(recipe) -> ToyRecipeConfig:
     return rec
 
 
-def recipe_dict(recipe) -> Dict:
-    """The normalised recipe; ``data_seed`` / ``init_seed`` left out while null (added later: a
-    recipe without them keeps its hash, so its cached suite stays valid)."""
-    out = dataclasses.asdict(as_recipe(recipe))
-    for key in NULL_FREE_KEYS:
-        if out.get(key, 0) is None:
-            out.pop(key)
-    return out
-
-
 def recipe_hash(recipe) -> str:
-    """Short hash of the normalised recipe (and the trainer version): the cache key."""
-    text = json.dumps({"recipe": recipe_dict(recipe), "trainer_version": TRAINER_VERSION}, sort_keys=True)
+    """Short hash of the normalised recipe (and the trainer version): the cache key. ``data_seed`` /
+    ``init_seed`` are left out while null (added later: a recipe without them keeps its cached suite)."""
+    normalised = dataclasses.asdict(as_recipe(recipe))
+    for key in ("data_seed", "init_seed"):
+        if normalised[key] is None:
+            del normalised[key]
+    text = json.dumps({"recipe": normalised, "trainer_version": TRAINER_VERSION}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
@@ -119,20 +103,15 @@ def suite_folder(recipe, cache_dir, name: str) -> Path:
     return Path(cache_dir) / f"{name}-{recipe_hash(recipe)}"
 
 
-def checkpoint_steps(recipe) -> List[int]:
-    rec = as_recipe(recipe)
-    logs = np.geomspace(rec.first_checkpoint, rec.steps, rec.n_checkpoints)
-    steps = sorted({0, int(rec.steps)} | {int(round(s)) for s in logs})
-    return steps
-
-
 def checkpoint_schedule(recipe) -> List[Dict]:
     """The suite's revisions, known before training: step 0, then ``n_checkpoints``
     log-spaced integer steps from ``first_checkpoint`` to ``steps`` (deduplicated, so
     possibly fewer), each ``{"name": "step<N>", "step": N, "tokens": N * batch * seq_len}``."""
     rec = as_recipe(recipe)
+    logs = np.geomspace(rec.first_checkpoint, rec.steps, rec.n_checkpoints)
     per_step = int(rec.batch_size) * int(rec.seq_len)
-    return [{"name": f"step{s}", "step": s, "tokens": s * per_step} for s in checkpoint_steps(rec)]
+    return [{"name": f"step{s}", "step": s, "tokens": s * per_step}
+            for s in sorted({0, int(rec.steps)} | {int(round(s)) for s in logs})]
 
 
 def lr_at(recipe: ToyRecipeConfig, step: int) -> float:
@@ -148,16 +127,9 @@ def lr_at(recipe: ToyRecipeConfig, step: int) -> float:
     return floor + (lr - floor) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-# --------------------------------------------------------------------------- suite state
-
-
-def _checkpoint_ok(path: Path) -> bool:
-    return (path / "config.json").is_file() and (path / "model.safetensors").is_file()
-
-
-def is_complete(folder: Path, recipe=None) -> bool:
-    """True only for a finished suite: ``revisions.json`` marked complete, listing the
-    recipe's schedule (when given), every revision folder with config and weights."""
+def is_complete(folder: Path, recipe=None, digest: Optional[str] = None) -> bool:
+    """True only for a finished suite: ``revisions.json`` marked complete (made for ``digest``, when
+    given), listing the recipe's schedule (when given), every revision folder with config and weights."""
     folder = Path(folder)
     try:
         data = json.loads((folder / REVISIONS_FILE).read_text())
@@ -165,10 +137,13 @@ def is_complete(folder: Path, recipe=None) -> bool:
         return False
     if not isinstance(data, dict) or data.get("complete") is not True:
         return False
+    if digest is not None and data.get("recipe_hash") != digest:
+        return False
     revisions = data.get("revisions") or []
     if recipe is not None and revisions != checkpoint_schedule(recipe):
         return False
-    return bool(revisions) and all(_checkpoint_ok(folder / r["name"]) for r in revisions)
+    return bool(revisions) and all((folder / r["name"] / "config.json").is_file()
+                                   and (folder / r["name"] / "model.safetensors").is_file() for r in revisions)
 
 
 def _write_failed(path: Path, tmp: Path, exc: Exception) -> OutputError:
@@ -185,12 +160,16 @@ def _write_failed(path: Path, tmp: Path, exc: Exception) -> OutputError:
 
 
 def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Write ``path`` through a temporary name and a rename: whole or not at all."""
+    """Write the file or folder ``path`` through a temporary name and a rename: whole or not at all
+    (a folder left by a run that died after its rename, before its resume state, is replaced)."""
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
     try:
         write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        if tmp.is_dir() and path.exists():
+            shutil.rmtree(path)
+        elif not tmp.is_dir():
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except Exception as exc:  # noqa: BLE001  (a full disk, a read-only folder: one line, nothing partial left)
         raise _write_failed(path, tmp, exc) from exc
@@ -205,12 +184,9 @@ def _locked(folder: Path):
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(folder / ".lock", "w") as fh:
+    with open(folder / ".lock", "w") as fh:  # closing the file releases the lock
         fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        yield
 
 
 @contextlib.contextmanager
@@ -232,9 +208,6 @@ def _training_context(threads: Optional[int]):
         torch.set_num_threads(prev_threads)
         if prev_bar:
             hf_logging.enable_progress_bar()
-
-
-# --------------------------------------------------------------------------- training
 
 
 def _optimizer(model: torch.nn.Module, rec: ToyRecipeConfig) -> torch.optim.Optimizer:
@@ -260,17 +233,7 @@ def train_update(model, optimizer, rec: ToyRecipeConfig, corpus: ToyCorpus, step
 
 
 def _save_checkpoint(model, folder: Path, name: str) -> None:
-    final = folder / name
-    tmp = folder / f".tmp-{name}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
-        model.save_pretrained(tmp)
-        if final.exists():  # a leftover of a run that died after the rename, before its state
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    except Exception as exc:  # noqa: BLE001  (a full disk, a read-only folder: one line, nothing partial left)
-        raise _write_failed(final, tmp, exc) from exc
+    _write_atomic(folder / name, model.save_pretrained)
 
 
 def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: List[float],
@@ -283,26 +246,11 @@ def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: 
 
 
 def _load_state(folder: Path, digest: str) -> Optional[dict]:
-    path = folder / STATE_FILE
-    if not path.exists():
-        return None
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception:  # truncated or corrupt: restart cleanly
+        state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
+    except Exception:  # missing, truncated or corrupt: restart cleanly
         return None
-    if not isinstance(state, dict) or state.get("recipe_hash") != digest:
-        return None
-    return state
-
-
-def _clear(folder: Path) -> None:
-    for child in folder.iterdir():
-        if child.name == ".lock":
-            continue
-        if child.is_dir():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+    return state if isinstance(state, dict) and state.get("recipe_hash") == digest else None
 
 
 def _resume(folder: Path, digest: str, model, optimizer, save_at: Dict[int, str], monitor) -> Tuple[int, List[float]]:
@@ -311,7 +259,9 @@ def _resume(folder: Path, digest: str, model, optimizer, save_at: Dict[int, str]
     redone; the monitor's state restored, its later checkpoints redone), else step 0 in a cleared folder."""
     state = _load_state(folder, digest)
     if state is None:
-        _clear(folder)
+        for child in folder.iterdir():
+            if child.name != ".lock":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
         return 0, []
     start = int(state["step"])
     model.load_state_dict(state["model"])
@@ -327,18 +277,11 @@ def _resume(folder: Path, digest: str, model, optimizer, save_at: Dict[int, str]
 
 def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
                 on_step: Optional[Callable[[int], None]] = None, monitor=None, identity: str = "") -> Path:
-    """Train ``recipe`` into ``folder`` (resuming from ``train_state.pt`` if usable).
-
-    ``on_step(step)`` is called after each update with the number of updates done
-    (tests use it to interrupt a training). Call through ``ensure_trained``, which
-    holds the folder's lock.
-
-    ``monitor``: a live monitor (:class:`emergence.live.LiveMonitor`) writing into ``folder``:
-    it is called after every update (``monitor.step(model, step, tokens)``) and decides the
-    checkpoints instead of the fixed schedule; its state is part of ``train_state.pt``.
-    ``identity`` is added to the recipe hash that a resume state must match (the monitor's
-    settings). The weights are those of a training without a monitor.
-    """
+    """Train ``recipe`` into ``folder`` (resuming from ``train_state.pt`` if usable); call through
+    ``ensure_trained``, which holds the folder's lock. ``on_step(done)`` is called after each update
+    (tests interrupt a training with it). ``monitor``: a live monitor (:class:`emergence.live.LiveMonitor`)
+    writing into ``folder``, which decides the checkpoints instead of the fixed schedule; ``identity``
+    (its settings) is added to the recipe hash that a resume state must match."""
     rec = as_recipe(recipe)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -347,12 +290,13 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
     save_at = {} if monitor is not None else {r["step"]: r["name"] for r in schedule}
     per_step = int(rec.batch_size) * int(rec.seq_len)
 
-    _mark_unfinished(folder)
+    (folder / REVISIONS_FILE).unlink(missing_ok=True)  # not a finished suite until it is written again
+    for child in folder.glob(".tmp-*"):
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
     corpus = ToyCorpus(rec.corpus, rec.seq_len, rec.batch_size, data_seed(rec))
     t0 = time.perf_counter()
     with _training_context(rec.threads):
-        model = build_model(rec, attn_implementation="sdpa")
-        model.train()
+        model = build_model(rec, attn_implementation="sdpa").train()
         optimizer = _optimizer(model, rec)
         start, losses = _resume(folder, digest, model, optimizer, save_at, monitor)
         extra = {"output_router_logits": True} if rec.family == "olmoe" else {}
@@ -364,9 +308,8 @@ def train_suite(recipe, folder, name: str = "toy", progress: bool = True,
             if start == 0:
                 _save_due(folder, 0, 0, False, model, optimizer, digest, losses, save_at, monitor)
             for step in range(start, rec.steps):
-                loss = train_update(model, optimizer, rec, corpus, step, extra)
+                losses.append(train_update(model, optimizer, rec, corpus, step, extra))
                 done = step + 1
-                losses.append(loss)
                 bar.update(1)
                 _save_due(folder, done, done * per_step, done == rec.steps, model, optimizer, digest, losses, save_at,
                           monitor)
@@ -395,14 +338,6 @@ def _save_due(folder: Path, step: int, tokens: int, final: bool, model, optimize
         _save_state(folder, step, model, optimizer, digest, losses)
     if monitor is not None and monitor.step(model, step, tokens, final=final):
         _save_state(folder, step, model, optimizer, digest, losses, live=monitor.state_dict())
-
-
-def _mark_unfinished(folder: Path) -> None:
-    """Whatever happens next, ``folder`` is not a finished suite until its listing is written again:
-    the listing and any half-written temporary files go."""
-    (folder / REVISIONS_FILE).unlink(missing_ok=True)
-    for child in folder.glob(".tmp-*"):
-        shutil.rmtree(child) if child.is_dir() else child.unlink()
 
 
 def _report(bar, name: str, done: int, steps: int, losses: List[float], monitor, progress: bool) -> None:
@@ -435,12 +370,8 @@ def write_listing(folder: Path, rec: ToyRecipeConfig, revisions: List[Dict], dig
 
 
 def ensure_trained(recipe, cache_dir, name: str, progress: bool = True) -> Path:
-    """The folder of a fully trained suite member, training it first if missing.
-
-    ``<cache_dir>/<name>-<hash>/``, holding one HF model folder per revision of
-    ``checkpoint_schedule(recipe)`` and ``revisions.json`` (written last). An
-    interrupted training resumes from its last complete checkpoint.
-    """
+    """The folder ``<cache_dir>/<name>-<hash>/`` of a fully trained suite member, trained first if
+    missing (an interrupted training resumes from its last complete checkpoint)."""
     rec = as_recipe(recipe)
     folder = suite_folder(rec, cache_dir, name)
     if is_complete(folder, rec):
