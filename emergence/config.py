@@ -1,14 +1,10 @@
 """Structured-config schemas for every config group under ``conf/``.
 
-Each group (``model``, ``corpus``, ``revision``, ``screen``, ``tracking``) is a
-dataclass here; the primary config ``conf/config.yaml`` lists the schema
-``emergence_schema`` first in its defaults, so Hydra merges every group option into
-a typed node: a misspelt key or a wrong type fails at composition and the error
-names the key. Each field's constraint (range, choices) sits next to it, in its
-``metadata`` (see emergence/common/checks.py); a group's rules across its fields sit
-next to its schema (:func:`check_corpus`, :func:`check_ablation`); :func:`check_config`
-checks a composed config against both, in one line, before any model is loaded or
-trained, and :func:`check_screen` checks a screen config handed to
+``conf/config.yaml`` lists the schema ``emergence_schema`` first in its defaults, so a misspelt
+key or a wrong type fails at composition, naming the key. Each field's constraint (range,
+choices) sits in its ``metadata`` (emergence/common/checks.py), a group's rules across its fields
+beside its schema; :func:`check_config` checks a composed config against both, in one line, before
+any model is loaded, and :func:`check_screen` a screen config handed to
 :func:`emergence.screens.screen` directly. Torch-free.
 """
 
@@ -78,14 +74,9 @@ def model_sources() -> tuple:
 
 @dataclass
 class TokenCountConfig:
-    """How a revision's training-token count is known, where the source computes it.
-
-    The source (``model.revisions``) decides how tokens are known: ``pythia`` computes
-    step x ``tokens_per_step``; ``snapshot`` reads the snapshot (tokens parsed from
-    ``stepN-tokensXB`` branch names); ``folder`` reads ``<path>/revisions.json``, else
-    computes step x ``tokens_per_step`` for ``step<N>/`` folders; ``toy`` reads the
-    recipe's schedule.
-    """
+    """How a revision's training-token count is known where the source computes it: ``pythia`` and
+    ``folder`` (without ``revisions.json``) compute step x ``tokens_per_step``; ``snapshot`` and
+    ``toy`` read theirs."""
 
     #: Training tokens a step (``pythia``: 2,097,152 when null; ``folder``: 0 when null).
     tokens_per_step: Optional[int] = field(default=None, metadata={"min": 1})
@@ -106,20 +97,16 @@ class ModelConfig:
     family: str = field(default="auto", metadata={"choices": lambda: families.family_choices()})
     pretraining_corpus: str = "unknown"
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
-    #: The model source (emergence/sources/): where the revision list comes from and where
-    #: each revision lies: ``pythia`` (hub repo, computed schedule), ``snapshot`` (hub repo,
-    #: ``emergence/snapshots/<name>.json``), ``folder`` (local folders under ``path``) or
-    #: ``toy`` (the project's toy suite, trained from ``recipe``).
+    #: The model source (emergence/sources/): where the revision list comes from and where each
+    #: revision lies (``pythia``, ``snapshot``, ``folder``, ``toy``, the seed suites).
     revisions: str = field(default="snapshot", metadata={"choices": lambda: model_sources()})
     #: ``auto`` picks the family's safe default (float32 on CPU; never fp16 for GPT-NeoX).
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
     recipe: Optional[ToyRecipeConfig] = None
-    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py; ``crfm_gpt2``,
-    #: emergence/sources/crfm_gpt2.py): the model size (``14m`` .. ``410m``; ``small``, ``medium``),
-    #: the training run's seed and what that seed varies (``data``: the data order only, ``weight``:
-    #: the initialisation only, ``both``). Null for every other model (and then left out of a run's
-    #: identity, so existing runs keep theirs).
+    #: Seed suites (``revisions: polypythia`` or ``crfm_gpt2``): the model size, the training run's
+    #: seed and what it varies (``data`` order, ``weight`` initialisation, ``both``). Null for every
+    #: other model (and then left out of a run's identity, so existing runs keep theirs).
     size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES + crfm_gpt2.SIZES})
     seed: Optional[int] = field(default=None, metadata={"min": 1})
     seed_kind: Optional[str] = field(default=None, metadata={"choices": SEED_KINDS})
@@ -272,25 +259,22 @@ class TrackingConfig:
     #: (same host, pid not alive), is dead: the next job of that identity deletes it and claims anew.
     #: Must exceed ``heartbeat_s`` (:func:`check_tracking`), or live claims would look dead.
     stale_after_s: float = field(default=600.0, metadata={"gt": 0, "finite": True})
-    #: Tracking server only: seconds to wait after creating a claim before re-reading the
-    #: rival claims (a local SQLite store claims under a file lock instead). Only a pause: the
-    #: claim rule holds whatever it is (emergence/tracking.py).
+    #: Tracking server only: seconds between creating a claim and re-reading the rival claims (a
+    #: SQLite store claims under a file lock). Only a pause: the claim rule holds whatever it is.
     claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
     #: Tracking server only: a call the server does not answer fails after about this many seconds
-    #: (retries included; emergence/common/store.py ``server_timeouts``), and the job with it; a
-    #: ``-m`` sweep then stops, saying how to resume. Also the longest a claim waits for a rival's.
+    #: (retries included), and the job with it. Also the longest a claim waits for a rival's.
     timeout_s: float = field(default=60.0, metadata={"min": 5, "max": 3600, "finite": True})
-    #: Seconds to wait for a tracking (or database) server to answer the check made before any
-    #: work (emergence/common/storecheck.py): an unreachable store is refused in one line, not after minutes.
+    #: Seconds a tracking (or database) server has to answer the check made before any work
+    #: (emergence/common/storecheck.py).
     connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
 
 
 @dataclass
 class CacheConfig:
     #: Delete a screened hub revision from the HF cache after its run is logged: true, false, or
-    #: null (the default, auto): delete it when the disk would not hold the revisions still to
-    #: come in this process (emergence/prefetch.py, ``disk_short``), so a study larger than the
-    #: disk (the three 1B models: about 200 GB) runs with the disk bounded.
+    #: null (auto): when the disk would not hold the revisions still to come (emergence/prefetch.py
+    #: ``disk_short``), so a study larger than the disk runs with the disk bounded.
     evict: Optional[bool] = None
     #: Load the next revision onto the device while this one is screened (two models held at
     #: once): true, false, or null (the default: on CUDA only). emergence/sweep_prefetch.py.
@@ -301,20 +285,8 @@ class CacheConfig:
 
 @dataclass
 class LiveConfig:
-    """The ``live`` group (``conf/live/``): live screening while a model trains (emergence/live/).
-
-    - ``mode``: an entry of :data:`LIVE_MODES`: ``off`` (default; no monitor, the toy keeps its
-      fixed 65-checkpoint schedule) or ``adaptive`` (screen while training, save where the
-      counts change; emergence/live/schedule.py);
-    - the probe of a live screen: the job's ``corpus`` with ``n_sequences`` sequences (the
-      probe's size, so a screen stays well under a second on the toy) and the job's
-      ``screen`` with ``participation_ratio`` (off by default: the detector needs the counts
-      and the induction loss only);
-    - the watch grid (``first_step``, ``screens_per_decade``), the sparse saves
-      (``saves_per_decade``) and the dense window (``dense_every``, ``settle``);
-    - the detector (``classes``, ``min_jump``, ``window``, ``loss_drop``; emergence/live/detector.py)
-      and ``lookback``.
-    """
+    """The ``live`` group (``conf/live/``): live screening while a model trains (emergence/live/);
+    a live screen uses the job's ``corpus`` and ``screen`` with the sizes below."""
 
     #: ``off`` (default) or ``adaptive`` (:data:`LIVE_MODES`).
     mode: str = field(default="off", metadata={"choices": tuple(LIVE_MODES)})
@@ -444,10 +416,9 @@ def text_problem(path: Path) -> Optional[str]:
 
 
 def check_corpus(corpus) -> None:
-    """The ``corpus`` group's rules across its fields, before any model is known (a probe against
-    the model's vocabulary and context: its ``CorpusKind.check``, emergence/probes.py, called by
-    emergence/preflight.py): a ``text_file``
-    probe needs a local file, an ``xu2026`` probe a token range and a length its layout fits."""
+    """The ``corpus`` group's rules before any model is known (against the model: ``CorpusKind.check``,
+    emergence/probes.py): a ``text_file`` probe needs a local text file, an ``xu2026`` probe a token
+    range and a length its layout fits."""
     check_probe_memory(corpus)
     if corpus.kind == "text_file":
         if not corpus.path:
@@ -487,9 +458,8 @@ def _rule(schema, name: str) -> dict:
 
 def check_screen(screen) -> None:
     """Refuse (one line) a screen config handed to :func:`emergence.screens.screen` that its schema
-    does not allow (a composed config passed :func:`check_config` already): its head classes and
-    thresholds, in the words the screen has always used for them, then every field as
-    :func:`check_config` checks it, and the ablation's rule."""
+    does not allow: its head classes and thresholds (in the screen's own words), then every field
+    as :func:`check_config` checks it, and the ablation's rule."""
     valid = tuple(_rule(ScreenConfig, "classes")["items"]["choices"]())
     positive = _rule(ScreenConfig, "thresholds")["items"]
     for head_class in screen.classes:
@@ -507,9 +477,8 @@ def check_screen(screen) -> None:
 
 
 def check_config(cfg) -> None:
-    """Refuse (:class:`~emergence.EmergenceError`, one line) any value of a composed config
-    that its schema's constraints, or the schema's keys, do not allow, and any that breaks a
-    group's rules across its fields."""
+    """Refuse (:class:`~emergence.EmergenceError`, one line) any value of a composed config that its
+    schema, or a group's rules across its fields, do not allow."""
     check(cfg, EmergenceConfig, EmergenceError)
     check_corpus(cfg.corpus)
     check_tracking(cfg.tracking)
@@ -518,8 +487,7 @@ def check_config(cfg) -> None:
 
 
 def register_configs() -> None:
-    cs = ConfigStore.instance()
-    cs.store(name="emergence_schema", node=EmergenceConfig)
+    ConfigStore.instance().store(name="emergence_schema", node=EmergenceConfig)
 
 
 register_configs()
