@@ -7,8 +7,7 @@
 - :func:`format_refinement`: a refinement's brackets before and after;
 - :func:`print_summary`: the end of a run, the same for one job (emergence/__main__.py) and
   for a ``-m`` sweep (hydra_plugins/emergence_sweeper): the table, when circuits form, the
-  statistics report (:func:`emergence.handoff.stats_report`), the failed jobs of a sweep and
-  where to open the runs.
+  statistics report (:func:`stats_report`), the failed jobs of a sweep and where to open the runs.
 
 Results are :class:`emergence.screening.RevisionResult` lists, read here, never built.
 """
@@ -17,9 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
+from omegaconf import DictConfig
+
 from emergence.common.contract import INDUCTION_LOSS_METRIC, count_metric, fraction_metric, parse_metric
 from emergence.common.mlflow_ui import open_lines
-from emergence.handoff import stats_report
 from emergence.common.units import format_tokens
 from emergence.revisions import Revision
 from emergence.ui import remember_job
@@ -134,13 +134,29 @@ def interrupted_line(done: int, total: int, unit: str) -> str:
             "run the same command again to resume: finished ones are skipped")
 
 
+def stats_report(cfg: DictConfig, models: List[str]) -> str:
+    """The statistics of this job's models (``stats.api.analyse_store``, in this process): the report
+    lands beside the job's outputs (``${emergence_home:}/outputs/stats/...``) and is logged into the
+    job's store. Returns stats' one-line summary, or why it failed and how to rerun it (a failing
+    report never fails the job: its screens are logged)."""
+    # (the statistics stack, scipy, statsmodels and matplotlib, only when a report is asked for)
+    from stats.api import analyse_store
+    from stats.errors import StatsError
+
+    try:
+        return analyse_store(cfg.tracking.uri, cfg.tracking.experiment, models, cfg.tracking.artifacts)
+    except Exception as exc:  # noqa: BLE001  (the screens are logged; a failing report does not fail the job)
+        why = str(exc) if isinstance(exc, StatsError) else f"{type(exc).__name__}: {exc}"
+        return (f"stats report failed: {why}\n  rerun it with: python -m stats source.tracking_uri={cfg.tracking.uri} "
+                f"source.experiment={cfg.tracking.experiment} source.models=[{','.join(models)}]")
+
+
 def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[str]] = None, n_jobs: int = 0) -> None:
     """The end of a run (nothing printed with ``report=false``; the statistics still run with
-    ``stats=true``). ``failed`` None: one job (``python -m
-    emergence``), whose table is printed with its results, then when circuits form and the
-    statistics of its models (``stats``) when it screened more than one revision; a list: a
-    ``-m`` sweep's failed jobs (``#<job> (<overrides>): <error>``) of its ``n_jobs`` jobs, after
-    the summary of every job's results. Then where to open the runs."""
+    ``stats=true``). ``failed`` None: one job, whose table is printed, then when circuits form and the
+    statistics of its models when it screened more than one revision; a list: a ``-m`` sweep's
+    failed jobs of its ``n_jobs`` jobs, after the summary of every job's results. Then where to open
+    the runs."""
     remember_job(cfg.tracking.uri, cfg.tracking.experiment)  # what `python -m emergence.ui` opens
     sweep = failed is not None
     # the statistics run whenever stats=true, printed or not (report=false prints nothing)

@@ -24,13 +24,9 @@ from emergence.screening import RevisionResult, screen_revisions
 
 def run_job(cfg: DictConfig, progress: bool = True, plan: Optional[JobPlan] = None,
             parent_run: Optional[str] = None) -> List[RevisionResult]:
-    """Screen the selected revisions (:func:`emergence.screening.screen_revisions`), or refine a
-    screened model's transitions round by round (``revision=refine`` without a pinned revision:
-    :func:`emergence.refine_rounds.refine_job`); with ``live=adaptive``, train the toy with live
-    screening first (emergence/live/job.py). ``plan``: what :func:`emergence.preflight.validate`
-    returned where the caller checked the input already (emergence/__main__.py checks it once,
-    before it opens the job's parent run); None: checked here.
-    ``parent_run``: the parent run the job opened (emergence/parent_run.py), which its runs name."""
+    """Run one job (module notes). ``plan``: what :func:`emergence.preflight.validate` returned where
+    the caller checked the input already (None: checked here); ``parent_run``: the parent run the
+    job opened (emergence/parent_run.py), which its runs name."""
     if trains_live(cfg):
         return live_job.run(cfg, progress)
     plan = validate(cfg) if plan is None else plan

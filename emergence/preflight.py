@@ -45,10 +45,7 @@ from emergence.sources import ModelSource
 @dataclass(frozen=True)
 class JobPlan:
     """What a job's config resolves to, checked once before any work (:func:`validate`, the plan's one
-    builder): the rest of the job reads these instead of resolving them again from the config.
-
-    ``config`` is the job's config as resolved (its model's family read from its checkpoint, which
-    the run's identity and params record); the config the caller gave is never written to."""
+    builder): the rest of the job reads these instead of resolving them again from the config."""
 
     #: the model's source (``model.revisions``: emergence/sources/)
     source: ModelSource
@@ -63,18 +60,9 @@ class JobPlan:
     #: the screen recipe (``screen.recipe``) and the probe's corpus kind (``corpus.kind``)
     recipe: ScreenRecipe
     probe: CorpusKind
-    #: the job's config, resolved (a copy of the given one, its ``model.family`` read from the checkpoint)
+    #: the job's config, resolved: a copy of the given one (never written to), its ``model.family`` read
+    #: from the checkpoint (which the run's identity and params record), its store checked to answer
     config: DictConfig
-
-    @property
-    def family(self) -> str:
-        """The family that screens it (from its first revision's ``config.json``; ``auto`` where none can be read)."""
-        return str(self.config.model.family)
-
-    @property
-    def store(self) -> str:
-        """The store the job writes (``tracking.uri``), checked to answer."""
-        return str(self.config.tracking.uri)
 
     def pinned(self, revisions: Sequence[Revision]) -> "JobPlan":
         """This plan for ``revisions`` of its selection (a sweep's job pinned to one revision)."""
