@@ -29,14 +29,11 @@ from emergence.revisions import MIN_LOGSPACED, SELECTIONS
 from emergence.sources import crfm_gpt2, polypythia
 from emergence.toy.recipe import ToyRecipeConfig
 
-#: The head classes of the selectivity screen (METHODS section 5), from the registry
-#: emergence/common/head_classes/ (one file per class), as it stands at import.
+#: The registries as they stand at import: the head classes of the screen (METHODS section 5;
+#: emergence/common/head_classes/), the families (``model.family``; emergence/families/) and the
+#: model sources (``model.revisions``; emergence/sources/).
 HEAD_CLASSES = head_classes.names()
-#: Architecture families (``model.family``): the registry emergence/families/ (one file per
-#: family), as it stands at import.
 FAMILIES = families.family_names()
-#: Model sources (``model.revisions``): the registry emergence/sources/ (one file per source),
-#: as it stands at import.
 MODEL_SOURCES = sources.source_names()
 
 #: ``model.dtype`` choices (``auto``: the family's safe default, see emergence/loading.py).
@@ -57,18 +54,14 @@ DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
 DEVICE_HINT = "auto, cpu, cuda, cuda:<i>, mps"
 #: ``matmul_precision`` choices (emergence/loading.py, ``choose_matmul_precision``).
 MATMUL_PRECISIONS = ("auto", "float32", "tf32")
-#: ``live.mode`` -> what it does (the schedules are emergence/live/schedule.py's ``SCHEDULES``).
-LIVE_MODES = {
-    "off": "no live screening; a toy keeps its fixed checkpoint schedule",
-    "adaptive": "screen while training; save densely while a transition is under way, sparsely otherwise",
-}
+#: ``live.mode`` choices (the schedules are emergence/live/schedule.py's ``SCHEDULES``).
+LIVE_MODES = ("off", "adaptive")
 #: The ``xu2026`` probe puts its pair at p in [20, seq_len // 2): seq_len // 2 must exceed 20.
 XU2026_MIN_SEQ_LEN = 42
 
 
 def model_sources() -> tuple:
-    """``model.revisions`` choices: where a model's revision list comes from (the source
-    registry as it stands now, so a source added with ``emergence.sources.register`` counts)."""
+    """``model.revisions`` choices: the source registry as it stands now (with registered sources)."""
     return sources.source_names()
 
 
@@ -85,15 +78,12 @@ class TokenCountConfig:
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    #: Hub repo id (``EleutherAI/pythia-1b``) of the hub sources (``revisions: pythia`` or
-    #: ``snapshot``); loaded with ``from_pretrained(repo, revision=...)``.
+    #: Hub repo id (``EleutherAI/pythia-1b``) of the hub sources (``revisions: pythia`` or ``snapshot``).
     repo: Optional[str] = None
-    #: Local folder holding one HF model folder per revision (``<path>/<revision>/``), for
-    #: ``revisions: folder``.
+    #: For ``revisions: folder``: one HF model folder per revision (``<path>/<revision>/``).
     path: Optional[str] = None
-    #: The architecture family (emergence/families/): hook points and dtype policy. ``auto``: the
-    #: family covering the first revision's ``config.json`` ``model_type`` (read before any weights;
-    #: the generic family for a type no family names); a named family is checked against it.
+    #: The architecture family (emergence/families/). ``auto``: the family of the first revision's
+    #: ``config.json`` ``model_type`` (else the generic one); a named family is checked against it.
     family: str = field(default="auto", metadata={"choices": lambda: families.family_choices()})
     pretraining_corpus: str = "unknown"
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
@@ -125,15 +115,13 @@ class CorpusConfig:
     #: For ``xu2026``: token ids are drawn from [vocab_lo, vocab_hi) (the study: [100, 10000)).
     vocab_lo: int = field(default=100, metadata={"min": 0})
     vocab_hi: int = field(default=10000, metadata={"min": 2})
-    #: For ``xu2026``: when the probe does not fit the model (vocab_hi past its usable
-    #: vocabulary, seq_len past its context), draw from [1, usable vocabulary) and cut
-    #: seq_len to the context, with a note; false: refuse in one line.
+    #: For ``xu2026``: when the probe does not fit the model's vocabulary or context, draw from
+    #: [1, usable vocabulary) and cut seq_len to the context, with a note; false: refuse.
     fit_to_model: bool = False
     #: Token id at position 0; ``null`` = the model's bos id, else its eos id.
     first_token: Optional[int] = field(default=None, metadata={"min": 0})
     batch_size: int = field(default=100, metadata={"min": 1})
-    #: For ``text_file``: the file, the window length, and the stride between windows.
-    #: ``seq_len`` is also the sequence length T of ``xu2026`` (the study: 256).
+    #: For ``text_file``: the file, the window length (also ``xu2026``'s T; the study: 256), the stride.
     path: Optional[str] = None
     seq_len: int = field(default=64, metadata={"min": 2, "max": 1_048_576})
     stride: Optional[int] = field(default=None, metadata={"min": 1})
@@ -153,8 +141,8 @@ class RefineConfig:
     per_round: int = field(default=1, metadata={"min": 1, "max": 64})
     #: At most this many rounds.
     rounds: int = field(default=8, metadata={"min": 1, "max": 64})
-    #: Also bracket each class's largest decline (a fall in its count), as its own entry
-    #: ``<class> decline``; by default only rises, the transitions the statistics report.
+    #: Also bracket each class's largest decline, as its own entry ``<class> decline`` (by default
+    #: only rises, the transitions the statistics report).
     declines: bool = False
 
 
@@ -166,8 +154,7 @@ class RevisionConfig:
     k: int = field(default=10, metadata={"min": MIN_LOGSPACED})
     #: Revision name for ``select: named``.
     name: Optional[str] = None
-    #: One revision of the selection, set by the multirun sweeper for each job (for
-    #: ``refine``: any of the model's known revisions).
+    #: One revision of the selection, set by the multirun sweeper for each job.
     pin: Optional[str] = None
     refine: RefineConfig = field(default_factory=RefineConfig)
 
@@ -217,8 +204,7 @@ class Xu2026ScreenConfig:
 @dataclass
 class ScreenConfig:
     name: str = "all"
-    #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe:
-    #: last query, fixed random baseline, exp-entropy PR, per-layer matched ablation).
+    #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe).
     recipe: str = field(default="project", metadata={"choices": SCREEN_RECIPES.names()})
     xu2026: Xu2026ScreenConfig = field(default_factory=Xu2026ScreenConfig)
     #: Classes reported (printed); every registered class is computed and logged anyway.
@@ -234,9 +220,8 @@ class ScreenConfig:
     participation_ratio: bool = False
     pr: PRConfig = field(default_factory=PRConfig)
     ablation: Optional[AblationConfig] = None
-    #: Memory budget (GiB) of the streaming pass's batches, on top of the weights; the batch
-    #: size is what fits (emergence.loading.plan_batch_size), capped by ``corpus.batch_size``.
-    #: null: 90% of the free GPU memory on CUDA (measured after loading), 4 GiB elsewhere.
+    #: Memory budget (GiB) of the batches, on top of the weights (emergence.loading.plan_batch_size),
+    #: capped by ``corpus.batch_size``; null: 90% of the free GPU memory on CUDA, 4 GiB elsewhere.
     memory_gb: Optional[float] = field(default=None, metadata={"gt": 0, "finite": True})
 
 
@@ -244,8 +229,7 @@ class ScreenConfig:
 class TrackingConfig:
     #: MLflow tracking URI; the default is an absolute SQLite file under ``outputs/``.
     uri: str = MISSING
-    #: Artifact root for new experiments; null: beside the store (``<store folder>/mlartifacts``
-    #: for a local store, the server's artifact destination for a tracking server).
+    #: Artifact root for new experiments; null: beside the store (a server's own destination).
     artifacts: Optional[str] = None
     #: One experiment per study (a name MLflow takes: not empty).
     experiment: str = "emergence"
@@ -255,9 +239,8 @@ class TrackingConfig:
     parent_run: Optional[str] = None
     #: A running job refreshes its run's ``emergence.heartbeat`` tag this often (seconds).
     heartbeat_s: float = field(default=60.0, metadata={"gt": 0, "finite": True})
-    #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone
-    #: (same host, pid not alive), is dead: the next job of that identity deletes it and claims anew.
-    #: Must exceed ``heartbeat_s`` (:func:`check_tracking`), or live claims would look dead.
+    #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone, is
+    #: dead: the next job of its identity deletes it. Must exceed ``heartbeat_s`` (:func:`check_tracking`).
     stale_after_s: float = field(default=600.0, metadata={"gt": 0, "finite": True})
     #: Tracking server only: seconds between creating a claim and re-reading the rival claims (a
     #: SQLite store claims under a file lock). Only a pause: the claim rule holds whatever it is.
@@ -276,8 +259,8 @@ class CacheConfig:
     #: null (auto): when the disk would not hold the revisions still to come (emergence/prefetch.py
     #: ``disk_short``), so a study larger than the disk runs with the disk bounded.
     evict: Optional[bool] = None
-    #: Load the next revision onto the device while this one is screened (two models held at
-    #: once): true, false, or null (the default: on CUDA only). emergence/sweep_prefetch.py.
+    #: Load the next revision while this one is screened (two models held): true, false, or null
+    #: (CUDA only).
     load_ahead: Optional[bool] = None
     #: Where the toy suite's checkpoints are trained to.
     toy_dir: str = MISSING
@@ -288,9 +271,10 @@ class LiveConfig:
     """The ``live`` group (``conf/live/``): live screening while a model trains (emergence/live/);
     a live screen uses the job's ``corpus`` and ``screen`` with the sizes below."""
 
-    #: ``off`` (default) or ``adaptive`` (:data:`LIVE_MODES`).
-    mode: str = field(default="off", metadata={"choices": tuple(LIVE_MODES)})
-    #: Probe sequences of a live screen (the job's ``corpus`` otherwise): its size sets the cost.
+    #: ``off`` (default: no live screening, a toy keeps its fixed checkpoint schedule) or ``adaptive``
+    #: (screen while training; save densely while a transition is under way, sparsely otherwise).
+    mode: str = field(default="off", metadata={"choices": LIVE_MODES})
+    #: Probe sequences of a live screen: its size sets the cost.
     n_sequences: int = field(default=64, metadata={"min": 1})
     #: Participation ratio in live screens (the detector does not need it).
     participation_ratio: bool = False
@@ -314,7 +298,7 @@ class LiveConfig:
     #: larger than its fluctuation over the last ``window`` screens (null: counts only).
     loss_drop: Optional[float] = field(default=0.5, metadata={"gt": 0, "finite": True})
     #: Keep a CPU copy of the last screened weights, so a jump found at one screen also saves the
-    #: screen before it (the jump is then bracketed by two saved checkpoints one watch step apart).
+    #: screen before it.
     lookback: bool = True
 
 
@@ -342,10 +326,9 @@ class EmergenceConfig:
     live: LiveConfig = field(default_factory=LiveConfig)
     #: ``auto`` = cuda if available, else mps, else cpu.
     device: str = field(default="auto", metadata={"pattern": DEVICE_PATTERN, "hint": DEVICE_HINT})
-    #: How a float32 model's matrix products run on CUDA (emergence/loading.py): ``auto`` = TF32
-    #: where the family allows it (Pythia's float32 passes), ``tf32``, or ``float32`` (IEEE, as the
-    #: reference study). No effect on the CPU, MPS or a bfloat16 model; not part of a run's identity
-    #: (like ``device``); each run logs the precision it used.
+    #: How a float32 model's matrix products run on CUDA: ``auto`` = TF32 where the family allows it,
+    #: ``tf32``, or ``float32`` (IEEE, as the reference study). Not part of a run's identity (each run
+    #: logs the precision it used).
     matmul_precision: str = field(default="auto", metadata={"choices": MATMUL_PRECISIONS})
     #: Re-run a job even when a finished run with the same config exists.
     force: bool = False
@@ -353,14 +336,11 @@ class EmergenceConfig:
     report: bool = True
     #: Then write the statistics report (``python -m stats`` on this job's models).
     stats: bool = True
-    #: Print the planned jobs (model, revision, tokens, download size when the HF cache
-    #: knows it) and exit 0: offline, no model loaded, no MLflow run.
+    #: Print the planned jobs and exit 0: offline, no model loaded, no MLflow run.
     dry_run: bool = False
     #: Extra free-form metadata logged as params (``+meta.study=...``).
     meta: Dict[str, Any] = field(default_factory=dict)
 
-
-# --- each group's rules across its fields, beside its schema ---------------------------------------
 
 def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
     """An ``xu2026`` probe's token range and length, whatever the model (emergence/probes.py draws it)."""

@@ -31,8 +31,7 @@ def run_job(cfg: DictConfig, progress: bool = True, plan: Optional[JobPlan] = No
         return live_job.run(cfg, progress)
     plan = validate(cfg) if plan is None else plan
     cfg = plan.config
-    results = refine_job(cfg, progress, parent_run, plan) if refines(cfg) else \
-        screen_revisions(cfg, plan, progress, parent_run)
+    results = refine_job(plan, progress, parent_run) if refines(cfg) else screen_revisions(cfg, plan, progress, parent_run)
     for r in results:
         r.label = plan.label
     return results

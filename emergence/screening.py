@@ -1,12 +1,9 @@
 """The screening loop: each selected revision claimed, fetched, loaded, screened and logged.
 
-:func:`screen_revisions` screens a job's revisions (checked by :func:`emergence.preflight.validate`),
-one claimed MLflow run each (emergence/tracking.py), through the job's download pipeline
-(:func:`revision_pipeline`: one revision fetched, and with load-ahead loaded, while another is
-screened). What comes back is one :class:`RevisionResult` per revision; a revision that
-cannot be screened is recorded (its run FAILED) and :class:`JobFailed` names the failed
-ones at the end. A run's params are :func:`run_params`: the flattened config and the run
-contract's identity params.
+:func:`screen_revisions` screens a job's revisions, one claimed MLflow run each, through the job's
+download pipeline (:func:`revision_pipeline`), and returns one :class:`RevisionResult` per
+revision; a revision that cannot be screened is recorded (its run FAILED) and :class:`JobFailed`
+names the failed ones at the end.
 """
 
 from __future__ import annotations
@@ -45,10 +42,9 @@ class RevisionResult:
     skipped: bool
     #: The classes the job reports (``screen.classes``); the run logged every class.
     classes: Tuple[str, ...] = ("induction",)
-    #: Why a revision has no metrics here (``screened by another sweep (run ..., host ..., pid ...)``).
+    #: Why a revision has no metrics here (``screened by another sweep (host ..., pid ...)``).
     note: str = ""
-    #: The model with its seed for a run of a seed suite (:func:`emergence.catalog.model_label`); the
-    #: tables group by it.
+    #: The model with its seed for a seed suite (:func:`emergence.catalog.model_label`); tables group by it.
     label: str = ""
 
 
@@ -85,8 +81,8 @@ def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revisio
 
 
 class JobFailed(Exception):
-    """Some revisions of a job failed; their runs are FAILED in MLflow with the error as the
-    tag ``emergence.error``, and the job's other revisions were screened."""
+    """Some revisions of a job failed (their runs FAILED, the error in ``emergence.error``); the job's
+    other revisions were screened."""
 
     def __init__(self, message: str, results: Optional[List[RevisionResult]] = None):
         super().__init__(message)
@@ -97,8 +93,8 @@ class JobFailed(Exception):
 
 
 class RevisionFailed(Exception):
-    """One revision could not be loaded (its checkpoint is missing, truncated or corrupt): its
-    run is FAILED with this message and the job goes on with the other revisions."""
+    """One revision could not be loaded (its checkpoint missing, truncated or corrupt): its run is
+    FAILED with this message and the job goes on."""
 
 
 def revision_pipeline(cfg: DictConfig, plan: JobPlan, tracker: Tracker, progress: bool = True) -> Pipeline:
