@@ -1,15 +1,7 @@
-"""What a job or a sweep prints: its tables, its plan and its end-of-run summary.
-
-- :func:`format_table`: per model and revision, the BOS fraction, the count of each reported
-  class and the induction loss, with the run id;
-- :func:`formation_rows` and :func:`format_markdown`: when the circuits form, per model;
-- :func:`format_plan`: a dry run's planned jobs;
-- :func:`format_refinement`: a refinement's brackets before and after;
-- :func:`print_summary`: the end of a run, the same for one job (emergence/__main__.py) and
-  for a ``-m`` sweep (hydra_plugins/emergence_sweeper): the table, when circuits form, the
-  statistics report (:func:`stats_report`), the failed jobs of a sweep and where to open the runs.
-
-Results are :class:`emergence.screening.RevisionResult` lists, read here, never built.
+"""What a job or a sweep prints: its tables, its plan, its refinement and its end-of-run summary
+(:func:`print_summary`, the same for one job and a ``-m`` sweep, with the statistics report of
+:func:`stats_report`). Results are :class:`emergence.screening.RevisionResult` lists, read here,
+never built.
 """
 
 from __future__ import annotations
@@ -55,9 +47,8 @@ def format_table(results: List[RevisionResult]) -> str:
 
 
 def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
-    """Per model: tokens at the first revision with an induction head and with a BOS head,
-    the layers that hold BOS heads (at any screened revision), and the induction loss
-    at the first and last screened revisions. ``none`` where no head ever crosses."""
+    """Per model: tokens at the first revision with an induction head and with a BOS head, the layers
+    that hold BOS heads (at any revision), and the induction loss at the first and last revisions."""
     rows = []
     results = [r for r in results if r.metrics]  # (a revision another sweep screens has none here)
     for model in dict.fromkeys(r.label or r.model for r in results):
@@ -102,10 +93,9 @@ def format_plan(jobs: Sequence, screen: str = "") -> str:
 
 def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: List[Revision], rounds: int,
                       refined: Optional[dict] = None) -> str:
-    """The before/after table of a refinement: each class's bracket (its largest rise; ``<class>
-    decline`` entries on request) before the first round, the brackets its rounds refined (revisions
-    added inside; a later round may move to another rise the added revisions showed larger), the
-    bracket after, and whether that one is resolved."""
+    """The before/after table of a refinement: each class's bracket before the first round, the
+    brackets its rounds refined (a later round may move to a rise the added revisions showed
+    larger), the bracket after, and whether that one is resolved."""
     def cell(b) -> str:
         return "no transition" if b is None else f"{b.span} ({b.inside} inside)"
 

@@ -51,11 +51,9 @@ class Fetched(Generic[T]):
 class Pipeline(Generic[T]):
     """Iterate ``items`` with ``fetch`` running one item ahead in a background thread.
 
-    ``evict(item, value)`` is called for an item once the caller has moved past it
-    (asked for the next item, or left the loop) and its fetch succeeded. Leaving the
-    loop early (``break``, an exception) does not wait for the fetch in flight; it is
-    evicted when it lands, so nothing fetched ahead is left behind. ``ahead=0`` fetches
-    each item only when it is asked for (no overlap; for comparison).
+    ``evict(item, value)`` is called for an item once the caller has moved past it and its fetch
+    succeeded. Leaving the loop early does not wait for the fetch in flight; it is evicted when it
+    lands. ``ahead=0`` fetches each item only when it is asked for (no overlap; for comparison).
     """
 
     def __init__(self, items: Sequence[T], fetch: Callable[[T], Any],
@@ -94,9 +92,8 @@ class Pipeline(Generic[T]):
         return got
 
     def _start(self, item: T) -> Future:
-        """Run the item's fetch (and load) in a daemon thread (one at a time: the previous one has
-        been waited for), so an interrupted job exits without waiting for a download in flight
-        (huggingface_hub resumes it next time)."""
+        """Run the item's fetch (and load) in a daemon thread, so an interrupted job exits without
+        waiting for a download in flight (huggingface_hub resumes it next time)."""
         future: Future = Future()
 
         def work() -> None:
@@ -141,9 +138,8 @@ DISK_MARGIN = 0.10
 
 
 def disk_short(folder, remaining: int) -> bool:
-    """``cache.evict: null`` (auto): whether a screened revision in ``folder`` is deleted because
-    the disk holding it has less free space than ``remaining`` more revisions of its size need
-    (plus :data:`DISK_MARGIN`), i.e. the study would not fit on the disk if it were kept."""
+    """``cache.evict: null`` (auto): whether the disk holding ``folder`` has less free space than
+    ``remaining`` more revisions of its size need (plus :data:`DISK_MARGIN`)."""
     if remaining <= 0:
         return False
     size = folder_bytes(folder)

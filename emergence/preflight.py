@@ -1,23 +1,20 @@
 """Every check a job makes before any work: bad input leaves nothing behind.
 
-:func:`validate` runs, in one line per refusal (:class:`~emergence.EmergenceError`), before
-any model is loaded or trained, any run opened or any file written, for a job, for every
-job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
+:func:`validate` runs, one line per refusal (:class:`~emergence.EmergenceError`), before any model
+is loaded or trained, any run opened or any file written, for a job, every job of a ``-m`` sweep
+and a dry run:
 
 1. the config against its schema and each group's own rules (emergence/config.py);
 2. the screen recipe against the corpus it needs (emergence/screens/recipes.py);
-3. the model's source, and the revisions the ``revision`` group selects
-   (emergence/catalog.py, emergence/sources/);
-4. the family, from the first revision's ``config.json`` read before any weights
-   (``model.family: auto``, or a named family checked against it: ``catalog.resolve_family``;
-   a job may fetch that one file from the hub, a dry run never), then the device and the
-   family's dtype (emergence/loading.py);
-5. the probe and the ablation's heads against the model's limits as its source declares
-   them before loading (``ModelSource.declared_limits``): vocabulary, context, layers, heads;
+3. the model's source and the revisions the ``revision`` group selects (emergence/catalog.py);
+4. the family, from the first revision's ``config.json`` read before any weights (a job may fetch
+   that one file, a dry run never), then the device and the family's dtype (emergence/loading.py);
+5. the probe and the ablation's heads against the model's limits as its source declares them
+   (``ModelSource.declared_limits``): vocabulary, context, layers, heads;
 6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers;
-7. what the model source writes before screening (a toy suite still to train: a writable
-   ``cache.toy_dir``). The run folder (``hydra.run.dir``) is checked before Hydra makes it
-   (emergence/__main__.py, :func:`emergence.common.checks.run_folder_problem`).
+7. what the model source writes before screening (a toy suite to train: a writable ``cache.toy_dir``).
+
+The run folder (``hydra.run.dir``) is checked before Hydra makes it (emergence/__main__.py).
 """
 
 from __future__ import annotations
@@ -100,9 +97,8 @@ def validate(cfg: DictConfig) -> JobPlan:
 
 
 def check_store(tracking) -> None:
-    """The store of ``tracking`` can be used (emergence/common/storecheck.py: a known scheme; a local
-    store writable, a server answering within ``tracking.connect_timeout_s``); checked once per
-    process and store, before any work, dry runs included."""
+    """The store of ``tracking`` can be used (emergence/common/storecheck.py); checked once per process
+    and store."""
     _check_store(str(tracking.uri), tracking.artifacts, float(tracking.connect_timeout_s))
 
 

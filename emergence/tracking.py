@@ -67,8 +67,8 @@ CURVE_METRICS = (fraction_metric("bos"), count_metric("induction"), count_metric
 
 
 def metric_safe(name: str) -> str:
-    """``name`` as MLflow allows it in a metric key (letters, digits, ``_ - . /`` and spaces):
-    other characters dropped, spaces made ``_`` (``toy_neox [seed 3]`` -> ``toy_neox_seed_3``)."""
+    """``name`` as a metric key: only letters, digits and ``_ - . /``, spaces made ``_``
+    (``toy_neox [seed 3]`` -> ``toy_neox_seed_3``)."""
     kept = "".join(ch for ch in name if ch.isalnum() or ch in "_-./ ")
     return "_".join(kept.split())
 
@@ -115,8 +115,8 @@ def _order(run) -> Tuple[int, str]:
 
 
 class ClaimLost(Exception):
-    """A claimed run found, when it was to be completed, that another run of its identity is complete
-    already: it deleted itself (its work is lost, the store keeps one run per identity)."""
+    """A claimed run found, when it was completed, another complete run of its identity: it deleted
+    itself (the store keeps one run per identity)."""
 
 
 def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
@@ -136,8 +136,7 @@ class Tracker:
     I/O failure of the store."""
 
     def __init__(self, tracking_cfg, parent_run: Optional[str] = None):
-        """``parent_run``: the run the job's runs nest under, where the job opened it (a sweep's
-        jobs read theirs from ``tracking.parent_run``, the sweeper's override)."""
+        """``parent_run``: the run the job's runs nest under (else ``tracking.parent_run``)."""
         import mlflow
 
         self.uri = tracking_cfg.uri
@@ -287,8 +286,8 @@ class Tracker:
     def complete(self, run_id: str, *, params: Mapping[str, str], metrics: Mapping[str, float],
                  heads: pd.DataFrame, config_yaml: str, step: int = 0,
                  extra_artifacts: Optional[Mapping[str, str]] = None, note: Optional[str] = None) -> None:
-        """Write params, metrics (at ``step``) and artifacts into a claimed run, tag it
-        complete and end it FINISHED."""
+        """Write params, metrics (at ``step``) and artifacts into a claimed run, tag it complete, end it
+        FINISHED (then :meth:`_yield_to_complete`)."""
         from mlflow.entities import Metric, Param, RunTag
 
         stamp = int(time.time() * 1000)
@@ -371,8 +370,7 @@ def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str
 
 
 def parent_heartbeat(uri: str, run_id: str, every_s: float) -> Heartbeat:
-    """The heartbeat of a sweep's parent run, kept by the sweeper while its jobs run (a context
-    manager): a sweep killed on another host is then seen dead once the beat is stale."""
+    """The heartbeat of a parent run (a context manager), kept while its jobs run."""
     import mlflow
 
     return Heartbeat(mlflow.MlflowClient(uri), run_id, every_s)
@@ -380,10 +378,9 @@ def parent_heartbeat(uri: str, run_id: str, every_s: float) -> Heartbeat:
 
 def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None,
                strict: bool = False) -> None:
-    """End a sweep's parent run: FINISHED, or FAILED naming the failed jobs (or ``status``). A store
-    that cannot take it raises :class:`StoreError` with ``strict`` (a job that succeeded otherwise
-    must not exit 0), else is ignored (the job fails already; the next job ends the run KILLED).
-    When the store failed earlier in this process, one quick try (a few seconds, not ``timeout_s``)."""
+    """End a parent run: FINISHED, or FAILED naming the failed jobs (or ``status``). A store that cannot
+    take it raises with ``strict`` (a job that succeeded otherwise must not exit 0), else is ignored
+    (the next job ends the run KILLED); one quick try when the store failed earlier in this process."""
     import mlflow
 
     if failed_before(uri) is not None:
