@@ -79,22 +79,22 @@ def job_parent(cfg: DictConfig, revisions: List) -> Iterator[JobParent]:
         with parent_heartbeat(t.uri, run_id, float(t.heartbeat_s)):
             yield parent
     except KeyboardInterrupt:
-        end_parent(t.uri, run_id, ["job interrupted (KeyboardInterrupt)"], 1, status="KILLED")
+        end_parent(t.uri, run_id, ["job interrupted (KeyboardInterrupt)"], status="KILLED")
         print(interrupted_line(finished_children(t.uri, run_id), n, "revision(s)"), file=sys.stderr)
         raise
     except JobFailed as exc:
         log_figures(t.uri, run_id, exc.results)
-        end_parent(t.uri, run_id, [str(exc)], 1)
+        end_parent(t.uri, run_id, [str(exc)])
         raise
     except BaseException as exc:
-        end_parent(t.uri, run_id, [f"{type(exc).__name__}: {exc}"], 1)
+        end_parent(t.uri, run_id, [f"{type(exc).__name__}: {exc}"])
         raise
     try:
         log_figures(t.uri, run_id, parent.results)
     except StoreError as exc:
-        end_parent(t.uri, run_id, [str(exc)], 1)
+        end_parent(t.uri, run_id, [str(exc)])
         raise
-    end_parent(t.uri, run_id, [], 1, strict=True)
+    end_parent(t.uri, run_id, [], strict=True)
 
 
 def curve_table(results: Iterable) -> pd.DataFrame:
@@ -125,22 +125,20 @@ def finished_children(uri: str, run_id: str) -> int:
     return len(runs)
 
 
-def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
+def log_figures(uri: str, run_id: str, results: Iterable) -> None:
     """Draw the curves of ``results`` (:func:`curve_table`, :func:`stats.figures.fraction_figures`) and
-    log them into the run ``run_id`` under ``curves/``; returns the artifact paths (none when there is
-    nothing to draw, or with a one-line warning when drawing failed). A store that cannot take them
-    raises :class:`StoreError` (one line) with what it took removed."""
+    log them into the run ``run_id`` under ``curves/`` (a one-line warning when drawing failed). A store
+    that cannot take them raises :class:`StoreError` (one line) with what it took removed."""
     table = curve_table(results)
     if table.empty:
-        return []
+        return
     with tempfile.TemporaryDirectory() as tmp:
         try:
             from stats.figures import fraction_figures  # (matplotlib: only when figures are drawn)
 
-            files = fraction_figures(table, Path(tmp))
+            fraction_figures(table, Path(tmp))
         except Exception as exc:  # noqa: BLE001  (a convenience: the runs hold the data)
             print(f"warning: the parent run's figures were not drawn: {type(exc).__name__}: {exc}".splitlines()[0],
                   file=sys.stderr)
-            return []
+            return
         log_artifacts_whole(mlflow.MlflowClient(uri), uri, run_id, tmp, FIGURES_DIR)
-    return [f"{FIGURES_DIR}/{f.name}" for f in files]

@@ -66,15 +66,12 @@ class Pipeline(Generic[T]):
         self.evict = evict
         self.ahead = ahead
         self.load = load
-        #: Items evicted so far, in order (for reports and tests).
-        self.evicted: List[T] = []
 
     def _release(self, got: Fetched) -> None:
         """The caller is done with ``got``: its model goes, its fetched value is evicted."""
         got.loaded = None
         if self.evict is not None and got.value is not None:
             self.evict(got.item, got.value)
-            self.evicted.append(got.item)
 
     def _run(self, item: T) -> Fetched:
         """Fetch ``item``, then load it (with a load stage); an exception fails this item only."""

@@ -146,7 +146,6 @@ class Tracker:
         mlflow.set_tracking_uri(self.uri)
         self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts)
         self.client = mlflow.MlflowClient(self.uri)
-        self.experiment = tracking_cfg.experiment
         self.parent_run: Optional[str] = parent_run or tracking_cfg.parent_run
         self.heartbeat_s = float(tracking_cfg.heartbeat_s)
         self.stale_after_s = float(tracking_cfg.stale_after_s)
@@ -284,8 +283,7 @@ class Tracker:
 
     # -- writing a claimed run
     def complete(self, run_id: str, *, params: Mapping[str, str], metrics: Mapping[str, float],
-                 heads: pd.DataFrame, config_yaml: str, step: int = 0,
-                 extra_artifacts: Optional[Mapping[str, str]] = None, note: Optional[str] = None) -> None:
+                 heads: pd.DataFrame, config_yaml: str, step: int = 0, note: Optional[str] = None) -> None:
         """Write params, metrics (at ``step``) and artifacts into a claimed run, tag it complete, end it
         FINISHED (then :meth:`_yield_to_complete`)."""
         from mlflow.entities import Metric, Param, RunTag
@@ -298,8 +296,6 @@ class Tracker:
                   tags=[RunTag(NOTE_TAG, note)] if note else [])
             retry(self.client.log_text, run_id, heads.to_csv(index=False), HEADS_ARTIFACT)
             retry(self.client.log_text, run_id, config_yaml, CONFIG_ARTIFACT)
-            for name, text in (extra_artifacts or {}).items():
-                retry(self.client.log_text, run_id, text, name)
             retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
             retry(self.client.set_terminated, run_id, "FINISHED")
             self._yield_to_complete(run_id)  # of two runs finishing at once, the second sees the first
@@ -376,8 +372,7 @@ def parent_heartbeat(uri: str, run_id: str, every_s: float) -> Heartbeat:
     return Heartbeat(mlflow.MlflowClient(uri), run_id, every_s)
 
 
-def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None,
-               strict: bool = False) -> None:
+def end_parent(uri: str, run_id: str, failed: Iterable[str], status: Optional[str] = None, strict: bool = False) -> None:
     """End a parent run: FINISHED, or FAILED naming the failed jobs (or ``status``). A store that cannot
     take it raises with ``strict`` (a job that succeeded otherwise must not exit 0), else is ignored
     (the next job ends the run KILLED); one quick try when the store failed earlier in this process."""

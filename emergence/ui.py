@@ -180,17 +180,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         webbrowser.open(experiment_url(args.store, exp, base) if exp else base)
         if report is not None:
             webbrowser.open(report.as_uri())
-    if proc is None or args.check:
-        if proc is not None:
-            stop_ui(proc)
-        return 0
-    print("(Ctrl-C stops the UI)")
     try:
-        proc.wait()
+        if proc is not None and not args.check:
+            print("(Ctrl-C stops the UI)")
+            proc.wait()
     except KeyboardInterrupt:
         print("\nstopping the UI")
     finally:
-        stop_ui(proc)
+        if proc is not None:
+            stop_ui(proc)
     return 0
 
 

@@ -183,7 +183,7 @@ class RevisionSweeper(BasicSweeper):
         except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
             for key, parent in parents.items():
                 end_parent(key[0], parent, outcome.failed_of[parent] + [f"sweep interrupted: {type(exc).__name__}"],
-                           len(groups[key]), status="KILLED")
+                           status="KILLED")
             if isinstance(exc, KeyboardInterrupt):  # one line, read from the store (a batch cut short returns nothing)
                 from emergence.console import interrupted_line
                 from emergence.parent_run import finished_children
@@ -192,7 +192,7 @@ class RevisionSweeper(BasicSweeper):
                 print(interrupted_line(done, sum(map(len, batches)), "job(s)"), file=sys.stderr)
             raise
         for key, parent in parents.items():
-            end_parent(key[0], parent, outcome.failed_of[parent], len(groups[key]))
+            end_parent(key[0], parent, outcome.failed_of[parent])
         self._report(outcome, parents)
         return outcome.returns
 
