@@ -41,8 +41,7 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: ``screen.ablation.mode`` and ``screen.ablation.group`` choices.
 ABLATION_MODES = ("zero", "mean")
 ABLATION_GROUPS = ("induction", "list")
-#: ``corpus.kind``: one :class:`emergence.probes.CorpusKind` each (its check and builder), imported on
-#: first use, so that the schema offers the names without importing torch.
+#: ``corpus.kind``: one :class:`emergence.probes.CorpusKind` each, imported on first use (no torch here).
 CORPUS_KINDS = Registry("corpus kind", error=EmergenceError, lazy={
     "synthetic_induction": "emergence.probes:SYNTHETIC_INDUCTION", "text_file": "emergence.probes:TEXT_FILE",
     "xu2026": "emergence.probes:XU2026"})
@@ -248,19 +247,16 @@ class TrackingConfig:
     #: Tracking server only: a call the server does not answer fails after about this many seconds
     #: (retries included), and the job with it. Also the longest a claim waits for a rival's.
     timeout_s: float = field(default=60.0, metadata={"min": 5, "max": 3600, "finite": True})
-    #: Seconds a tracking (or database) server has to answer the check made before any work
-    #: (emergence/common/storecheck.py).
+    #: Seconds a tracking (or database) server has to answer the check made before any work.
     connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
 
 
 @dataclass
 class CacheConfig:
-    #: Delete a screened hub revision from the HF cache after its run is logged: true, false, or
-    #: null (auto): when the disk would not hold the revisions still to come (emergence/prefetch.py
-    #: ``disk_short``), so a study larger than the disk runs with the disk bounded.
+    #: Delete a screened hub revision from the HF cache after its run is logged: true, false, or null
+    #: (auto): when the disk would not hold the revisions still to come (emergence/prefetch.py).
     evict: Optional[bool] = None
-    #: Load the next revision while this one is screened (two models held): true, false, or null
-    #: (CUDA only).
+    #: Load the next revision while this one is screened: true, false, or null (CUDA only).
     load_ahead: Optional[bool] = None
     #: Where the toy suite's checkpoints are trained to.
     toy_dir: str = MISSING
@@ -297,8 +293,7 @@ class LiveConfig:
     #: ... so does an induction-loss fall of at least this many nats between screens that is also
     #: larger than its fluctuation over the last ``window`` screens (null: counts only).
     loss_drop: Optional[float] = field(default=0.5, metadata={"gt": 0, "finite": True})
-    #: Keep a CPU copy of the last screened weights, so a jump found at one screen also saves the
-    #: screen before it.
+    #: Keep a CPU copy of the last screened weights: a jump also saves the screen before it.
     lookback: bool = True
 
 

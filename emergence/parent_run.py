@@ -1,21 +1,13 @@
 """The parent run of a job or a sweep, with the curves and figures of its revisions.
 
-A ``-m`` sweep's parent run is opened by the sweeper (hydra_plugins/emergence_sweeper); a job run
-without ``-m`` opens its own (:func:`job_parent`), so that every study lands in MLflow the same way:
-
-- opened after the job's input is checked, and only when the job has a revision to screen (a
-  rerun that finds every run finished adds no run), tagged as a sweep's parent is (kind, sweep
-  id, host, pid, a heartbeat kept while the job runs), named ``job <date time>: <model>,
-  <selection> (<N> revisions)``; a live job (``live=adaptive``) opens none;
-- the job's screen runs name it (``mlflow.parentRunId``) and log their curves into it at
-  step = tokens (emergence.tracking.curve_metrics), revisions done before included;
-- at the end it gets the figures of those curves (:func:`log_figures`, drawn by
-  :func:`stats.figures.fraction_figures`) and ends FINISHED, FAILED naming the failed
-  revisions, or KILLED on Ctrl-C.
-
-The figures are a convenience: when they cannot be drawn the job says so in one line and goes on;
-when the store cannot take them the partial artifacts are removed and the job fails
-(:class:`~emergence.common.store.StoreError`, one line, exit 1) with its parent run FAILED.
+A ``-m`` sweep's parent run is opened by the sweeper; a job run without ``-m`` opens its own
+(:func:`job_parent`), so every study lands in MLflow the same way: opened after the input is
+checked and only when a revision is left to screen (none for a live job), tagged as a sweep's
+parent (kind, sweep id, host, pid, heartbeat), named ``job <date time>: <model>, <selection> (<N>
+revisions)``; the job's runs nest under it and log their curves into it
+(emergence.tracking.curve_metrics); at the end it gets their figures (:func:`log_figures`) and ends
+FINISHED, FAILED naming the failed revisions, or KILLED on Ctrl-C. Figures that cannot be drawn
+are one warning line; a store that cannot take them fails the job (one line, exit 1).
 """
 
 from __future__ import annotations

@@ -1,41 +1,33 @@
 """MLflow tracking of screens: one run per (model, revision, corpus, screen), in an experiment per study.
 
 The store itself (layout, lock, migration, retry, one-line I/O failures, dead runs) is
-:mod:`emergence.common.store`, shared with ``stats``. What the screening side adds, so
-that many jobs (one machine, a cluster, two people) share one store:
+:mod:`emergence.common.store`, shared with ``stats``. What the screening side adds, so that many
+jobs (one machine, a cluster, two people) share one store:
 
-- **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job
-  creates the run, RUNNING, tagged with the identity hash (:func:`config_hash`), its host,
-  pid and a heartbeat, then re-reads the runs of that hash: a complete run wins (under
-  ``force``, only one finished since this claim began); a loser deletes its own claim and
-  skips the revision. With a SQLite store the whole claim runs under the store's file lock
-  (atomic). With a server (or a ``file:`` store) a claim is created ``pending`` and wins
-  (tagged ``won``) only when its re-read, after ``tracking.claim_settle_s``, shows no other
-  live claim; it yields to a won claim or an earlier pending one (start time, then run id)
-  and waits for later pending ones to yield or win (:meth:`Tracker._verdict`). Safe whenever
-  a read shows every write that returned before it: of two claims, the one created second
-  sees the first, so two claims that each saw no rival cannot exist. The same rule on every
-  store kind: two jobs never both screen one identity.
-- **A run finishing second deletes itself.** After a run is ended FINISHED, its job re-reads
-  the identity: when another complete run is there (not one kept beside it under ``force``),
-  it deletes its own run and raises :class:`ClaimLost` (a last line of defence, for a claim
-  taken for dead while its process was only frozen).
-- **Dead claims are cleaned, never duplicated.** A RUNNING claim is dead when its process is
-  gone (:func:`emergence.common.store.claim_alive`). A dead claim, and a FAILED or KILLED run
-  of the same identity, is deleted with its artifacts by the next job of that identity before
-  it claims; so a job killed by SIGKILL or Ctrl-C and rerun leaves exactly one run.
-- **A dead sweep's parent run is ended.** A sweep's parent run carries host, pid and a
-  heartbeat too (:func:`parent_heartbeat`); the next sweep or job in the experiment marks it
-  KILLED (:func:`emergence.common.store.end_dead_runs`).
-- **A run is complete or marked.** Params, metrics and artifacts are written into the claimed
-  run, tagged ``emergence.status = complete`` last, then FINISHED; a screen that raises marks
-  its run FAILED with the error in ``emergence.error``. A job whose hash matches a complete
-  FINISHED run skips it (unless ``force=true``).
+- **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job creates the run,
+  RUNNING, tagged with the identity hash (:func:`config_hash`), host, pid and a heartbeat, then
+  re-reads the runs of that hash: a complete run wins (under ``force``, only one finished since);
+  a loser deletes its claim and skips the revision. A SQLite store claims under its file lock
+  (atomic). On a server (or a ``file:`` store) a claim is created ``pending`` and wins (tagged
+  ``won``) only when its re-read, after ``tracking.claim_settle_s``, shows no other live claim; it
+  yields to a won claim or an earlier pending one (start time, then run id) and waits for later
+  pending ones (:meth:`Tracker._verdict`). Safe whenever a read shows every write that returned
+  before it: of two claims, the one created second sees the first, so two claims that each saw no
+  rival cannot exist. Two jobs never both screen one identity.
+- **A run finishing second deletes itself** and raises :class:`ClaimLost` when another complete
+  run of its identity is there (not one kept under ``force``): a last line of defence, for a
+  claim taken for dead while its process was only frozen.
+- **Dead claims are cleaned, never duplicated.** A RUNNING claim whose process is gone
+  (:func:`emergence.common.store.claim_alive`), and a FAILED or KILLED run, is deleted with its
+  artifacts by the next job of its identity; a killed job rerun leaves exactly one run. A dead
+  sweep's parent run (host, pid, heartbeat: :func:`parent_heartbeat`) is marked KILLED by the
+  next sweep or job (:func:`emergence.common.store.end_dead_runs`).
+- **A run is complete or marked**: tagged ``emergence.status = complete`` last, then FINISHED;
+  a screen that raises marks its run FAILED with the error in ``emergence.error``.
 
-Metrics are logged at ``step = tokens`` (the revision's training tokens), so every chart over
-runs shares one axis across models; the training step is the ``step`` param and the
-``train_step`` metric. A parent run (a sweep's, or a job's: emergence/parent_run.py) also gets
-each screened revision's curves at ``step = tokens`` (:func:`curve_metrics`).
+Metrics are logged at ``step = tokens``, so every chart shares one axis across models (the
+training step is the ``step`` param and ``train_step`` metric); a parent run also gets each
+screened revision's curves (:func:`curve_metrics`).
 """
 
 from __future__ import annotations

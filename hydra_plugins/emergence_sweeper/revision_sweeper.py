@@ -1,21 +1,15 @@
 """A Hydra sweeper that turns revision selections into one job per revision.
 
-Hydra's basic sweeper (cartesian product of ``a,b,c`` overrides), plus:
-
-- a job whose ``revision`` selects several revisions becomes one job per revision, pinned with
-  ``revision.pin=<name>`` (``-m model=pythia_1b,olmo_1b_0724 revision=logspaced``: 2 x 10 jobs);
-- every job's config is checked (``emergence.preflight.validate``) before any job starts: bad
-  input ends the sweep in one line, exit status 2, with nothing launched;
-- the store and experiment are prepared and a parent run is opened per store, experiment and
-  model (none when every job's run is finished already); each job gets
-  ``tracking.parent_run=<id>``, and the parent's heartbeat is kept while the jobs run, so a sweep
-  killed outright is ended KILLED by the next sweep or job;
-- with the basic launcher, the next job's hub revision is fetched (on CUDA loaded) while a job
-  screens (``emergence.sweep_prefetch``);
-- ``revision=refine`` jobs run in rounds after the others (emergence/refine_rounds.py);
-- a failed job does not stop the others; at the end come the parent runs' figures, the summary
-  (``emergence.console.print_summary``) and, when jobs failed, one stderr line naming them and
-  exit status 1.
+Hydra's basic sweeper (cartesian product of ``a,b,c`` overrides), plus: a job whose ``revision``
+selects several revisions becomes one job per revision, pinned with ``revision.pin=<name>``;
+every job's config is checked (``emergence.preflight.validate``) before any job starts (bad
+input: one line, exit status 2, nothing launched); a parent run is opened per store, experiment
+and model (none when every job's run is finished), handed to each job as
+``tracking.parent_run=<id>`` and kept alive by a heartbeat; with the basic launcher the next
+job's revision is fetched while a job screens (``emergence.sweep_prefetch``);
+``revision=refine`` jobs run in rounds after the others (emergence/refine_rounds.py). A failed
+job does not stop the others; the sweep ends with the parent runs' figures, the summary
+(``emergence.console.print_summary``) and, when jobs failed, one stderr line and exit status 1.
 
 Selected in ``conf/config.yaml`` as ``override hydra/sweeper: revisions``. Hydra instantiates
 sweepers only from the ``hydra_plugins`` namespace and imports this module for every app it runs
