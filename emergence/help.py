@@ -36,13 +36,8 @@ def _wrap(items: Iterable[str], indent: str = "    ") -> str:
 def default_options() -> Dict[str, str]:
     """The option each group takes by default (the defaults list of ``conf/config.yaml``)."""
     defaults = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml")).get("defaults", [])
-    out = {}
-    for entry in defaults:
-        if isinstance(entry, dict):
-            for key, value in entry.items():
-                if "/" not in key and " " not in key:
-                    out[key] = str(value)
-    return out
+    return {key: str(value) for entry in defaults if isinstance(entry, dict)
+            for key, value in entry.items() if "/" not in key and " " not in key}
 
 
 def model_rows() -> List[List[str]]:

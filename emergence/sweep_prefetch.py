@@ -29,9 +29,7 @@ def loads_ahead(cfg) -> bool:
     (null: on CUDA only, where two models fit beside the batches; on the CPU it would double
     the host memory a job needs)."""
     setting = cfg.cache.load_ahead
-    if setting is not None:
-        return bool(setting)
-    return choose_device(cfg.device).type == "cuda"
+    return bool(setting) if setting is not None else choose_device(cfg.device).type == "cuda"
 
 
 def fingerprint(cfg) -> str:

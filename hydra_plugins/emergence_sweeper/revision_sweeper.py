@@ -53,11 +53,6 @@ ConfigStore.instance().store(group="hydra/sweeper", name="revisions", node=Revis
 PARENT = "tracking.parent_run="
 
 
-def parent_run_of(job: Sequence[str]) -> str:
-    """The parent run a job's overrides name (:data:`PARENT`, added by the sweeper), read by its key."""
-    return next(o[len(PARENT):] for o in job if o.startswith(PARENT))
-
-
 def own_overrides(job: Sequence[str]) -> List[str]:
     """A job's overrides without the parent run the sweeper added."""
     return [o for o in job if not o.startswith(PARENT)]
@@ -320,7 +315,8 @@ class RevisionSweeper(BasicSweeper):
                     error = f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
                     line = f"#{initial_job_idx + idx} ({describe(own_overrides(job))}): {error}"
                     outcome.failed.append(line)
-                    outcome.failed_of.setdefault(parent_run_of(job), []).append(line)
+                    parent = next(o[len(PARENT):] for o in job if o.startswith(PARENT))  # (added by sweep())
+                    outcome.failed_of.setdefault(parent, []).append(line)
             initial_job_idx += len(batch)
             outcome.returns.append(results)
             if outcome.store_failed():  # every later job would wait out the same timeouts: stop here
