@@ -1,11 +1,9 @@
 """One job: config -> catalog -> model at revision -> probe -> screens -> tracking.
 
-A job screens the revisions its ``revision`` config selects (under ``-m`` the sweeper pins
-one revision per job). This module only dispatches: a live job trains its toy with live
-screening first (``live=adaptive``: emergence/live/job.py); a ``revision=refine`` job refines
-round by round (emergence/refine_rounds.py); any other screens its selection
-(emergence/screening.py). Every input is checked first (emergence/preflight.py), so bad
-input leaves nothing behind; a dry run plans instead (emergence/planning.py).
+This module only dispatches, after every input is checked (emergence/preflight.py): a live job
+trains its toy with live screening (emergence/live/job.py), a ``revision=refine`` job refines round
+by round (emergence/refine_rounds.py), any other screens its selection (emergence/screening.py); a
+dry run plans instead (emergence/planning.py).
 """
 
 from __future__ import annotations
