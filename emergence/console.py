@@ -109,15 +109,6 @@ def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: Li
     return "\n".join(lines)
 
 
-def skipped_line(results: List[RevisionResult], unit: str) -> str:
-    """How many of ``results`` were finished before and skipped ('' when none)."""
-    done_before = sum(1 for r in results if r.skipped and r.metrics)
-    if not done_before:
-        return ""
-    return (f"{done_before} of {len(results)} {unit} finished before and skipped (their runs are reused; "
-            "force=true screens them again)")
-
-
 def interrupted_line(done: int, total: int, unit: str) -> str:
     """The one line a job or a sweep stopped by Ctrl-C prints: what finished and how to resume."""
     return (f"interrupted: {done} of {total} {unit} finished and kept (the one under way is marked KILLED); "
@@ -163,9 +154,10 @@ def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[
         print(format_markdown(formation_rows(results)))
         if statistics is not None:
             print(statistics)
-    skipped = skipped_line(results, "job(s)" if sweep else "revision(s)")
-    if skipped:
-        print(f"\n{skipped}")
+    done_before = sum(1 for r in results if r.skipped and r.metrics)
+    if done_before:
+        print(f"\n{done_before} of {len(results)} {'job(s)' if sweep else 'revision(s)'} finished before and skipped "
+              "(their runs are reused; force=true screens them again)")
     if not sweep:
         print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
               f"{open_lines(cfg.tracking.uri, cfg.tracking.experiment)}")
