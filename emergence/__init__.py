@@ -31,6 +31,5 @@ class EmergenceError(Exception):
 
 
 class OutputError(Exception):
-    """A file the job writes could not be written once work had begun (a disk that filled up, a folder
-    made read-only): the message is one line naming the path, the setting that chose it and the
-    cause; what was written whole before stays, nothing partial is left. Exit status 1."""
+    """A file the job writes could not be written once work had begun (a full disk, a read-only folder):
+    one line naming the path, the setting that chose it and the cause; nothing partial is left. Exit 1."""

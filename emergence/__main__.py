@@ -1,13 +1,10 @@
-"""``python -m emergence [group=option ...] [key=value ...]`` (``-m`` to sweep).
+"""``python -m emergence [group=option ...] [key=value ...]`` (``-m`` to sweep); with no arguments,
+the toy suite (trained on first use).
 
-With no arguments: the embedded default, the toy suite (trained on first use).
-
-Bad input (a wrong type, a misspelt key, a value out of range or not among the choices)
-exits with status 2 and one line naming the value and the valid choices, before any model
-is loaded or trained: :func:`precheck` composes the command line first and checks it
-against the schema (emergence/config.py); ``emergence.preflight.validate`` checks the rest.
-A job ends with :func:`emergence.console.print_summary`; a ``-m`` sweep's summary and exit
-status are the sweeper's (hydra_plugins/emergence_sweeper).
+Bad input exits with status 2 and one line naming the value and the valid choices, before any
+model is loaded: :func:`precheck` checks the command line against the schema before Hydra starts,
+``emergence.preflight.validate`` the rest. A job ends with :func:`emergence.console.print_summary`;
+a ``-m`` sweep's summary and exit status are the sweeper's (hydra_plugins/emergence_sweeper).
 """
 
 from __future__ import annotations
@@ -44,10 +41,6 @@ def check_command_line(argv) -> None:
                 check_group_choice(match["group"], value)
 
 
-def in_multirun() -> bool:
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
-
-
 def refuse(exc: BaseException) -> None:
     """Exit 2 with one line for input refused inside the Hydra app, leaving no Hydra log behind
     (emergence.common.checks.discard_run_dir)."""
@@ -65,13 +58,14 @@ def main(cfg: DictConfig):
     from emergence.screening import JobFailed
 
     quiet_logs(verbose())  # (again: Hydra has configured logging since)
-    if cfg.dry_run and not in_multirun():  # (a -m sweep's dry run is printed by the sweeper)
+    in_multirun = HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+    if cfg.dry_run and not in_multirun:  # (a -m sweep's dry run is printed by the sweeper)
         try:
             print(format_plan(plan_jobs(cfg), cfg.screen.name))
         except EmergenceError as exc:
             refuse(exc)
         return []
-    if in_multirun():
+    if in_multirun:
         # A sweep's job never exits the process (a joblib worker, a submitit job): it raises,
         # Hydra records the job FAILED, the sweep goes on, and the sweeper reports it. A store that
         # failed in an earlier job of this process is not tried again (the sweeper stops after the batch).
@@ -104,10 +98,8 @@ def main(cfg: DictConfig):
 
 
 def precheck(argv) -> None:
-    """Compose the command line (each value of a ``-m`` sweep) and check it against the schema
-    before Hydra starts: a wrong type, a misspelt key or an out-of-range value is one line; so is
-    a run folder Hydra could not create. The user's config folders (``--config-dir``,
-    ``hydra.searchpath``, ``$EMERGENCE_HOME/conf``) count."""
+    """Compose the command line (each value of a ``-m`` sweep) and check it against the schema before
+    Hydra starts, and the run folder Hydra would create; the user's config folders count."""
     use_config_dirs(argv)
     check_command_line(argv)
     compose_and_check(argv, str(CONF_DIR), "config", EmergenceConfig, EmergenceError)

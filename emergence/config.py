@@ -1,14 +1,10 @@
 """Structured-config schemas for every config group under ``conf/``.
 
-Each group (``model``, ``corpus``, ``revision``, ``screen``, ``tracking``) is a
-dataclass here; the primary config ``conf/config.yaml`` lists the schema
-``emergence_schema`` first in its defaults, so Hydra merges every group option into
-a typed node: a misspelt key or a wrong type fails at composition and the error
-names the key. Each field's constraint (range, choices) sits next to it, in its
-``metadata`` (see emergence/common/checks.py); a group's rules across its fields sit
-next to its schema (:func:`check_corpus`, :func:`check_ablation`); :func:`check_config`
-checks a composed config against both, in one line, before any model is loaded or
-trained, and :func:`check_screen` checks a screen config handed to
+``conf/config.yaml`` lists the schema ``emergence_schema`` first in its defaults, so a misspelt
+key or a wrong type fails at composition, naming the key. Each field's constraint (range,
+choices) sits in its ``metadata`` (emergence/common/checks.py), a group's rules across its fields
+beside its schema; :func:`check_config` checks a composed config against both, in one line, before
+any model is loaded, and :func:`check_screen` a screen config handed to
 :func:`emergence.screens.screen` directly. Torch-free.
 """
 
@@ -33,14 +29,11 @@ from emergence.revisions import MIN_LOGSPACED, SELECTIONS
 from emergence.sources import crfm_gpt2, polypythia
 from emergence.toy.recipe import ToyRecipeConfig
 
-#: The head classes of the selectivity screen (METHODS section 5), from the registry
-#: emergence/common/head_classes/ (one file per class), as it stands at import.
+#: The registries as they stand at import: the head classes of the screen (METHODS section 5;
+#: emergence/common/head_classes/), the families (``model.family``; emergence/families/) and the
+#: model sources (``model.revisions``; emergence/sources/).
 HEAD_CLASSES = head_classes.names()
-#: Architecture families (``model.family``): the registry emergence/families/ (one file per
-#: family), as it stands at import.
 FAMILIES = families.family_names()
-#: Model sources (``model.revisions``): the registry emergence/sources/ (one file per source),
-#: as it stands at import.
 MODEL_SOURCES = sources.source_names()
 
 #: ``model.dtype`` choices (``auto``: the family's safe default, see emergence/loading.py).
@@ -48,8 +41,7 @@ DTYPES = ("auto", "float32", "bfloat16", "float16")
 #: ``screen.ablation.mode`` and ``screen.ablation.group`` choices.
 ABLATION_MODES = ("zero", "mean")
 ABLATION_GROUPS = ("induction", "list")
-#: ``corpus.kind``: one :class:`emergence.probes.CorpusKind` each (its check and builder), imported on
-#: first use, so that the schema offers the names without importing torch.
+#: ``corpus.kind``: one :class:`emergence.probes.CorpusKind` each, imported on first use (no torch here).
 CORPUS_KINDS = Registry("corpus kind", error=EmergenceError, lazy={
     "synthetic_induction": "emergence.probes:SYNTHETIC_INDUCTION", "text_file": "emergence.probes:TEXT_FILE",
     "xu2026": "emergence.probes:XU2026"})
@@ -61,31 +53,22 @@ DEVICE_PATTERN = r"auto|cpu|mps|cuda(:\d+)?"
 DEVICE_HINT = "auto, cpu, cuda, cuda:<i>, mps"
 #: ``matmul_precision`` choices (emergence/loading.py, ``choose_matmul_precision``).
 MATMUL_PRECISIONS = ("auto", "float32", "tf32")
-#: ``live.mode`` -> what it does (the schedules are emergence/live/schedule.py's ``SCHEDULES``).
-LIVE_MODES = {
-    "off": "no live screening; a toy keeps its fixed checkpoint schedule",
-    "adaptive": "screen while training; save densely while a transition is under way, sparsely otherwise",
-}
+#: ``live.mode`` choices (the schedules are emergence/live/schedule.py's ``SCHEDULES``).
+LIVE_MODES = ("off", "adaptive")
 #: The ``xu2026`` probe puts its pair at p in [20, seq_len // 2): seq_len // 2 must exceed 20.
 XU2026_MIN_SEQ_LEN = 42
 
 
 def model_sources() -> tuple:
-    """``model.revisions`` choices: where a model's revision list comes from (the source
-    registry as it stands now, so a source added with ``emergence.sources.register`` counts)."""
+    """``model.revisions`` choices: the source registry as it stands now (with registered sources)."""
     return sources.source_names()
 
 
 @dataclass
 class TokenCountConfig:
-    """How a revision's training-token count is known, where the source computes it.
-
-    The source (``model.revisions``) decides how tokens are known: ``pythia`` computes
-    step x ``tokens_per_step``; ``snapshot`` reads the snapshot (tokens parsed from
-    ``stepN-tokensXB`` branch names); ``folder`` reads ``<path>/revisions.json``, else
-    computes step x ``tokens_per_step`` for ``step<N>/`` folders; ``toy`` reads the
-    recipe's schedule.
-    """
+    """How a revision's training-token count is known where the source computes it: ``pythia`` and
+    ``folder`` (without ``revisions.json``) compute step x ``tokens_per_step``; ``snapshot`` and
+    ``toy`` read theirs."""
 
     #: Training tokens a step (``pythia``: 2,097,152 when null; ``folder``: 0 when null).
     tokens_per_step: Optional[int] = field(default=None, metadata={"min": 1})
@@ -94,32 +77,25 @@ class TokenCountConfig:
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    #: Hub repo id (``EleutherAI/pythia-1b``) of the hub sources (``revisions: pythia`` or
-    #: ``snapshot``); loaded with ``from_pretrained(repo, revision=...)``.
+    #: Hub repo id (``EleutherAI/pythia-1b``) of the hub sources (``revisions: pythia`` or ``snapshot``).
     repo: Optional[str] = None
-    #: Local folder holding one HF model folder per revision (``<path>/<revision>/``), for
-    #: ``revisions: folder``.
+    #: For ``revisions: folder``: one HF model folder per revision (``<path>/<revision>/``).
     path: Optional[str] = None
-    #: The architecture family (emergence/families/): hook points and dtype policy. ``auto``: the
-    #: family covering the first revision's ``config.json`` ``model_type`` (read before any weights;
-    #: the generic family for a type no family names); a named family is checked against it.
+    #: The architecture family (emergence/families/). ``auto``: the family of the first revision's
+    #: ``config.json`` ``model_type`` (else the generic one); a named family is checked against it.
     family: str = field(default="auto", metadata={"choices": lambda: families.family_choices()})
     pretraining_corpus: str = "unknown"
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
-    #: The model source (emergence/sources/): where the revision list comes from and where
-    #: each revision lies: ``pythia`` (hub repo, computed schedule), ``snapshot`` (hub repo,
-    #: ``emergence/snapshots/<name>.json``), ``folder`` (local folders under ``path``) or
-    #: ``toy`` (the project's toy suite, trained from ``recipe``).
+    #: The model source (emergence/sources/): where the revision list comes from and where each
+    #: revision lies (``pythia``, ``snapshot``, ``folder``, ``toy``, the seed suites).
     revisions: str = field(default="snapshot", metadata={"choices": lambda: model_sources()})
     #: ``auto`` picks the family's safe default (float32 on CPU; never fp16 for GPT-NeoX).
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
     recipe: Optional[ToyRecipeConfig] = None
-    #: Seed suites (``revisions: polypythia``, emergence/sources/polypythia.py; ``crfm_gpt2``,
-    #: emergence/sources/crfm_gpt2.py): the model size (``14m`` .. ``410m``; ``small``, ``medium``),
-    #: the training run's seed and what that seed varies (``data``: the data order only, ``weight``:
-    #: the initialisation only, ``both``). Null for every other model (and then left out of a run's
-    #: identity, so existing runs keep theirs).
+    #: Seed suites (``revisions: polypythia`` or ``crfm_gpt2``): the model size, the training run's
+    #: seed and what it varies (``data`` order, ``weight`` initialisation, ``both``). Null for every
+    #: other model (and then left out of a run's identity, so existing runs keep theirs).
     size: Optional[str] = field(default=None, metadata={"choices": lambda: polypythia.SIZES + crfm_gpt2.SIZES})
     seed: Optional[int] = field(default=None, metadata={"min": 1})
     seed_kind: Optional[str] = field(default=None, metadata={"choices": SEED_KINDS})
@@ -138,15 +114,13 @@ class CorpusConfig:
     #: For ``xu2026``: token ids are drawn from [vocab_lo, vocab_hi) (the study: [100, 10000)).
     vocab_lo: int = field(default=100, metadata={"min": 0})
     vocab_hi: int = field(default=10000, metadata={"min": 2})
-    #: For ``xu2026``: when the probe does not fit the model (vocab_hi past its usable
-    #: vocabulary, seq_len past its context), draw from [1, usable vocabulary) and cut
-    #: seq_len to the context, with a note; false: refuse in one line.
+    #: For ``xu2026``: when the probe does not fit the model's vocabulary or context, draw from
+    #: [1, usable vocabulary) and cut seq_len to the context, with a note; false: refuse.
     fit_to_model: bool = False
     #: Token id at position 0; ``null`` = the model's bos id, else its eos id.
     first_token: Optional[int] = field(default=None, metadata={"min": 0})
     batch_size: int = field(default=100, metadata={"min": 1})
-    #: For ``text_file``: the file, the window length, and the stride between windows.
-    #: ``seq_len`` is also the sequence length T of ``xu2026`` (the study: 256).
+    #: For ``text_file``: the file, the window length (also ``xu2026``'s T; the study: 256), the stride.
     path: Optional[str] = None
     seq_len: int = field(default=64, metadata={"min": 2, "max": 1_048_576})
     stride: Optional[int] = field(default=None, metadata={"min": 1})
@@ -166,8 +140,8 @@ class RefineConfig:
     per_round: int = field(default=1, metadata={"min": 1, "max": 64})
     #: At most this many rounds.
     rounds: int = field(default=8, metadata={"min": 1, "max": 64})
-    #: Also bracket each class's largest decline (a fall in its count), as its own entry
-    #: ``<class> decline``; by default only rises, the transitions the statistics report.
+    #: Also bracket each class's largest decline, as its own entry ``<class> decline`` (by default
+    #: only rises, the transitions the statistics report).
     declines: bool = False
 
 
@@ -179,8 +153,7 @@ class RevisionConfig:
     k: int = field(default=10, metadata={"min": MIN_LOGSPACED})
     #: Revision name for ``select: named``.
     name: Optional[str] = None
-    #: One revision of the selection, set by the multirun sweeper for each job (for
-    #: ``refine``: any of the model's known revisions).
+    #: One revision of the selection, set by the multirun sweeper for each job.
     pin: Optional[str] = None
     refine: RefineConfig = field(default_factory=RefineConfig)
 
@@ -230,8 +203,7 @@ class Xu2026ScreenConfig:
 @dataclass
 class ScreenConfig:
     name: str = "all"
-    #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe:
-    #: last query, fixed random baseline, exp-entropy PR, per-layer matched ablation).
+    #: ``project`` (METHODS sections 5-7) or ``xu2026`` (the reference study's own recipe).
     recipe: str = field(default="project", metadata={"choices": SCREEN_RECIPES.names()})
     xu2026: Xu2026ScreenConfig = field(default_factory=Xu2026ScreenConfig)
     #: Classes reported (printed); every registered class is computed and logged anyway.
@@ -247,9 +219,8 @@ class ScreenConfig:
     participation_ratio: bool = False
     pr: PRConfig = field(default_factory=PRConfig)
     ablation: Optional[AblationConfig] = None
-    #: Memory budget (GiB) of the streaming pass's batches, on top of the weights; the batch
-    #: size is what fits (emergence.loading.plan_batch_size), capped by ``corpus.batch_size``.
-    #: null: 90% of the free GPU memory on CUDA (measured after loading), 4 GiB elsewhere.
+    #: Memory budget (GiB) of the batches, on top of the weights (emergence.loading.plan_batch_size),
+    #: capped by ``corpus.batch_size``; null: 90% of the free GPU memory on CUDA, 4 GiB elsewhere.
     memory_gb: Optional[float] = field(default=None, metadata={"gt": 0, "finite": True})
 
 
@@ -257,8 +228,7 @@ class ScreenConfig:
 class TrackingConfig:
     #: MLflow tracking URI; the default is an absolute SQLite file under ``outputs/``.
     uri: str = MISSING
-    #: Artifact root for new experiments; null: beside the store (``<store folder>/mlartifacts``
-    #: for a local store, the server's artifact destination for a tracking server).
+    #: Artifact root for new experiments; null: beside the store (a server's own destination).
     artifacts: Optional[str] = None
     #: One experiment per study (a name MLflow takes: not empty).
     experiment: str = "emergence"
@@ -268,32 +238,25 @@ class TrackingConfig:
     parent_run: Optional[str] = None
     #: A running job refreshes its run's ``emergence.heartbeat`` tag this often (seconds).
     heartbeat_s: float = field(default=60.0, metadata={"gt": 0, "finite": True})
-    #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone
-    #: (same host, pid not alive), is dead: the next job of that identity deletes it and claims anew.
-    #: Must exceed ``heartbeat_s`` (:func:`check_tracking`), or live claims would look dead.
+    #: A RUNNING claim whose heartbeat is older than this (seconds), or whose process is gone, is
+    #: dead: the next job of its identity deletes it. Must exceed ``heartbeat_s`` (:func:`check_tracking`).
     stale_after_s: float = field(default=600.0, metadata={"gt": 0, "finite": True})
-    #: Tracking server only: seconds to wait after creating a claim before re-reading the
-    #: rival claims (a local SQLite store claims under a file lock instead). Only a pause: the
-    #: claim rule holds whatever it is (emergence/tracking.py).
+    #: Tracking server only: seconds between creating a claim and re-reading the rival claims (a
+    #: SQLite store claims under a file lock). Only a pause: the claim rule holds whatever it is.
     claim_settle_s: float = field(default=1.0, metadata={"min": 0, "finite": True})
     #: Tracking server only: a call the server does not answer fails after about this many seconds
-    #: (retries included; emergence/common/store.py ``server_timeouts``), and the job with it; a
-    #: ``-m`` sweep then stops, saying how to resume. Also the longest a claim waits for a rival's.
+    #: (retries included), and the job with it. Also the longest a claim waits for a rival's.
     timeout_s: float = field(default=60.0, metadata={"min": 5, "max": 3600, "finite": True})
-    #: Seconds to wait for a tracking (or database) server to answer the check made before any
-    #: work (emergence/common/storecheck.py): an unreachable store is refused in one line, not after minutes.
+    #: Seconds a tracking (or database) server has to answer the check made before any work.
     connect_timeout_s: float = field(default=10.0, metadata={"gt": 0, "finite": True})
 
 
 @dataclass
 class CacheConfig:
-    #: Delete a screened hub revision from the HF cache after its run is logged: true, false, or
-    #: null (the default, auto): delete it when the disk would not hold the revisions still to
-    #: come in this process (emergence/prefetch.py, ``disk_short``), so a study larger than the
-    #: disk (the three 1B models: about 200 GB) runs with the disk bounded.
+    #: Delete a screened hub revision from the HF cache after its run is logged: true, false, or null
+    #: (auto): when the disk would not hold the revisions still to come (emergence/prefetch.py).
     evict: Optional[bool] = None
-    #: Load the next revision onto the device while this one is screened (two models held at
-    #: once): true, false, or null (the default: on CUDA only). emergence/sweep_prefetch.py.
+    #: Load the next revision while this one is screened: true, false, or null (CUDA only).
     load_ahead: Optional[bool] = None
     #: Where the toy suite's checkpoints are trained to.
     toy_dir: str = MISSING
@@ -301,24 +264,13 @@ class CacheConfig:
 
 @dataclass
 class LiveConfig:
-    """The ``live`` group (``conf/live/``): live screening while a model trains (emergence/live/).
+    """The ``live`` group (``conf/live/``): live screening while a model trains (emergence/live/);
+    a live screen uses the job's ``corpus`` and ``screen`` with the sizes below."""
 
-    - ``mode``: an entry of :data:`LIVE_MODES`: ``off`` (default; no monitor, the toy keeps its
-      fixed 65-checkpoint schedule) or ``adaptive`` (screen while training, save where the
-      counts change; emergence/live/schedule.py);
-    - the probe of a live screen: the job's ``corpus`` with ``n_sequences`` sequences (the
-      probe's size, so a screen stays well under a second on the toy) and the job's
-      ``screen`` with ``participation_ratio`` (off by default: the detector needs the counts
-      and the induction loss only);
-    - the watch grid (``first_step``, ``screens_per_decade``), the sparse saves
-      (``saves_per_decade``) and the dense window (``dense_every``, ``settle``);
-    - the detector (``classes``, ``min_jump``, ``window``, ``loss_drop``; emergence/live/detector.py)
-      and ``lookback``.
-    """
-
-    #: ``off`` (default) or ``adaptive`` (:data:`LIVE_MODES`).
-    mode: str = field(default="off", metadata={"choices": tuple(LIVE_MODES)})
-    #: Probe sequences of a live screen (the job's ``corpus`` otherwise): its size sets the cost.
+    #: ``off`` (default: no live screening, a toy keeps its fixed checkpoint schedule) or ``adaptive``
+    #: (screen while training; save densely while a transition is under way, sparsely otherwise).
+    mode: str = field(default="off", metadata={"choices": LIVE_MODES})
+    #: Probe sequences of a live screen: its size sets the cost.
     n_sequences: int = field(default=64, metadata={"min": 1})
     #: Participation ratio in live screens (the detector does not need it).
     participation_ratio: bool = False
@@ -341,8 +293,7 @@ class LiveConfig:
     #: ... so does an induction-loss fall of at least this many nats between screens that is also
     #: larger than its fluctuation over the last ``window`` screens (null: counts only).
     loss_drop: Optional[float] = field(default=0.5, metadata={"gt": 0, "finite": True})
-    #: Keep a CPU copy of the last screened weights, so a jump found at one screen also saves the
-    #: screen before it (the jump is then bracketed by two saved checkpoints one watch step apart).
+    #: Keep a CPU copy of the last screened weights: a jump also saves the screen before it.
     lookback: bool = True
 
 
@@ -370,10 +321,9 @@ class EmergenceConfig:
     live: LiveConfig = field(default_factory=LiveConfig)
     #: ``auto`` = cuda if available, else mps, else cpu.
     device: str = field(default="auto", metadata={"pattern": DEVICE_PATTERN, "hint": DEVICE_HINT})
-    #: How a float32 model's matrix products run on CUDA (emergence/loading.py): ``auto`` = TF32
-    #: where the family allows it (Pythia's float32 passes), ``tf32``, or ``float32`` (IEEE, as the
-    #: reference study). No effect on the CPU, MPS or a bfloat16 model; not part of a run's identity
-    #: (like ``device``); each run logs the precision it used.
+    #: How a float32 model's matrix products run on CUDA: ``auto`` = TF32 where the family allows it,
+    #: ``tf32``, or ``float32`` (IEEE, as the reference study). Not part of a run's identity (each run
+    #: logs the precision it used).
     matmul_precision: str = field(default="auto", metadata={"choices": MATMUL_PRECISIONS})
     #: Re-run a job even when a finished run with the same config exists.
     force: bool = False
@@ -381,14 +331,11 @@ class EmergenceConfig:
     report: bool = True
     #: Then write the statistics report (``python -m stats`` on this job's models).
     stats: bool = True
-    #: Print the planned jobs (model, revision, tokens, download size when the HF cache
-    #: knows it) and exit 0: offline, no model loaded, no MLflow run.
+    #: Print the planned jobs and exit 0: offline, no model loaded, no MLflow run.
     dry_run: bool = False
     #: Extra free-form metadata logged as params (``+meta.study=...``).
     meta: Dict[str, Any] = field(default_factory=dict)
 
-
-# --- each group's rules across its fields, beside its schema ---------------------------------------
 
 def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
     """An ``xu2026`` probe's token range and length, whatever the model (emergence/probes.py draws it)."""
@@ -444,10 +391,9 @@ def text_problem(path: Path) -> Optional[str]:
 
 
 def check_corpus(corpus) -> None:
-    """The ``corpus`` group's rules across its fields, before any model is known (a probe against
-    the model's vocabulary and context: its ``CorpusKind.check``, emergence/probes.py, called by
-    emergence/preflight.py): a ``text_file``
-    probe needs a local file, an ``xu2026`` probe a token range and a length its layout fits."""
+    """The ``corpus`` group's rules before any model is known (against the model: ``CorpusKind.check``,
+    emergence/probes.py): a ``text_file`` probe needs a local text file, an ``xu2026`` probe a token
+    range and a length its layout fits."""
     check_probe_memory(corpus)
     if corpus.kind == "text_file":
         if not corpus.path:
@@ -487,9 +433,8 @@ def _rule(schema, name: str) -> dict:
 
 def check_screen(screen) -> None:
     """Refuse (one line) a screen config handed to :func:`emergence.screens.screen` that its schema
-    does not allow (a composed config passed :func:`check_config` already): its head classes and
-    thresholds, in the words the screen has always used for them, then every field as
-    :func:`check_config` checks it, and the ablation's rule."""
+    does not allow: its head classes and thresholds (in the screen's own words), then every field
+    as :func:`check_config` checks it, and the ablation's rule."""
     valid = tuple(_rule(ScreenConfig, "classes")["items"]["choices"]())
     positive = _rule(ScreenConfig, "thresholds")["items"]
     for head_class in screen.classes:
@@ -507,9 +452,8 @@ def check_screen(screen) -> None:
 
 
 def check_config(cfg) -> None:
-    """Refuse (:class:`~emergence.EmergenceError`, one line) any value of a composed config
-    that its schema's constraints, or the schema's keys, do not allow, and any that breaks a
-    group's rules across its fields."""
+    """Refuse (:class:`~emergence.EmergenceError`, one line) any value of a composed config that its
+    schema, or a group's rules across its fields, do not allow."""
     check(cfg, EmergenceConfig, EmergenceError)
     check_corpus(cfg.corpus)
     check_tracking(cfg.tracking)
@@ -518,8 +462,7 @@ def check_config(cfg) -> None:
 
 
 def register_configs() -> None:
-    cs = ConfigStore.instance()
-    cs.store(name="emergence_schema", node=EmergenceConfig)
+    ConfigStore.instance().store(name="emergence_schema", node=EmergenceConfig)
 
 
 register_configs()

@@ -1,25 +1,17 @@
-"""What a job or a sweep prints: its tables, its plan and its end-of-run summary.
-
-- :func:`format_table`: per model and revision, the BOS fraction, the count of each reported
-  class and the induction loss, with the run id;
-- :func:`formation_rows` and :func:`format_markdown`: when the circuits form, per model;
-- :func:`format_plan`: a dry run's planned jobs;
-- :func:`format_refinement`: a refinement's brackets before and after;
-- :func:`print_summary`: the end of a run, the same for one job (emergence/__main__.py) and
-  for a ``-m`` sweep (hydra_plugins/emergence_sweeper): the table, when circuits form, the
-  statistics report (:func:`emergence.handoff.stats_report`), the failed jobs of a sweep and
-  where to open the runs.
-
-Results are :class:`emergence.screening.RevisionResult` lists, read here, never built.
+"""What a job or a sweep prints: its tables, its plan, its refinement and its end-of-run summary
+(:func:`print_summary`, the same for one job and a ``-m`` sweep, with the statistics report of
+:func:`stats_report`). Results are :class:`emergence.screening.RevisionResult` lists, read here,
+never built.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
+from omegaconf import DictConfig
+
 from emergence.common.contract import INDUCTION_LOSS_METRIC, count_metric, fraction_metric, parse_metric
 from emergence.common.mlflow_ui import open_lines
-from emergence.handoff import stats_report
 from emergence.common.units import format_tokens
 from emergence.revisions import Revision
 from emergence.ui import remember_job
@@ -55,9 +47,8 @@ def format_table(results: List[RevisionResult]) -> str:
 
 
 def formation_rows(results: List[RevisionResult]) -> List[Dict[str, str]]:
-    """Per model: tokens at the first revision with an induction head and with a BOS head,
-    the layers that hold BOS heads (at any screened revision), and the induction loss
-    at the first and last screened revisions. ``none`` where no head ever crosses."""
+    """Per model: tokens at the first revision with an induction head and with a BOS head, the layers
+    that hold BOS heads (at any revision), and the induction loss at the first and last revisions."""
     rows = []
     results = [r for r in results if r.metrics]  # (a revision another sweep screens has none here)
     for model in dict.fromkeys(r.label or r.model for r in results):
@@ -102,10 +93,9 @@ def format_plan(jobs: Sequence, screen: str = "") -> str:
 
 def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: List[Revision], rounds: int,
                       refined: Optional[dict] = None) -> str:
-    """The before/after table of a refinement: each class's bracket (its largest rise; ``<class>
-    decline`` entries on request) before the first round, the brackets its rounds refined (revisions
-    added inside; a later round may move to another rise the added revisions showed larger), the
-    bracket after, and whether that one is resolved."""
+    """The before/after table of a refinement: each class's bracket before the first round, the
+    brackets its rounds refined (a later round may move to a rise the added revisions showed
+    larger), the bracket after, and whether that one is resolved."""
     def cell(b) -> str:
         return "no transition" if b is None else f"{b.span} ({b.inside} inside)"
 
@@ -119,28 +109,35 @@ def format_refinement(model: str, before: RoundPlan, after: RoundPlan, added: Li
     return "\n".join(lines)
 
 
-def skipped_line(results: List[RevisionResult], unit: str) -> str:
-    """How many of ``results`` were finished before and skipped ('' when none)."""
-    done_before = sum(1 for r in results if r.skipped and r.metrics)
-    if not done_before:
-        return ""
-    return (f"{done_before} of {len(results)} {unit} finished before and skipped (their runs are reused; "
-            "force=true screens them again)")
-
-
 def interrupted_line(done: int, total: int, unit: str) -> str:
     """The one line a job or a sweep stopped by Ctrl-C prints: what finished and how to resume."""
     return (f"interrupted: {done} of {total} {unit} finished and kept (the one under way is marked KILLED); "
             "run the same command again to resume: finished ones are skipped")
 
 
+def stats_report(cfg: DictConfig, models: List[str]) -> str:
+    """The statistics of this job's models (``stats.api.analyse_store``, in this process): the report
+    lands beside the job's outputs (``${emergence_home:}/outputs/stats/...``) and is logged into the
+    job's store. Returns stats' one-line summary, or why it failed and how to rerun it (a failing
+    report never fails the job: its screens are logged)."""
+    # (the statistics stack, scipy, statsmodels and matplotlib, only when a report is asked for)
+    from stats.api import analyse_store
+    from stats.errors import StatsError
+
+    try:
+        return analyse_store(cfg.tracking.uri, cfg.tracking.experiment, models, cfg.tracking.artifacts)
+    except Exception as exc:  # noqa: BLE001  (the screens are logged; a failing report does not fail the job)
+        why = str(exc) if isinstance(exc, StatsError) else f"{type(exc).__name__}: {exc}"
+        return (f"stats report failed: {why}\n  rerun it with: python -m stats source.tracking_uri={cfg.tracking.uri} "
+                f"source.experiment={cfg.tracking.experiment} source.models=[{','.join(models)}]")
+
+
 def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[str]] = None, n_jobs: int = 0) -> None:
     """The end of a run (nothing printed with ``report=false``; the statistics still run with
-    ``stats=true``). ``failed`` None: one job (``python -m
-    emergence``), whose table is printed with its results, then when circuits form and the
-    statistics of its models (``stats``) when it screened more than one revision; a list: a
-    ``-m`` sweep's failed jobs (``#<job> (<overrides>): <error>``) of its ``n_jobs`` jobs, after
-    the summary of every job's results. Then where to open the runs."""
+    ``stats=true``). ``failed`` None: one job, whose table is printed, then when circuits form and the
+    statistics of its models when it screened more than one revision; a list: a ``-m`` sweep's
+    failed jobs of its ``n_jobs`` jobs, after the summary of every job's results. Then where to open
+    the runs."""
     remember_job(cfg.tracking.uri, cfg.tracking.experiment)  # what `python -m emergence.ui` opens
     sweep = failed is not None
     # the statistics run whenever stats=true, printed or not (report=false prints nothing)
@@ -157,9 +154,10 @@ def print_summary(cfg, results: List[RevisionResult], failed: Optional[Sequence[
         print(format_markdown(formation_rows(results)))
         if statistics is not None:
             print(statistics)
-    skipped = skipped_line(results, "job(s)" if sweep else "revision(s)")
-    if skipped:
-        print(f"\n{skipped}")
+    done_before = sum(1 for r in results if r.skipped and r.metrics)
+    if done_before:
+        print(f"\n{done_before} of {len(results)} {'job(s)' if sweep else 'revision(s)'} finished before and skipped "
+              "(their runs are reused; force=true screens them again)")
     if not sweep:
         print(f"\n{len(results)} run(s) in experiment {cfg.tracking.experiment!r}. Open them with:\n"
               f"{open_lines(cfg.tracking.uri, cfg.tracking.experiment)}")

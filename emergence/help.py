@@ -1,11 +1,9 @@
 """The text of ``python -m emergence --help``: config groups and the registries.
 
-Hydra prints it: ``conf/config.yaml`` sets ``hydra.help.template`` to the
-``${emergence_help:}`` resolver (:func:`register_resolver`, called by the app,
-emergence/__main__.py), which calls :func:`registries_text`. Everything listed is read from where it is defined: the
-groups' options from the YAML files under ``CONF_DIR``, the head classes, families
-and model sources from :mod:`emergence.config`. ``python -m emergence.help`` prints
-the same text without composing a config.
+Hydra prints it: ``conf/config.yaml`` sets ``hydra.help.template`` to the ``${emergence_help:}``
+resolver (:func:`register_resolver`), which calls :func:`registries_text`. Everything listed is
+read from where it is defined (the YAML files under ``CONF_DIR``, the registries).
+``python -m emergence.help`` prints the same text without composing a config.
 """
 
 from __future__ import annotations
@@ -38,13 +36,8 @@ def _wrap(items: Iterable[str], indent: str = "    ") -> str:
 def default_options() -> Dict[str, str]:
     """The option each group takes by default (the defaults list of ``conf/config.yaml``)."""
     defaults = OmegaConf.to_container(OmegaConf.load(CONF_DIR / "config.yaml")).get("defaults", [])
-    out = {}
-    for entry in defaults:
-        if isinstance(entry, dict):
-            for key, value in entry.items():
-                if "/" not in key and " " not in key:
-                    out[key] = str(value)
-    return out
+    return {key: str(value) for entry in defaults if isinstance(entry, dict)
+            for key, value in entry.items() if "/" not in key and " " not in key}
 
 
 def model_rows() -> List[List[str]]:
@@ -63,15 +56,7 @@ def model_rows() -> List[List[str]]:
 
 def _table(rows: List[List[str]], header: List[str], indent: str = "  ") -> str:
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    lines = [indent + "  ".join(c.ljust(w) for c, w in zip(header, widths)).rstrip()]
-    lines += [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
-def _names(entries) -> List[str]:
-    if isinstance(entries, dict):
-        return [f"{k} ({v})" if isinstance(v, str) else str(k) for k, v in entries.items()]
-    return [str(x) for x in entries]
+    return "\n".join(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header] + rows)
 
 
 def registries_text() -> str:
@@ -96,10 +81,10 @@ def registries_text() -> str:
     parts += ["", "== Registered models (conf/model/*.yaml; add one with a YAML file) ==",
               _table(model_rows(), ["name", "family", "revisions", "repo / folder"])]
     parts += ["", "== Head classes (screen.classes; thresholds screen.thresholds.<class>) ==",
-              _wrap(_names(config.HEAD_CLASSES))]
-    parts += ["", "== Families (architectures with an adapter; model.family) ==", _wrap(_names(config.FAMILIES))]
-    sources = config.MODEL_SOURCES
-    parts += ["", "== Model sources (model.revisions: where a model's revisions come from) ==", _wrap(_names(sources))]
+              _wrap(config.HEAD_CLASSES)]
+    parts += ["", "== Families (architectures with an adapter; model.family) ==", _wrap(config.FAMILIES)]
+    parts += ["", "== Model sources (model.revisions: where a model's revisions come from) ==",
+              _wrap(config.MODEL_SOURCES)]
     parts += ["",
               "== Files ==",
               f"  config tree: {CONF_DIR}",

@@ -1,11 +1,9 @@
 """One job: config -> catalog -> model at revision -> probe -> screens -> tracking.
 
-A job screens the revisions its ``revision`` config selects (under ``-m`` the sweeper pins
-one revision per job). This module only dispatches: a live job trains its toy with live
-screening first (``live=adaptive``: emergence/live/job.py); a ``revision=refine`` job refines
-round by round (emergence/refine_rounds.py); any other screens its selection
-(emergence/screening.py). Every input is checked first (emergence/preflight.py), so bad
-input leaves nothing behind; a dry run plans instead (emergence/planning.py).
+This module only dispatches, after every input is checked (emergence/preflight.py): a live job
+trains its toy with live screening (emergence/live/job.py), a ``revision=refine`` job refines round
+by round (emergence/refine_rounds.py), any other screens its selection (emergence/screening.py); a
+dry run plans instead (emergence/planning.py).
 """
 
 from __future__ import annotations
@@ -24,19 +22,14 @@ from emergence.screening import RevisionResult, screen_revisions
 
 def run_job(cfg: DictConfig, progress: bool = True, plan: Optional[JobPlan] = None,
             parent_run: Optional[str] = None) -> List[RevisionResult]:
-    """Screen the selected revisions (:func:`emergence.screening.screen_revisions`), or refine a
-    screened model's transitions round by round (``revision=refine`` without a pinned revision:
-    :func:`emergence.refine_rounds.refine_job`); with ``live=adaptive``, train the toy with live
-    screening first (emergence/live/job.py). ``plan``: what :func:`emergence.preflight.validate`
-    returned where the caller checked the input already (emergence/__main__.py checks it once,
-    before it opens the job's parent run); None: checked here.
-    ``parent_run``: the parent run the job opened (emergence/parent_run.py), which its runs name."""
+    """Run one job (module notes). ``plan``: what :func:`emergence.preflight.validate` returned where
+    the caller checked the input already (None: checked here); ``parent_run``: the parent run the
+    job opened (emergence/parent_run.py), which its runs name."""
     if trains_live(cfg):
         return live_job.run(cfg, progress)
     plan = validate(cfg) if plan is None else plan
     cfg = plan.config
-    results = refine_job(cfg, progress, parent_run, plan) if refines(cfg) else \
-        screen_revisions(cfg, plan, progress, parent_run)
+    results = refine_job(plan, progress, parent_run) if refines(cfg) else screen_revisions(cfg, plan, progress, parent_run)
     for r in results:
         r.label = plan.label
     return results

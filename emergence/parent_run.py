@@ -1,27 +1,13 @@
 """The parent run of a job or a sweep, with the curves and figures of its revisions.
 
-A ``-m`` sweep's parent run is opened by the sweeper (hydra_plugins/emergence_sweeper); a
-job run without ``-m`` (the default job, ``python -m emergence``) opens its own
-(:func:`job_parent`), so that every study lands in MLflow the same way:
-
-- opened after the job's input is checked (bad input leaves no run), and only when the job has a
-  revision to screen (a rerun that finds every run finished adds no run), tagged as a sweep's
-  parent is (``emergence.kind = sweep``, the job's ``emergence.sweep`` id, host, pid and a
-  heartbeat kept while the job runs), named ``job <date time>: <model>, <selection> (<N>
-  revisions)``; a live job (``live=adaptive``) opens none;
-- the job's screen runs name it (``mlflow.parentRunId``: the UI nests them under it) and log
-  their curves into it at step = tokens (``fraction.<class>.<model>``, ``<model>/<metric>``:
-  emergence.tracking.curve_metrics), revisions done before included;
-- at the end it gets the figures of those curves (:func:`log_figures`: ``curves/fractions.png``,
-  ``curves/fraction.<class>.png``, ``curves/curves.csv``, drawn by
-  :func:`stats.figures.fraction_figures`, the one plotting system) and
-  ends FINISHED, FAILED naming the failed revisions, or KILLED on Ctrl-C.
-
-A sweep's parent gets the same figures at the end of the sweep (the sweeper calls
-:func:`log_figures`: hydra_plugins/emergence_sweeper). The figures are a convenience: when they
-cannot be drawn the job says so in one line and goes on (its runs hold the data); when the store
-cannot take them (a full disk) the partial artifacts are removed and the job fails
-(:class:`~emergence.common.store.StoreError`, one line, exit 1) with its parent run FAILED.
+A ``-m`` sweep's parent run is opened by the sweeper; a job run without ``-m`` opens its own
+(:func:`job_parent`), so every study lands in MLflow the same way: opened after the input is
+checked and only when a revision is left to screen (none for a live job), tagged as a sweep's
+parent (kind, sweep id, host, pid, heartbeat), named ``job <date time>: <model>, <selection> (<N>
+revisions)``; the job's runs nest under it and log their curves into it
+(emergence.tracking.curve_metrics); at the end it gets their figures (:func:`log_figures`) and ends
+FINISHED, FAILED naming the failed revisions, or KILLED on Ctrl-C. Figures that cannot be drawn
+are one warning line; a store that cannot take them fails the job (one line, exit 1).
 """
 
 from __future__ import annotations
@@ -66,22 +52,13 @@ def all_finished(cfg: DictConfig, revisions: List) -> bool:
     return all(tracker.finished_run(config_hash(cfg, r)) is not None for r in revisions)
 
 
-def opens_parent(cfg: DictConfig) -> bool:
-    """Whether a job opens its own parent run: not when the sweeper gave it one, nor for a live job."""
-    return not cfg.tracking.parent_run and not trains_live(cfg)
-
-
 @contextmanager
 def job_parent(cfg: DictConfig, revisions: List) -> Iterator[JobParent]:
-    """Open the job's parent run (see the module notes) for the ``revisions`` its input check
-    (:func:`emergence.preflight.validate`, run once by the caller before) selected; the job's runs
-    name the ``run_id`` it yields (``cfg`` is not written to); set ``.results`` on what it yields to
-    get the figures; the run is ended on leaving."""
-    if not opens_parent(cfg):
-        yield JobParent(None)
-        return
-    revisions = list(revisions)
-    if all_finished(cfg, revisions):
+    """Open the job's parent run (module notes) for the ``revisions`` its plan selected (none when the
+    sweeper gave it one, for a live job, or when every run is finished); the job's runs name the
+    ``run_id`` it yields; set ``.results`` on it to get the figures; the run is ended on leaving."""
+    revisions = list(revisions or [])
+    if cfg.tracking.parent_run or trains_live(cfg) or all_finished(cfg, revisions):
         yield JobParent(None)
         return
     n = len(revisions)
@@ -94,22 +71,22 @@ def job_parent(cfg: DictConfig, revisions: List) -> Iterator[JobParent]:
         with parent_heartbeat(t.uri, run_id, float(t.heartbeat_s)):
             yield parent
     except KeyboardInterrupt:
-        end_parent(t.uri, run_id, ["job interrupted (KeyboardInterrupt)"], 1, status="KILLED")
+        end_parent(t.uri, run_id, ["job interrupted (KeyboardInterrupt)"], status="KILLED")
         print(interrupted_line(finished_children(t.uri, run_id), n, "revision(s)"), file=sys.stderr)
         raise
     except JobFailed as exc:
         log_figures(t.uri, run_id, exc.results)
-        end_parent(t.uri, run_id, [str(exc)], 1)
+        end_parent(t.uri, run_id, [str(exc)])
         raise
     except BaseException as exc:
-        end_parent(t.uri, run_id, [f"{type(exc).__name__}: {exc}"], 1)
+        end_parent(t.uri, run_id, [f"{type(exc).__name__}: {exc}"])
         raise
     try:
         log_figures(t.uri, run_id, parent.results)
     except StoreError as exc:
-        end_parent(t.uri, run_id, [str(exc)], 1)
+        end_parent(t.uri, run_id, [str(exc)])
         raise
-    end_parent(t.uri, run_id, [], 1, strict=True)
+    end_parent(t.uri, run_id, [], strict=True)
 
 
 def curve_table(results: Iterable) -> pd.DataFrame:
@@ -131,31 +108,29 @@ def curve_table(results: Iterable) -> pd.DataFrame:
 def finished_children(uri: str, run_id: str) -> int:
     """How many runs under the parent ``run_id`` are FINISHED (0 when the store cannot say)."""
     try:
-        runs = mlflow.MlflowClient(uri).search_runs(
-            [mlflow.MlflowClient(uri).get_run(run_id).info.experiment_id],
+        client = mlflow.MlflowClient(uri)
+        runs = client.search_runs(
+            [client.get_run(run_id).info.experiment_id],
             filter_string=f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'FINISHED'", max_results=10000)
     except Exception:  # noqa: BLE001  (a line to print: the runs themselves are safe)
         return 0
     return len(runs)
 
 
-def log_figures(uri: str, run_id: str, results: Iterable) -> List[str]:
-    """Draw the curves of ``results`` (``RevisionResult``: :func:`curve_table`, drawn by
-    :func:`stats.figures.fraction_figures`) and log them
-    into the run ``run_id`` under ``curves/``; returns the artifact paths (none when there is
-    nothing to draw, or with a one-line warning when drawing failed). A store that cannot take them
-    raises :class:`StoreError` (one line) with what it took removed (no empty figure left)."""
+def log_figures(uri: str, run_id: str, results: Iterable) -> None:
+    """Draw the curves of ``results`` (:func:`curve_table`, :func:`stats.figures.fraction_figures`) and
+    log them into the run ``run_id`` under ``curves/`` (a one-line warning when drawing failed). A store
+    that cannot take them raises :class:`StoreError` (one line) with what it took removed."""
     table = curve_table(results)
     if table.empty:
-        return []
+        return
     with tempfile.TemporaryDirectory() as tmp:
         try:
             from stats.figures import fraction_figures  # (matplotlib: only when figures are drawn)
 
-            files = fraction_figures(table, Path(tmp))
+            fraction_figures(table, Path(tmp))
         except Exception as exc:  # noqa: BLE001  (a convenience: the runs hold the data)
             print(f"warning: the parent run's figures were not drawn: {type(exc).__name__}: {exc}".splitlines()[0],
                   file=sys.stderr)
-            return []
+            return
         log_artifacts_whole(mlflow.MlflowClient(uri), uri, run_id, tmp, FIGURES_DIR)
-    return [f"{FIGURES_DIR}/{f.name}" for f in files]

@@ -1,11 +1,9 @@
 """Dry runs (``dry_run=true``): the jobs a config would run, offline.
 
-:func:`planned_jobs` lists, after the same checks as a real run
-(:func:`emergence.preflight.validate`), each revision a job would screen with what a screen
-of it would download as far as the disk knows; nothing is loaded, no run is opened and the
-hub is never asked (revisions come from the stored snapshots). A ``revision=refine`` job
-lists its first round (:func:`refine_first_round`). The plan is printed by
-:func:`emergence.console.format_plan`; a live job's plan is emergence/live/job.py's.
+:func:`planned_jobs` lists, after the same checks as a real run, each revision a job would screen
+with what it would download as far as the disk knows; nothing is loaded, no run is opened and the
+hub is never asked. A ``revision=refine`` job lists its first round (:func:`refine_first_round`).
+Printed by :func:`emergence.console.format_plan`; a live job's plan is emergence/live/job.py's.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ class PlannedJob:
 
 
 def planned_jobs(cfg: DictConfig) -> List[PlannedJob]:
-    """The jobs ``cfg`` would run (after the same checks as a real run), without loading a
-    model, opening MLflow or reaching the hub: revisions come from the stored snapshots."""
+    """The jobs ``cfg`` would run (module notes)."""
     plan = validate(cfg)
     cfg = plan.config
     revisions = refine_first_round(cfg, plan.revisions, plan.known) if refines(cfg) else plan.revisions

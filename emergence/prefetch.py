@@ -1,24 +1,15 @@
 """Download pipeline: fetch (and load) revision i+1 in the background while revision i is screened.
 
-:class:`Pipeline` walks a list of items (revisions) and hands each one to the caller
-together with what ``fetch(item)`` returned (a local folder), or the exception it
-raised. ``fetch`` runs in one background thread, **at most one item ahead**: when the
-caller receives item i, the fetch of item i+1 has been started and nothing beyond it.
-With ``load`` given, the same background thread then runs ``load(item, fetched)`` (the
-model read onto the device, emergence/loading.py), so revision i+1 is downloaded *and*
-loaded while revision i is screened (two models are then held at once). When the caller
-asks for the next item, ``evict(item i, fetched)`` is called first (if given), so with
-eviction on at most two items are on disk at any time (the one being screened and the
-one being fetched). Per item the wall time is then close to max(fetch + load, screen)
-instead of their sum.
-
-A fetch that raises fails only its own item: the caller gets the exception in
-:attr:`Fetched.error` and the pipeline goes on with the next one. Both functions are
-injected: a job passes its model source's ``fetch`` and ``evict`` (emergence/sources/),
-so the same code serves the hub (``huggingface_hub.snapshot_download`` of config, weights
-and tokenizer, which resumes an interrupted download and shows its progress), local
-folders and the toy suite (a fetch that only checks the folder), and tests (a fetch that
-sleeps and copies).
+:class:`Pipeline` walks a list of items (revisions) and hands each one to the caller with what
+``fetch(item)`` returned (a local folder), or the exception it raised (that item fails alone).
+``fetch`` runs in one background thread, **at most one item ahead**: when the caller receives
+item i, the fetch of item i+1 has been started and nothing beyond it. With ``load`` given, the
+same thread then runs ``load(item, fetched)``, so revision i+1 is downloaded *and* loaded while
+revision i is screened (two models held at once). When the caller asks for the next item,
+``evict(item i, fetched)`` is called first (if given), so with eviction at most two items are on
+disk. Per item the wall time is then close to max(fetch + load, screen) instead of their sum.
+The functions are injected: a job passes its model source's ``fetch`` and ``evict``
+(emergence/sources/), tests a fetch that sleeps and copies.
 """
 
 from __future__ import annotations
@@ -60,11 +51,9 @@ class Fetched(Generic[T]):
 class Pipeline(Generic[T]):
     """Iterate ``items`` with ``fetch`` running one item ahead in a background thread.
 
-    ``evict(item, value)`` is called for an item once the caller has moved past it
-    (asked for the next item, or left the loop) and its fetch succeeded. Leaving the
-    loop early (``break``, an exception) does not wait for the fetch in flight; it is
-    evicted when it lands, so nothing fetched ahead is left behind. ``ahead=0`` fetches
-    each item only when it is asked for (no overlap; for comparison).
+    ``evict(item, value)`` is called for an item once the caller has moved past it and its fetch
+    succeeded. Leaving the loop early does not wait for the fetch in flight; it is evicted when it
+    lands. ``ahead=0`` fetches each item only when it is asked for (no overlap; for comparison).
     """
 
     def __init__(self, items: Sequence[T], fetch: Callable[[T], Any],
@@ -77,20 +66,12 @@ class Pipeline(Generic[T]):
         self.evict = evict
         self.ahead = ahead
         self.load = load
-        #: Items evicted so far, in order (for reports and tests).
-        self.evicted: List[T] = []
 
-    def _evict(self, item: T, value: Any) -> None:
-        if self.evict is not None and value is not None:
-            self.evict(item, value)
-            self.evicted.append(item)
-
-    @staticmethod
-    def _wait(future: Future, item: T) -> Fetched:
-        tic = time.perf_counter()
-        got = future.result()  # Ctrl-C while waiting propagates; the fetch's own error is in ``got``
-        got.waited_s = time.perf_counter() - tic
-        return got
+    def _release(self, got: Fetched) -> None:
+        """The caller is done with ``got``: its model goes, its fetched value is evicted."""
+        got.loaded = None
+        if self.evict is not None and got.value is not None:
+            self.evict(got.item, got.value)
 
     def _run(self, item: T) -> Fetched:
         """Fetch ``item``, then load it (with a load stage); an exception fails this item only."""
@@ -108,9 +89,8 @@ class Pipeline(Generic[T]):
         return got
 
     def _start(self, item: T) -> Future:
-        """Run the item's fetch (and load) in a daemon thread (one at a time: the previous one has
-        been waited for), so an interrupted job exits without waiting for a download in flight
-        (huggingface_hub resumes it next time)."""
+        """Run the item's fetch (and load) in a daemon thread, so an interrupted job exits without
+        waiting for a download in flight (huggingface_hub resumes it next time)."""
         future: Future = Future()
 
         def work() -> None:
@@ -130,24 +110,22 @@ class Pipeline(Generic[T]):
             for idx, item in enumerate(self.items):
                 if pending is None:
                     pending = self._start(item)
-                current = self._wait(pending, item)
+                tic = time.perf_counter()
+                current = pending.result()  # Ctrl-C while waiting propagates; a fetch's error is in it
+                current.waited_s = time.perf_counter() - tic
                 pending = None
                 if self.ahead and idx + 1 < n:  # start i+1 before handing out i
                     pending = self._start(self.items[idx + 1])
                 yield current
                 done, current = current, None
-                done.loaded = None  # the caller's model goes before the next one is handed out
-                self._evict(done.item, done.value)
+                self._release(done)  # before the next one is handed out
         finally:
             if current is not None:  # the caller left the loop while holding this item
-                current.loaded = None
-                self._evict(current.item, current.value)
+                self._release(current)
             if pending is not None:  # fetched ahead, never handed out: evicted once it lands
                 def late(future: Future) -> None:
                     if future.exception() is None:
-                        got = future.result()
-                        got.loaded = None
-                        self._evict(got.item, got.value)
+                        self._release(future.result())
 
                 pending.add_done_callback(late)
 
@@ -157,9 +135,8 @@ DISK_MARGIN = 0.10
 
 
 def disk_short(folder, remaining: int) -> bool:
-    """``cache.evict: null`` (auto): whether a screened revision in ``folder`` is deleted because
-    the disk holding it has less free space than ``remaining`` more revisions of its size need
-    (plus :data:`DISK_MARGIN`), i.e. the study would not fit on the disk if it were kept."""
+    """``cache.evict: null`` (auto): whether the disk holding ``folder`` has less free space than
+    ``remaining`` more revisions of its size need (plus :data:`DISK_MARGIN`)."""
     if remaining <= 0:
         return False
     size = folder_bytes(folder)

@@ -1,23 +1,20 @@
 """Every check a job makes before any work: bad input leaves nothing behind.
 
-:func:`validate` runs, in one line per refusal (:class:`~emergence.EmergenceError`), before
-any model is loaded or trained, any run opened or any file written, for a job, for every
-job of a ``-m`` sweep (the sweeper calls it) and for a dry run:
+:func:`validate` runs, one line per refusal (:class:`~emergence.EmergenceError`), before any model
+is loaded or trained, any run opened or any file written, for a job, every job of a ``-m`` sweep
+and a dry run:
 
 1. the config against its schema and each group's own rules (emergence/config.py);
 2. the screen recipe against the corpus it needs (emergence/screens/recipes.py);
-3. the model's source, and the revisions the ``revision`` group selects
-   (emergence/catalog.py, emergence/sources/);
-4. the family, from the first revision's ``config.json`` read before any weights
-   (``model.family: auto``, or a named family checked against it: ``catalog.resolve_family``;
-   a job may fetch that one file from the hub, a dry run never), then the device and the
-   family's dtype (emergence/loading.py);
-5. the probe and the ablation's heads against the model's limits as its source declares
-   them before loading (``ModelSource.declared_limits``): vocabulary, context, layers, heads;
+3. the model's source and the revisions the ``revision`` group selects (emergence/catalog.py);
+4. the family, from the first revision's ``config.json`` read before any weights (a job may fetch
+   that one file, a dry run never), then the device and the family's dtype (emergence/loading.py);
+5. the probe and the ablation's heads against the model's limits as its source declares them
+   (``ModelSource.declared_limits``): vocabulary, context, layers, heads;
 6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers;
-7. what the model source writes before screening (a toy suite still to train: a writable
-   ``cache.toy_dir``). The run folder (``hydra.run.dir``) is checked before Hydra makes it
-   (emergence/__main__.py, :func:`emergence.common.checks.run_folder_problem`).
+7. what the model source writes before screening (a toy suite to train: a writable ``cache.toy_dir``).
+
+The run folder (``hydra.run.dir``) is checked before Hydra makes it (emergence/__main__.py).
 """
 
 from __future__ import annotations
@@ -45,10 +42,7 @@ from emergence.sources import ModelSource
 @dataclass(frozen=True)
 class JobPlan:
     """What a job's config resolves to, checked once before any work (:func:`validate`, the plan's one
-    builder): the rest of the job reads these instead of resolving them again from the config.
-
-    ``config`` is the job's config as resolved (its model's family read from its checkpoint, which
-    the run's identity and params record); the config the caller gave is never written to."""
+    builder): the rest of the job reads these instead of resolving them again from the config."""
 
     #: the model's source (``model.revisions``: emergence/sources/)
     source: ModelSource
@@ -63,18 +57,9 @@ class JobPlan:
     #: the screen recipe (``screen.recipe``) and the probe's corpus kind (``corpus.kind``)
     recipe: ScreenRecipe
     probe: CorpusKind
-    #: the job's config, resolved (a copy of the given one, its ``model.family`` read from the checkpoint)
+    #: the job's config, resolved: a copy of the given one (never written to), its ``model.family`` read
+    #: from the checkpoint (which the run's identity and params record), its store checked to answer
     config: DictConfig
-
-    @property
-    def family(self) -> str:
-        """The family that screens it (from its first revision's ``config.json``; ``auto`` where none can be read)."""
-        return str(self.config.model.family)
-
-    @property
-    def store(self) -> str:
-        """The store the job writes (``tracking.uri``), checked to answer."""
-        return str(self.config.tracking.uri)
 
     def pinned(self, revisions: Sequence[Revision]) -> "JobPlan":
         """This plan for ``revisions`` of its selection (a sweep's job pinned to one revision)."""
@@ -112,9 +97,8 @@ def validate(cfg: DictConfig) -> JobPlan:
 
 
 def check_store(tracking) -> None:
-    """The store of ``tracking`` can be used (emergence/common/storecheck.py: a known scheme; a local
-    store writable, a server answering within ``tracking.connect_timeout_s``); checked once per
-    process and store, before any work, dry runs included."""
+    """The store of ``tracking`` can be used (emergence/common/storecheck.py); checked once per process
+    and store."""
     _check_store(str(tracking.uri), tracking.artifacts, float(tracking.connect_timeout_s))
 
 

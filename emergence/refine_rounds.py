@@ -1,12 +1,9 @@
 """``revision=refine``: the rounds of an adaptive refinement, for one job or for a sweep's.
 
-The rule of a round (which bracket, which revisions inside it) is emergence/refine_rule.py's,
-from the head counts of the runs already screened (:func:`screened_runs`: the complete
-runs of the job's identity, matched by its hash, so runs of another corpus or screen never
-count). :func:`refine_rounds` is the one round loop: plan every refinement's next round
-from the store, screen what the rounds add (a callable: this process screens them for one
-job, :func:`refine_job`; the sweeper launches them as pinned jobs, hydra_plugins/emergence_sweeper),
-and plan again, until each is resolved or has run ``revision.refine.rounds`` rounds.
+The rule of a round is emergence/refine_rule.py's, from the head counts of the runs already
+screened (:func:`screened_runs`). :func:`refine_rounds` is the one round loop: plan, screen what
+the rounds add (this process for one job, :func:`refine_job`; pinned jobs for the sweeper), plan
+again, until each is resolved or has run ``revision.refine.rounds`` rounds.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from omegaconf import DictConfig
 from emergence.console import format_refinement
 from emergence.common.contract import CONFIG_HASH_TAG, count_metric
 from emergence.common.store import sqlite_file
-from emergence.preflight import JobPlan, validate
+from emergence.preflight import JobPlan
 from emergence.refine_rule import Bracket, RoundPlan, plan_round
 from emergence.revisions import Revision
 from emergence.screening import RevisionResult, screen_revisions
@@ -90,10 +87,9 @@ class Refinement:
 def refine_rounds(refinements: Sequence[Refinement], runs_of: Callable[[Refinement], Dict[Revision, object]],
                   screen: Callable[[List[Tuple[Refinement, List[Revision]]]], None],
                   header: Callable[[Refinement], str]) -> None:
-    """The round loop: plan each refinement's next round from its screened runs (``runs_of``); one
-    that is resolved, or has run its ``revision.refine.rounds``, is done; the others' rounds are
-    printed (``header``, then the plan) and screened together (``screen``, given each refinement
-    with the revisions its round adds); then plan again, until every refinement is done."""
+    """The round loop: plan each refinement's next round from ``runs_of`` (done when resolved or out
+    of rounds); print the others' rounds (``header``, then the plan) and ``screen`` them together
+    (each refinement with its round's revisions); repeat until every refinement is done."""
     while True:
         due: List[Tuple[Refinement, List[Revision]]] = []
         for job in refinements:
@@ -112,17 +108,11 @@ def refine_rounds(refinements: Sequence[Refinement], runs_of: Callable[[Refineme
         screen(due)
 
 
-def refine_job(cfg: DictConfig, progress: bool = True, parent_run: Optional[str] = None,
-               plan: Optional[JobPlan] = None) -> List[RevisionResult]:
-    """``revision=refine`` in this process: screen the start selection if fewer than 2 revisions of
-    this identity are screened, then up to ``revision.refine.rounds`` rounds (:func:`refine_rounds`),
-    each printed (class, bracket, revisions added), until every bracket lies between adjacent
-    known revisions. Ends with the before/after table. Returns every screened revision of this
-    identity (earlier ones as ``skipped``); ``parent_run``: the parent run the job opened; ``plan``:
-    the job's checked plan (:func:`emergence.preflight.validate`), None: checked here."""
-    plan = validate(cfg) if plan is None else plan
-    cfg = plan.config
-    known = plan.known
+def refine_job(plan: JobPlan, progress: bool = True, parent_run: Optional[str] = None) -> List[RevisionResult]:
+    """``revision=refine`` in this process: the start selection first when fewer than 2 revisions of
+    this identity are screened, then the rounds (:func:`refine_rounds`), then the before/after table.
+    Returns every screened revision of this identity (earlier ones as ``skipped``)."""
+    cfg, known = plan.config, plan.known
     tracker = Tracker(cfg.tracking, parent_run)
     runs = screened_runs(cfg, known, tracker)
     if len(runs) < 2:

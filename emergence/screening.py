@@ -1,12 +1,9 @@
 """The screening loop: each selected revision claimed, fetched, loaded, screened and logged.
 
-:func:`screen_revisions` screens a job's revisions (checked by :func:`emergence.preflight.validate`),
-one claimed MLflow run each (emergence/tracking.py), through the job's download pipeline
-(:func:`revision_pipeline`: one revision fetched, and with load-ahead loaded, while another is
-screened). What comes back is one :class:`RevisionResult` per revision; a revision that
-cannot be screened is recorded (its run FAILED) and :class:`JobFailed` names the failed
-ones at the end. A run's params are :func:`run_params`: the flattened config and the run
-contract's identity params.
+:func:`screen_revisions` screens a job's revisions, one claimed MLflow run each, through the job's
+download pipeline (:func:`revision_pipeline`), and returns one :class:`RevisionResult` per
+revision; a revision that cannot be screened is recorded (its run FAILED) and :class:`JobFailed`
+names the failed ones at the end.
 """
 
 from __future__ import annotations
@@ -45,10 +42,9 @@ class RevisionResult:
     skipped: bool
     #: The classes the job reports (``screen.classes``); the run logged every class.
     classes: Tuple[str, ...] = ("induction",)
-    #: Why a revision has no metrics here (``screened by another sweep (run ..., host ..., pid ...)``).
+    #: Why a revision has no metrics here (``screened by another sweep (host ..., pid ...)``).
     note: str = ""
-    #: The model with its seed for a run of a seed suite (:func:`emergence.catalog.model_label`); the
-    #: tables group by it.
+    #: The model with its seed for a seed suite (:func:`emergence.catalog.model_label`); tables group by it.
     label: str = ""
 
 
@@ -67,10 +63,8 @@ def sweep_id(cfg: DictConfig) -> str:
 
 
 def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revision], seed: Optional[RunSeed]) -> Dict[str, str]:
-    """Every config value (flattened) and the run contract's identity params (with ``seed``'s for a run
-    of a seed suite: :meth:`emergence.sources.ModelSource.run_seed`); ``known`` are the
-    model's known revisions, whose index of the revision (the ``registry_index`` param) says which
-    checkpoints are adjacent."""
+    """Every config value (flattened) and the run contract's identity params (``seed``'s for a run of a
+    seed suite); the revision's index in ``known`` (``registry_index``) says which checkpoints are adjacent."""
     params = flatten(OmegaConf.to_container(cfg, resolve=True))
     params.update({
         MODEL_PARAM: cfg.model.name, REVISION_PARAM: revision.name, STEP_PARAM: str(revision.step),
@@ -87,8 +81,8 @@ def run_params(cfg: DictConfig, revision: Revision, adapter, known: List[Revisio
 
 
 class JobFailed(Exception):
-    """Some revisions of a job failed; their runs are FAILED in MLflow with the error as the
-    tag ``emergence.error``, and the job's other revisions were screened."""
+    """Some revisions of a job failed (their runs FAILED, the error in ``emergence.error``); the job's
+    other revisions were screened."""
 
     def __init__(self, message: str, results: Optional[List[RevisionResult]] = None):
         super().__init__(message)
@@ -99,26 +93,17 @@ class JobFailed(Exception):
 
 
 class RevisionFailed(Exception):
-    """One revision could not be loaded (its checkpoint is missing, truncated or corrupt): its
-    run is FAILED with this message and the job goes on with the other revisions."""
-
-
-def _run_note(cfg: DictConfig, revision: Revision) -> str:
-    return (f"{cfg.model.name} at {revision.name} ({revision.tokens:,} tokens, step {revision.step}), "
-            f"screen {cfg.screen.name}, corpus {cfg.corpus.kind}. Metrics are logged at step = tokens.")
+    """One revision could not be loaded (its checkpoint missing, truncated or corrupt): its run is
+    FAILED with this message and the job goes on."""
 
 
 def revision_pipeline(cfg: DictConfig, plan: JobPlan, tracker: Tracker, progress: bool = True) -> Pipeline:
-    """The job's download pipeline (emergence/prefetch.py): revision i+1 is fetched (and, with
-    ``cache.load_ahead``, loaded onto the device: emergence/sweep_prefetch.py ``loads_ahead``)
-    in the background while revision i is screened; under ``-m`` a pinned job takes its
-    revision from the sweep's own pipeline when one runs (``sweep_prefetch.take``). A hub
-    revision is deleted from the HF cache once the job has moved past it (screened or failed;
-    not one claimed by another job) with ``cache.evict=true``, or with ``null`` (auto) when the
-    disk would not hold the revisions still to come (``emergence.prefetch.disk_short``), so at
-    most two are on disk. Revisions with a finished run (and no ``force``) are not fetched.
-    What fetching and eviction mean is the model source's (emergence/sources/); its ``prepare``
-    runs here, before the pipeline starts, not in its thread (the toy suite is trained there)."""
+    """The job's download pipeline (emergence/prefetch.py): revision i+1 fetched (with
+    ``cache.load_ahead``, loaded) while revision i is screened, or taken from the sweep's pipeline
+    (``sweep_prefetch.take``). A hub revision this job claimed is evicted once the job has moved
+    past it with ``cache.evict=true``, or with ``null`` when the disk would not hold the rest
+    (``emergence.prefetch.disk_short``). Revisions with a finished run (and no ``force``) are not
+    fetched. The source's ``prepare`` runs here, before the pipeline's thread starts."""
     source, revisions, known = plan.source, plan.revisions, plan.known
     done = set() if cfg.force else {r.name for r in revisions
                                     if tracker.finished_run(config_hash(cfg, r)) is not None}
@@ -165,19 +150,14 @@ def revision_pipeline(cfg: DictConfig, plan: JobPlan, tracker: Tracker, progress
 
 def screen_revisions(cfg: DictConfig, plan: JobPlan, progress: bool = True,
                      parent_run: Optional[str] = None) -> List[RevisionResult]:
-    """Screen the revisions of the job's ``plan`` (:func:`emergence.preflight.validate`: its model
-    source, known and selected revisions), one claimed MLflow run each (emergence/tracking.py).
+    """Screen the revisions of the job's ``plan``, one claimed MLflow run each (emergence/tracking.py),
+    through :func:`revision_pipeline`; ``parent_run``: the parent run the job opened.
 
     A revision whose run is complete is skipped (unless ``force``); one claimed by a live job
-    elsewhere is skipped and listed as screened by another sweep (or job). A revision that
-    cannot be screened (its checkpoint missing, truncated or corrupt; its download failed;
-    its screen raised) gets its run FAILED with the error as a tag and the others go on;
-    :class:`JobFailed` at the end names the failed ones. Ctrl-C marks the run being screened
-    KILLED; a failing store (:class:`emergence.common.store.StoreError`) or a config error found
-    only after loading ends the job. Revisions come through the download pipeline
-    (:func:`revision_pipeline`): one fetched ahead. The batch size comes from the memory budget
-    (:func:`emergence.loading.plan_batch_size`). ``parent_run``: the parent run the job opened
-    (emergence/parent_run.py), which its runs name."""
+    elsewhere is skipped and listed as screened by another sweep (or job). A revision that cannot
+    be screened (checkpoint missing or corrupt, download failed, screen raised) gets its run FAILED
+    and the others go on; :class:`JobFailed` at the end names them. Ctrl-C marks the run being
+    screened KILLED; a failing store or a config error found only after loading ends the job."""
     tracker = Tracker(cfg.tracking, parent_run)
     sweep = sweep_id(cfg)
     results: List[RevisionResult] = []
@@ -203,8 +183,8 @@ def screen_revisions(cfg: DictConfig, plan: JobPlan, progress: bool = True,
 
 def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: Pipeline, fetched,
                       plan: JobPlan, progress: bool, failures: List[str]) -> Optional[RevisionResult]:
-    """One revision of :func:`screen_revisions`: claimed, screened and logged, or not screened here
-    (done before, held elsewhere); None when it failed (its line added to ``failures``)."""
+    """One revision: claimed, screened and logged, or not screened here (done before, held elsewhere);
+    None when it failed (its line added to ``failures``)."""
     revision = fetched.item
     if isinstance(fetched.error, HubUnreachable):  # every later revision would fail alike: stop, claim nothing
         raise fetched.error
@@ -260,10 +240,8 @@ def _not_screened_here(cfg: DictConfig, tracker: Tracker, revision: Revision, di
 
 def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, plan: JobPlan,
                      progress: bool) -> Dict[str, float]:
-    """Load one fetched revision, screen it, write its claimed run; returns its metrics.
-
-    A revision whose fetch failed or whose checkpoint cannot be loaded raises
-    :class:`FetchFailed` / :class:`RevisionFailed` (the job goes on); an
+    """Load one fetched revision, screen it, write its claimed run; returns its metrics. A failed fetch
+    or load raises :class:`FetchFailed` / :class:`RevisionFailed` (the job goes on); an
     :class:`EmergenceError` raised after loading (a probe the model cannot take) ends the job."""
     revision = fetched.item
     if fetched.error is not None:  # this revision only: recorded, the others go on
@@ -303,7 +281,8 @@ def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, pl
                    "matmul_precision": loaded.matmul_precision, "loaded_ahead": str(ahead).lower()})
     tracker.complete(run_id, params=params, metrics=metrics, heads=result.heads,
                      config_yaml=OmegaConf.to_yaml(cfg, resolve=True), step=revision.tokens,
-                     note=_run_note(cfg, revision))
+                     note=f"{cfg.model.name} at {revision.name} ({revision.tokens:,} tokens, step {revision.step}), "
+                          f"screen {cfg.screen.name}, corpus {cfg.corpus.kind}. Metrics are logged at step = tokens.")
     return metrics  # (the model is freed here, before the next revision is loaded and this one evicted)
 
 

@@ -1,24 +1,18 @@
 """Downloads and loads that run ahead across the jobs of a sweep (``-m``, jobs run in this process).
 
-Under ``-m`` the sweeper pins one revision per job, so a job's own download pipeline
-(emergence/prefetch.py) has nothing to overlap. When the jobs run one after another in this
-process (Hydra's basic launcher, the default), the sweeper opens a :class:`SweepPrefetch`
-over each batch it launches (:func:`sweep_prefetch`): one :class:`~emergence.prefetch.Pipeline`
-over the jobs' hub revisions in launch order, so job k+1's revision is downloaded into the
-HF cache, and with load-ahead (:func:`loads_ahead`) read onto the device, while job k
-screens. A job asks for its revision with :func:`take`; that advances the pipeline (never
-more than one job ahead). A job whose revision it does not hold (a local folder or the toy
-suite: nothing to download; a refinement round; a revision finished before, which is not
-fetched at all) fetches and loads as usual. Eviction stays the jobs' own (``cache.evict``);
-:func:`remaining` tells them how many revisions of the study are still to come, for
-``cache.evict: null`` (evict when the disk would not hold the rest: :func:`emergence.prefetch.disk_short`).
+Under ``-m`` each job has one pinned revision, so its own pipeline (emergence/prefetch.py) has
+nothing to overlap. With Hydra's basic launcher the sweeper opens :func:`sweep_prefetch` over each
+batch: one :class:`~emergence.prefetch.Pipeline` over the jobs' hub revisions in launch order, so
+job k+1's revision is downloaded (with :func:`loads_ahead`, loaded) while job k screens. A job
+asks for its revision with :func:`take`, which advances the pipeline; a job whose revision it
+does not hold (nothing to download, a refinement round, a finished run) fetches as usual.
+Eviction stays the jobs' own; :func:`remaining` tells them how many revisions are still to come.
 """
 
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Sequence
 
 from omegaconf import OmegaConf
@@ -35,9 +29,7 @@ def loads_ahead(cfg) -> bool:
     (null: on CUDA only, where two models fit beside the batches; on the CPU it would double
     the host memory a job needs)."""
     setting = cfg.cache.load_ahead
-    if setting is not None:
-        return bool(setting)
-    return choose_device(cfg.device).type == "cuda"
+    return bool(setting) if setting is not None else choose_device(cfg.device).type == "cuda"
 
 
 def fingerprint(cfg) -> str:
@@ -45,29 +37,27 @@ def fingerprint(cfg) -> str:
     return repr((OmegaConf.to_container(cfg.model, resolve=True), cfg.device, cfg.matmul_precision))
 
 
-@dataclass
-class SweepItem:
-    key: tuple  # (model name, revision name)
-    plan: Any  # the job's plan (emergence/preflight.py JobPlan), checked by the sweeper
-    revision: Any
+def _key(plan) -> tuple:
+    """(model name, revision name) of a pinned job's plan."""
+    return (plan.config.model.name, plan.revisions[0].name)
 
 
 class SweepPrefetch:
     """One pipeline over a batch's job revisions (see the module docstring)."""
 
-    def __init__(self, items: Sequence[SweepItem], progress: bool = True):
-        self.items = list(items)
+    def __init__(self, plans: Sequence[Any], progress: bool = True):
+        self.items = list(plans)
         self.taken = 0
 
-        def fetch(item: SweepItem):
-            plan, cfg = item.plan, item.plan.config
-            return plan.source.fetch(cfg.model, item.revision, plan.known, cfg.cache.toy_dir, progress)
+        def fetch(plan):
+            cfg = plan.config
+            return plan.source.fetch(cfg.model, plan.revisions[0], plan.known, cfg.cache.toy_dir, progress)
 
-        def load_ahead(item: SweepItem, folder):
-            plan, cfg = item.plan, item.plan.config
+        def load_ahead(plan, folder):
+            cfg = plan.config
             if not loads_ahead(cfg):
                 return None
-            return load(cfg.model, item.revision, known=plan.known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
+            return load(cfg.model, plan.revisions[0], known=plan.known, device=cfg.device, toy_dir=cfg.cache.toy_dir,
                         progress=False, folder=folder, precision=cfg.matmul_precision, source=plan.source)
 
         self.pipeline = Pipeline(self.items, fetch, load=load_ahead)
@@ -77,15 +67,14 @@ class SweepPrefetch:
         """The fetched (and maybe loaded) ``revision`` of the job ``cfg``, or None when this
         prefetch does not hold it; items before it that no job asked for are dropped."""
         key = (cfg.model.name, revision.name)
-        ahead = [i for i, item in enumerate(self.items[self.taken:], self.taken) if item.key == key]
-        if not ahead:
+        if key not in map(_key, self.items[self.taken:]):
             return None
         if self._iter is None:
             self._iter = iter(self.pipeline)
         for got in self._iter:
             self.taken += 1
-            if got.item.key == key:
-                if got.loaded is not None and fingerprint(got.item.plan.config) != fingerprint(cfg):
+            if _key(got.item) == key:
+                if got.loaded is not None and fingerprint(got.item.config) != fingerprint(cfg):
                     got.loaded = None
                 return got
         return None
@@ -99,9 +88,9 @@ class SweepPrefetch:
             self._iter.close()
 
 
-def sweep_items(plans: Sequence[Any]) -> List[SweepItem]:
-    """The hub revisions of pinned jobs (their plans, emergence/preflight.py), in order, leaving out
-    those with a finished run (and no ``force``): what a :class:`SweepPrefetch` fetches ahead."""
+def sweep_items(plans: Sequence[Any]) -> List[Any]:
+    """The pinned jobs' plans (emergence/preflight.py) with a hub revision and no finished run (or
+    ``force``), in order: what a :class:`SweepPrefetch` fetches ahead."""
     items, trackers = [], {}
     for plan in plans:
         cfg = plan.config
@@ -113,7 +102,7 @@ def sweep_items(plans: Sequence[Any]) -> List[SweepItem]:
             trackers[key] = Tracker(cfg.tracking)
         if not cfg.force and trackers[key].finished_run(config_hash(cfg, revision)) is not None:
             continue
-        items.append(SweepItem((cfg.model.name, revision.name), plan, revision))
+        items.append(plan)
     return items
 
 

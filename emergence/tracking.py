@@ -1,49 +1,33 @@
 """MLflow tracking of screens: one run per (model, revision, corpus, screen), in an experiment per study.
 
 The store itself (layout, lock, migration, retry, one-line I/O failures, dead runs) is
-:mod:`emergence.common.store`, shared with ``stats``. What the screening side adds, so
-that many jobs (one machine, a cluster, two people) share one store:
+:mod:`emergence.common.store`, shared with ``stats``. What the screening side adds, so that many
+jobs (one machine, a cluster, two people) share one store:
 
-- **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job
-  creates the run, RUNNING, tagged with the identity hash (:func:`config_hash`: model
-  config, revision name, corpus, screen), its host, pid and a heartbeat, then re-reads the
-  runs of that hash: a complete run wins (a rival finished while this claim was made;
-  under ``force``, only one finished since this claim began); a loser deletes its own
-  claim and skips the revision. With a SQLite store the whole claim runs under the
-  store's file lock (atomic). With a server (or a ``file:`` store) a claim is created
-  ``pending`` and wins (tagged ``won``) only when its re-read, after
-  ``tracking.claim_settle_s``, shows no other live claim; it yields to a won claim or an
-  earlier pending one (start time, then run id) and waits for later pending ones to yield
-  or win (:meth:`Tracker._verdict`). Safe whenever a read shows every write that returned
-  before it (a database behind the server): of two claims, the one created second sees the
-  first, so two claims that each saw no rival cannot exist, however late a rival's claim
-  becomes visible. The same rule on every store kind: two jobs never both screen one identity.
-- **A run finishing second deletes itself.** After a run is ended FINISHED, its job re-reads
-  the identity: when another complete run is there (not one kept beside it under
-  ``force``), it deletes its own run and raises :class:`ClaimLost` (the job lists the
-  revision as done by another job): its work is lost, never the one run per identity
-  (a last line of defence, for a claim taken for dead while its process was only frozen).
-- **Dead claims are cleaned, never duplicated.** A RUNNING claim is dead when its
-  process is gone (:func:`emergence.common.store.claim_alive`). A dead claim, and a
-  FAILED or KILLED run of the same identity, is deleted by the next job of that identity
-  before it claims, with its artifacts (a run killed while writing them leaves a partial
-  folder); so a job killed by SIGKILL or Ctrl-C and rerun leaves exactly one run.
-- **A dead sweep's parent run is ended.** A sweep's parent run carries the sweeper's
-  host, pid and a heartbeat too (:func:`parent_heartbeat`); the next sweep or job in the
-  experiment (:func:`emergence.common.store.end_dead_runs`) marks it KILLED, so
-  ``kill -9`` of a sweep leaves no run RUNNING for good.
-- **A run is complete or marked.** Params, metrics and artifacts are written into the
-  claimed run and it is tagged ``emergence.status = complete`` last, then FINISHED;
+- **A run is claimed before its screen starts** (:meth:`Tracker.claim`): the job creates the run,
+  RUNNING, tagged with the identity hash (:func:`config_hash`), host, pid and a heartbeat, then
+  re-reads the runs of that hash: a complete run wins (under ``force``, only one finished since);
+  a loser deletes its claim and skips the revision. A SQLite store claims under its file lock
+  (atomic). On a server (or a ``file:`` store) a claim is created ``pending`` and wins (tagged
+  ``won``) only when its re-read, after ``tracking.claim_settle_s``, shows no other live claim; it
+  yields to a won claim or an earlier pending one (start time, then run id) and waits for later
+  pending ones (:meth:`Tracker._verdict`). Safe whenever a read shows every write that returned
+  before it: of two claims, the one created second sees the first, so two claims that each saw no
+  rival cannot exist. Two jobs never both screen one identity.
+- **A run finishing second deletes itself** and raises :class:`ClaimLost` when another complete
+  run of its identity is there (not one kept under ``force``): a last line of defence, for a
+  claim taken for dead while its process was only frozen.
+- **Dead claims are cleaned, never duplicated.** A RUNNING claim whose process is gone
+  (:func:`emergence.common.store.claim_alive`), and a FAILED or KILLED run, is deleted with its
+  artifacts by the next job of its identity; a killed job rerun leaves exactly one run. A dead
+  sweep's parent run (host, pid, heartbeat: :func:`parent_heartbeat`) is marked KILLED by the
+  next sweep or job (:func:`emergence.common.store.end_dead_runs`).
+- **A run is complete or marked**: tagged ``emergence.status = complete`` last, then FINISHED;
   a screen that raises marks its run FAILED with the error in ``emergence.error``.
-  A job whose hash matches a complete FINISHED run skips it (unless ``force=true``).
 
-Metrics are logged at ``step = tokens`` (the revision's training tokens), so that
-every chart over runs shares one axis across models; the training step is the
-``step`` param and the ``train_step`` metric. A parent run (a ``-m`` sweep's, or a job's
-without ``-m``: emergence/parent_run.py) also gets each screened revision's metrics as
-curves at ``step = tokens``: ``fraction.<class>.<model>`` for every head class (so its
-chart of ``fraction.bos.<model>`` is that model's BOS curve) and ``<model>/<metric>`` for
-the main metrics (:data:`CURVE_METRICS`).
+Metrics are logged at ``step = tokens``, so every chart shares one axis across models (the
+training step is the ``step`` param and ``train_step`` metric); a parent run also gets each
+screened revision's curves (:func:`curve_metrics`).
 """
 
 from __future__ import annotations
@@ -61,7 +45,7 @@ from emergence.common.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON
     ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC, KIND_TAG, MODEL_TAG,
     NOTE_TAG, NULL_FREE_IDENTITY_KEYS, PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE,
     STATUS_TAG, SWEEP_TAG, THROUGHPUT_PARAMS, count_metric, fraction_metric, parse_metric)
-from emergence.common.store import (Heartbeat, StoreError, claim_alive, drop_artifacts, end_dead_runs,
+from emergence.common.store import (Heartbeat, claim_alive, drop_artifacts, end_dead_runs,
                                       failed_before, is_complete, prepare_store, retry, server_timeouts, sqlite_file,
                                       store_io, store_lock)
 from emergence.revisions import Revision
@@ -75,8 +59,8 @@ CURVE_METRICS = (fraction_metric("bos"), count_metric("induction"), count_metric
 
 
 def metric_safe(name: str) -> str:
-    """``name`` as MLflow allows it in a metric key (letters, digits, ``_ - . /`` and spaces):
-    other characters dropped, spaces made ``_`` (``toy_neox [seed 3]`` -> ``toy_neox_seed_3``)."""
+    """``name`` as a metric key: only letters, digits and ``_ - . /``, spaces made ``_``
+    (``toy_neox [seed 3]`` -> ``toy_neox_seed_3``)."""
     kept = "".join(ch for ch in name if ch.isalnum() or ch in "_-./ ")
     return "_".join(kept.split())
 
@@ -91,32 +75,29 @@ def curve_metrics(model: str, values: Mapping[str, float]) -> Dict[str, float]:
     return out
 
 
-#: Settings that change how much goes through one forward pass, never the results:
-#: left out of a run's identity, so changing them does not screen a revision again.
-#: As ``{group: (key, ...)}``, from the contract's THROUGHPUT_PARAMS (``corpus.batch_size``, ...).
-THROUGHPUT_KEYS: Dict[str, Tuple[str, ...]] = {}
-for _name in THROUGHPUT_PARAMS:
-    _group, _key = _name.split(".", 1)
-    THROUGHPUT_KEYS[_group] = THROUGHPUT_KEYS.get(_group, ()) + (_key,)
+def _drop(identity: dict, name: str, only_null: bool) -> None:
+    """Remove the dotted key ``name`` from ``identity`` (with ``only_null``: only when it is null)."""
+    *parents, key = name.split(".")
+    node = identity
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict) and (not only_null or node.get(key, 0) is None):
+        node.pop(key, None)
 
 
 def config_hash(cfg: DictConfig, revision: Revision) -> str:
+    """The identity of a run: model config, revision name, corpus and screen, without the settings
+    that only change how much goes through one forward pass (the contract's THROUGHPUT_PARAMS)."""
     identity = {
         "model": OmegaConf.to_container(cfg.model, resolve=True),
         "revision": revision.name,
         "corpus": OmegaConf.to_container(cfg.corpus, resolve=True),
         "screen": OmegaConf.to_container(cfg.screen, resolve=True),
     }
-    for group, keys in THROUGHPUT_KEYS.items():
-        for key in keys:
-            identity[group].pop(key, None)
+    for name in THROUGHPUT_PARAMS:
+        _drop(identity, name, only_null=False)
     for name in NULL_FREE_IDENTITY_KEYS:  # keys added later: a null one leaves the hash as it was
-        *parents, key = name.split(".")
-        node = identity
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and node.get(key, 0) is None:
-            node.pop(key)
+        _drop(identity, name, only_null=True)
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -126,8 +107,8 @@ def _order(run) -> Tuple[int, str]:
 
 
 class ClaimLost(Exception):
-    """A claimed run found, when it was to be completed, that another run of its identity is complete
-    already: it deleted itself (its work is lost, the store keeps one run per identity)."""
+    """A claimed run found, when it was completed, another complete run of its identity: it deleted
+    itself (the store keeps one run per identity)."""
 
 
 def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
@@ -142,29 +123,25 @@ def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
 
 
 class Tracker:
-    """The MLflow store and experiment of a study (``tracking`` config group).
-
-    Every method that reads or writes the store raises :class:`StoreError` (one line) on an
+    """The MLflow store and experiment of a study (``tracking`` config group). Every method that
+    reads or writes the store raises :class:`emergence.common.store.StoreError` (one line) on an
     I/O failure of the store."""
 
     def __init__(self, tracking_cfg, parent_run: Optional[str] = None):
-        """``parent_run``: the run the job's runs nest under, where the job opened it (a sweep's
-        jobs read theirs from ``tracking.parent_run``, the sweeper's override)."""
+        """``parent_run``: the run the job's runs nest under (else ``tracking.parent_run``)."""
         import mlflow
 
-        self.mlflow = mlflow
         self.uri = tracking_cfg.uri
-        server_timeouts(self.uri, float(getattr(tracking_cfg, "timeout_s", 60.0)))
+        #: Seconds a call to a tracking server may go unanswered (emergence/common/store.py).
+        self.timeout_s = float(getattr(tracking_cfg, "timeout_s", 60.0))
+        server_timeouts(self.uri, self.timeout_s)
         mlflow.set_tracking_uri(self.uri)
         self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts)
         self.client = mlflow.MlflowClient(self.uri)
-        self.experiment = tracking_cfg.experiment
         self.parent_run: Optional[str] = parent_run or tracking_cfg.parent_run
         self.heartbeat_s = float(tracking_cfg.heartbeat_s)
         self.stale_after_s = float(tracking_cfg.stale_after_s)
         self.settle_s = float(tracking_cfg.claim_settle_s)
-        #: Seconds a call to a tracking server may go unanswered (emergence/common/store.py).
-        self.timeout_s = float(getattr(tracking_cfg, "timeout_s", 60.0))
         #: The live run that held the identity at this job's last lost claim (None: done, or won).
         self.last_holder = None
         #: This job's won claims: run id -> (identity hash, the complete runs kept beside it under force).
@@ -180,21 +157,20 @@ class Tracker:
         return retry(self.client.search_runs, [self.experiment_id],
                      filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}'", max_results=1000)
 
-    def finished_run(self, digest: str):
+    def _complete(self, tag: str, value: str, max_results: int):
         with self._io("read"):
-            runs = retry(self.client.search_runs, [self.experiment_id],
-                         filter_string=f"tags.`{CONFIG_HASH_TAG}` = '{digest}' and tags.`{STATUS_TAG}` = "
-                                       f"'{STATUS_COMPLETE}' and attributes.status = 'FINISHED'",
-                         max_results=1)
+            return retry(self.client.search_runs, [self.experiment_id],
+                         filter_string=f"tags.`{tag}` = '{value}' and tags.`{STATUS_TAG}` = '{STATUS_COMPLETE}' "
+                                       "and attributes.status = 'FINISHED'",
+                         max_results=max_results)
+
+    def finished_run(self, digest: str):
+        runs = self._complete(CONFIG_HASH_TAG, digest, 1)
         return runs[0] if runs else None
 
     def complete_runs(self, model: str):
         """Every complete, FINISHED run of ``model`` in the experiment (any corpus or screen)."""
-        with self._io("read"):
-            return retry(self.client.search_runs, [self.experiment_id],
-                         filter_string=f"tags.`{MODEL_TAG}` = '{model}' and tags.`{STATUS_TAG}` = '{STATUS_COMPLETE}' "
-                                       "and attributes.status = 'FINISHED'",
-                         max_results=50000)
+        return self._complete(MODEL_TAG, model, 50000)
 
     # -- claiming
     def _delete(self, run) -> None:
@@ -207,9 +183,8 @@ class Tracker:
 
     def claim(self, digest: str, run_name: str, tags: Mapping[str, str],
               force: bool = False) -> Tuple[Optional[str], str]:
-        """Claim the run of one identity. Returns ``(run_id, "")`` when this job is to screen
-        it, ``(None, why)`` when it is done already or another job holds it (module rules; that
-        job's run is then :attr:`last_holder`)."""
+        """Claim the run of one identity (module rules): ``(run_id, "")`` when this job is to screen it,
+        ``(None, why)`` when it is done or another job holds it (then :attr:`last_holder`)."""
         self.last_holder = None
         local = sqlite_file(self.uri) is not None  # claimed under the store's file lock
         with self._io("write to"), store_lock(self.uri):
@@ -250,10 +225,8 @@ class Tracker:
         return run_id, ""
 
     def _settle(self, digest: str, mine: str, kept: set, pause: float):
-        """Decide the claim ``mine`` (just created, so visible to every later read): None when this
-        job screens the identity, else the run that holds it (module rules: a claim wins only when
-        its re-read shows no other live claim; it yields to a complete run, a won claim or an
-        earlier pending one, and waits for later pending ones to yield or win)."""
+        """Decide the claim ``mine`` (just created): None when this job screens the identity, else the
+        run that holds it (:meth:`_verdict`, re-read until it is not ``wait``)."""
         deadline = time.time() + self.timeout_s
         beat = time.time()
         while True:
@@ -270,11 +243,9 @@ class Tracker:
             pause = max(self.settle_s, 0.2)
 
     def _verdict(self, runs, mine: str, kept: set):
-        """``("won", None)``, ``("lost", holder)`` or ``("wait", rival)`` for the claim ``mine`` from
-        its identity's runs re-read after it was created. Safe on any store whose reads show every
-        write that returned before them: of two claims, the one created second sees the first, so
-        two claims that each saw no rival cannot both exist; the order (start time, run id) only
-        decides who yields."""
+        """``("won", None)``, ``("lost", holder)`` or ``("wait", rival)`` for the claim ``mine`` from its
+        identity's runs re-read after it was created (module rules: why this is safe; the order, start
+        time then run id, only decides who yields)."""
         own = [r for r in runs if r.info.run_id == mine]
         done = [r for r in runs if r.info.run_id not in kept and r.info.run_id != mine
                 and (is_complete(r) or (r.data.tags.get(STATUS_TAG) == STATUS_COMPLETE and r.info.status == "RUNNING"
@@ -304,10 +275,9 @@ class Tracker:
 
     # -- writing a claimed run
     def complete(self, run_id: str, *, params: Mapping[str, str], metrics: Mapping[str, float],
-                 heads: pd.DataFrame, config_yaml: str, step: int = 0,
-                 extra_artifacts: Optional[Mapping[str, str]] = None, note: Optional[str] = None) -> None:
-        """Write params, metrics (at ``step``) and artifacts into a claimed run, tag it
-        complete and end it FINISHED."""
+                 heads: pd.DataFrame, config_yaml: str, step: int = 0, note: Optional[str] = None) -> None:
+        """Write params, metrics (at ``step``) and artifacts into a claimed run, tag it complete, end it
+        FINISHED (then :meth:`_yield_to_complete`)."""
         from mlflow.entities import Metric, Param, RunTag
 
         stamp = int(time.time() * 1000)
@@ -318,8 +288,6 @@ class Tracker:
                   tags=[RunTag(NOTE_TAG, note)] if note else [])
             retry(self.client.log_text, run_id, heads.to_csv(index=False), HEADS_ARTIFACT)
             retry(self.client.log_text, run_id, config_yaml, CONFIG_ARTIFACT)
-            for name, text in (extra_artifacts or {}).items():
-                retry(self.client.log_text, run_id, text, name)
             retry(self.client.set_tag, run_id, STATUS_TAG, STATUS_COMPLETE)
             retry(self.client.set_terminated, run_id, "FINISHED")
             self._yield_to_complete(run_id)  # of two runs finishing at once, the second sees the first
@@ -351,8 +319,7 @@ class Tracker:
             pass
 
     def log_curves(self, points: Iterable[Tuple[str, Mapping[str, float], int]]) -> None:
-        """Log each point's curves into the parent run (a sweep's or a job's), at ``step = tokens``:
-        :func:`curve_metrics`."""
+        """Log each point's :func:`curve_metrics` into the parent run, at ``step = tokens``."""
         if not self.parent_run:
             return
         from mlflow.entities import Metric
@@ -372,10 +339,9 @@ class Tracker:
 def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str, name: str, model: str,
                  n_jobs: int, stale_after_s: float, timeout_s: float = 60.0) -> Tuple[str, str]:
     """Prepare the store and experiment, end the runs of dead sweeps and jobs there
-    (:func:`end_dead_runs`), and create the parent run of ``model``'s jobs (RUNNING; the sweeper
-    keeps its heartbeat with :func:`parent_heartbeat`), tagged with the model so that the UI's view
-    grouped by model holds it in its model's group, not in an empty "Unassigned" legend entry (it
-    has no metric of the charts; stats reads screen runs only). Returns ``(experiment_id, run_id)``."""
+    (:func:`end_dead_runs`), and create the parent run of ``model``'s jobs (RUNNING; its heartbeat:
+    :func:`parent_heartbeat`), tagged with the model so that the UI's view grouped by model holds
+    it in its model's group. Returns ``(experiment_id, run_id)``."""
     import mlflow
 
     server_timeouts(uri, timeout_s)
@@ -392,19 +358,16 @@ def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str
 
 
 def parent_heartbeat(uri: str, run_id: str, every_s: float) -> Heartbeat:
-    """The heartbeat of a sweep's parent run, kept by the sweeper while its jobs run (a context
-    manager): a sweep killed on another host is then seen dead once the beat is stale."""
+    """The heartbeat of a parent run (a context manager), kept while its jobs run."""
     import mlflow
 
     return Heartbeat(mlflow.MlflowClient(uri), run_id, every_s)
 
 
-def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status: Optional[str] = None,
-               strict: bool = False) -> None:
-    """End a sweep's parent run: FINISHED, or FAILED naming the failed jobs (or ``status``). A store
-    that cannot take it raises :class:`StoreError` with ``strict`` (a job that succeeded otherwise
-    must not exit 0), else is ignored (the job fails already; the next job ends the run KILLED).
-    When the store failed earlier in this process, one quick try (a few seconds, not ``timeout_s``)."""
+def end_parent(uri: str, run_id: str, failed: Iterable[str], status: Optional[str] = None, strict: bool = False) -> None:
+    """End a parent run: FINISHED, or FAILED naming the failed jobs (or ``status``). A store that cannot
+    take it raises with ``strict`` (a job that succeeded otherwise must not exit 0), else is ignored
+    (the next job ends the run KILLED); one quick try when the store failed earlier in this process."""
     import mlflow
 
     if failed_before(uri) is not None:
@@ -417,9 +380,6 @@ def end_parent(uri: str, run_id: str, failed: Iterable[str], n_jobs: int, status
             if failed:
                 retry(client.set_tag, run_id, ERROR_TAG, "; ".join(failed)[:4900])
             retry(client.set_terminated, run_id, status or ("FAILED" if failed else "FINISHED"))
-    except StoreError:
-        if strict:
-            raise
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001  (StoreError or any other failure of the store)
         if strict:
             raise

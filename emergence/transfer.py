@@ -1,18 +1,15 @@
 """Copy a store's runs into another store: a local SQLite study into a team's tracking server.
 
-MLflow itself offers no such copy (``mlflow migrate-filestore`` only turns a file store
-into SQLite; the separate ``mlflow-export-import`` project is not a dependency here), so::
+MLflow itself offers no such copy, so::
 
     python -m emergence.transfer sqlite:///$PWD/outputs/mlflow.db http://mlflow.example.org:5000
     python -m emergence.transfer SRC DST --experiment emergence --experiment other
 
-copies every active run of the named experiments (default: all but ``Default``) with
-its start and end time, status, params, tags, the full history of every metric (steps
-kept, so the token axis survives) and its artifacts (uploaded through the destination,
-so a server stores them in its ``--artifacts-destination``). Sweep parents are copied
-first and their children re-linked (``mlflow.parentRunId``). Each copy is tagged
-``emergence.copied_from = <source run id>``; a run already copied is skipped, so the
-command can be rerun after an interruption or after more runs were added.
+copies every active run of the named experiments (default: all but ``Default``) with its times,
+status, params, tags, every metric's full history (steps kept) and its artifacts (uploaded through
+the destination). Sweep parents are copied first and their children re-linked. Each copy is tagged
+``emergence.copied_from = <source run id>``; a run already copied is skipped, so the command can
+be rerun after an interruption or after more runs were added.
 """
 
 from __future__ import annotations

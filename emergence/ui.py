@@ -1,19 +1,13 @@
 """``python -m emergence.ui``: look at the last study in one command.
 
-- **The store**: the one the last job or sweep used (:func:`remember_job` writes it to
-  ``<home>/outputs/last_job.json`` at the end of each; without it, the default store
-  ``<home>/outputs/mlflow.db``), or ``--store URI``.
-- **The UI**: for a local store, ``mlflow server --app-name emergence`` (MLflow's UI, whose pages
-  open on "Model training" in a browser that has not chosen: emergence/ui_app.py) is started on
-  ``127.0.0.1`` (port 5000, or the next free one; ``--port``) and waited for (``/health``, at most
-  ``--wait`` seconds); for a tracking server, its own UI. Then the runs table and the saved view of
-  the curves are printed, opened on "Model training" (emergence/common/mlflow_ui.py), and the UI
-  runs until Ctrl-C.
-- **The report**: the newest ``report.md`` under ``<home>/outputs/stats/``, its path and its
-  opening lines printed (``--open``: also opened in the browser with the runs table).
-
-``--check``: start the UI, print, stop it and exit 0 (what the test does; exit 1 when it does not
-answer in time).
+- **The store**: the last job's or sweep's (:func:`remember_job`, ``<home>/outputs/last_job.json``;
+  without it the default ``<home>/outputs/mlflow.db``), or ``--store URI``.
+- **The UI**: for a local store, ``mlflow server --app-name emergence`` (emergence/ui_app.py) on
+  ``127.0.0.1`` (``--port``, or the next free one), waited for at most ``--wait`` seconds; for a
+  tracking server, its own UI. Then the links to the runs table and the curves are printed and the
+  UI runs until Ctrl-C (``--check``: stopped at once, exit 1 when it did not answer).
+- **The report**: the newest ``report.md`` under ``<home>/outputs/stats/``, its path and opening
+  lines printed (``--open``: also opened in the browser with the runs table).
 """
 
 from __future__ import annotations
@@ -71,11 +65,6 @@ def latest_report() -> Optional[Path]:
     return max(reports, key=lambda p: p.stat().st_mtime) if reports else None
 
 
-def report_head(path: Path, n: int = REPORT_LINES) -> str:
-    lines = path.read_text().splitlines()
-    return "\n".join(lines[:n]) + (f"\n... ({len(lines) - n} more lines in the file)" if len(lines) > n else "")
-
-
 def free_port(start: int) -> int:
     """``start`` when nothing listens there on 127.0.0.1, else a free port the system gives."""
     for port in (start, 0):
@@ -89,8 +78,8 @@ def free_port(start: int) -> int:
 
 
 def start_ui(tracking_uri: str, port: int, wait_s: float) -> tuple:
-    """Start the MLflow UI (:data:`UI_APP`) on the local store ``tracking_uri`` at 127.0.0.1:``port`` and wait for it;
-    ``(process, base URL)``. Raises ``RuntimeError`` with the UI's last output when it does not answer."""
+    """Start the MLflow UI (:data:`UI_APP`) on the local store at 127.0.0.1:``port`` and wait for it:
+    ``(process, base URL)``; ``RuntimeError`` with the UI's last output when it does not answer."""
     mlflow_cli = Path(sys.executable).with_name("mlflow")
     cmd = [str(mlflow_cli) if mlflow_cli.exists() else "mlflow", "server", "--backend-store-uri", tracking_uri,
            "--host", "127.0.0.1", "--port", str(port), "--workers", "1", "--app-name", UI_APP]
@@ -172,7 +161,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if report is None:
         print(f"no statistics report under {outputs() / 'stats'} yet (python -m emergence writes one)")
     else:
-        print(f"latest report: {report}\n\n{report_head(report)}\n")
+        lines, n = report.read_text().splitlines(), REPORT_LINES
+        head = "\n".join(lines[:n]) + (f"\n... ({len(lines) - n} more lines in the file)" if len(lines) > n else "")
+        print(f"latest report: {report}\n\n{head}\n")
     proc = None
     base = args.store.rstrip("/")
     if not args.store.startswith(("http://", "https://")):
@@ -189,17 +180,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         webbrowser.open(experiment_url(args.store, exp, base) if exp else base)
         if report is not None:
             webbrowser.open(report.as_uri())
-    if proc is None or args.check:
-        if proc is not None:
-            stop_ui(proc)
-        return 0
-    print("(Ctrl-C stops the UI)")
     try:
-        proc.wait()
+        if proc is not None and not args.check:
+            print("(Ctrl-C stops the UI)")
+            proc.wait()
     except KeyboardInterrupt:
         print("\nstopping the UI")
     finally:
-        stop_ui(proc)
+        if proc is not None:
+            stop_ui(proc)
     return 0
 
 

@@ -1,20 +1,18 @@
 """The MLflow UI that ``python -m emergence.ui`` serves: MLflow's own server app, whose pages open
 in the "Model training" view in a browser that has not chosen one.
 
-MLflow 3.17's UI lands on its GenAI pages (an experiment on its GenAI overview, a run page in the
-"Evaluation runs" mode) unless the browser's localStorage holds the sidebar's switch
-(``mlflow.workflowType_v1``) or the URL carries ``workflowType`` (emergence/common/mlflow_ui.py):
-no tag or server setting changes that default. This app is MLflow's (``mlflow.server.fastapi_app``)
-with one addition: the UI's page (``index.html``) first sets that switch to ``machine_learning``
-*where the browser has no value yet*, so that a choice the researcher made in the sidebar stands.
-
-It is registered as the MLflow app plug-in ``emergence`` (pyproject's ``mlflow.app`` entry point):
-``mlflow server --app-name emergence --backend-store-uri ...`` serves it, as the UI command does.
+MLflow 3.17's UI lands on its GenAI pages unless the browser's localStorage holds the sidebar's
+switch (``mlflow.workflowType_v1``) or the URL carries ``workflowType``; no server setting changes
+that. This app is MLflow's (``mlflow.server.fastapi_app``) with one addition: its HTML page first
+sets that switch to ``machine_learning`` *where the browser has no value yet*, so a choice made
+in the sidebar stands. Registered as the MLflow app plug-in ``emergence`` (pyproject's
+``mlflow.app`` entry point): ``mlflow server --app-name emergence ...`` serves it.
 """
 
 from __future__ import annotations
 
 from emergence.common.mlflow_ui import WORKFLOW_STORAGE_KEY, WORKFLOW_TRAINING
+from mlflow.server.fastapi_app import app as mlflow_app  # (reads the store from the server's environment)
 
 #: Run before the UI's scripts: the "Model training" switch where the browser has none.
 SCRIPT = (f"<script>try{{if(!localStorage.getItem('{WORKFLOW_STORAGE_KEY}'))"
@@ -57,10 +55,4 @@ class ModelTrainingView:
         await self.app(scope, receive, capture)
 
 
-def _mlflow_app():
-    from mlflow.server.fastapi_app import app  # reads the store from the server command's environment
-
-    return app
-
-
-app = ModelTrainingView(_mlflow_app())
+app = ModelTrainingView(mlflow_app)

@@ -1,43 +1,19 @@
 """A Hydra sweeper that turns revision selections into one job per revision.
 
-It is Hydra's basic sweeper (cartesian product of ``a,b,c`` overrides) with these
-additions:
+Hydra's basic sweeper (cartesian product of ``a,b,c`` overrides), plus: a job whose ``revision``
+selects several revisions becomes one job per revision, pinned with ``revision.pin=<name>``;
+every job's config is checked (``emergence.preflight.validate``) before any job starts (bad
+input: one line, exit status 2, nothing launched); a parent run is opened per store, experiment
+and model (none when every job's run is finished), handed to each job as
+``tracking.parent_run=<id>`` and kept alive by a heartbeat; with the basic launcher the next
+job's revision is fetched while a job screens (``emergence.sweep_prefetch``);
+``revision=refine`` jobs run in rounds after the others (emergence/refine_rounds.py). A failed
+job does not stop the others; the sweep ends with the parent runs' figures, the summary
+(``emergence.console.print_summary``) and, when jobs failed, one stderr line and exit status 1.
 
-- each job whose ``revision`` config selects several revisions (``revision=logspaced``,
-  ``revision=all``) is expanded into one job per selected revision, pinned with
-  ``revision.pin=<name>``; so
-
-      python -m emergence -m model=pythia_1b,olmo_1b_0724 revision=logspaced
-
-  launches 2 x 10 jobs, each one MLflow run, and composes with sweeps over corpus and
-  screen;
-- every job's config is checked (``emergence.preflight.validate``) before any job starts:
-  bad input ends the sweep in one line, exit status 2, with nothing launched;
-- before the jobs start, the store is created or migrated and the experiment
-  created (``emergence.tracking.prepare_store``, under the store's lock), and a
-  parent run is opened for the sweep (none when every job's run is finished already: a
-  rerun adds no run); every job gets ``tracking.parent_run=<id>`` and tags its run
-  ``mlflow.parentRunId``;
-- the sweeper keeps the parent run's heartbeat while the jobs run, so a sweep killed
-  outright (``kill -9``) is seen dead by the next sweep or job, which ends its parent
-  KILLED (emergence.tracking.end_dead_runs);
-- when the jobs run one after another in this process (the basic launcher), the next job's
-  hub revision is downloaded (and on CUDA loaded onto the device) while a job screens
-  (``emergence.sweep_prefetch``), so a ``-m`` study overlaps its downloads as one job does;
-- ``revision=refine`` jobs run in rounds after the others (:meth:`RevisionSweeper._refine`,
-  the round loop of emergence/refine_rounds.py), each round one batch of pinned jobs;
-- a job that fails does not stop the others (whatever the launcher: basic, joblib,
-  submitit); the parent run ends FAILED and names the failed jobs;
-- at the end, from the jobs' returns (which come back to this process whatever the
-  launcher): the figures of every job's curves in the parent run
-  (emergence/parent_run.py ``log_figures``), the summary (emergence/console.py
-  ``print_summary``, as a single job prints it) and, when jobs failed, a last stderr line
-  naming them and exit status 1.
-
-Selected in ``conf/config.yaml`` as ``override hydra/sweeper: revisions``. It lives in
-the ``hydra_plugins`` namespace package because Hydra instantiates sweepers only from
-there. Hydra imports this module for every app it runs (``python -m stats`` too), so it
-imports emergence's modules inside the methods that use them, when the sweeper runs.
+Selected in ``conf/config.yaml`` as ``override hydra/sweeper: revisions``. Hydra instantiates
+sweepers only from the ``hydra_plugins`` namespace and imports this module for every app it runs
+(``python -m stats`` too), so emergence's modules are imported inside the methods that use them.
 """
 
 
@@ -77,14 +53,19 @@ ConfigStore.instance().store(group="hydra/sweeper", name="revisions", node=Revis
 PARENT = "tracking.parent_run="
 
 
-def parent_run_of(job: Sequence[str]) -> str:
-    """The parent run a job's overrides name (:data:`PARENT`, added by the sweeper), read by its key."""
-    return next(o[len(PARENT):] for o in job if o.startswith(PARENT))
-
-
 def own_overrides(job: Sequence[str]) -> List[str]:
     """A job's overrides without the parent run the sweeper added."""
     return [o for o in job if not o.startswith(PARENT)]
+
+
+@contextlib.contextmanager
+def refused(status: int, errors=(EmergenceError,)):
+    """Exit ``status`` with one stderr line (``error: ...``) on one of ``errors``."""
+    try:
+        yield
+    except errors as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(status)
 
 
 def describe(overrides: Sequence[str]) -> str:
@@ -92,11 +73,6 @@ def describe(overrides: Sequence[str]) -> str:
     keep = [o for o in overrides if o.split("=")[0].lstrip("+") in
             ("model", "model.name", "revision.pin", "corpus", "screen", "revision", "revision.name")]
     return " ".join(keep or overrides)
-
-
-def job_error(ret: JobReturn) -> str:
-    exc = ret._return_value
-    return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
 
 
 class RevisionSweeper(BasicSweeper):
@@ -110,9 +86,9 @@ class RevisionSweeper(BasicSweeper):
     def _expand(self, overrides: Sequence[str]) -> List[List[str]]:
         """A job whose ``revision`` config selects several revisions becomes one job per revision,
         pinned, each with its share of the job's plan (checked once, here)."""
-        from emergence.config import refines, trains_live  # (when the sweeper runs: see the module notes)
+        from emergence.config import refines, trains_live
 
-        cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        cfg = self._config(overrides)
         if cfg.revision.pin is not None or trains_live(cfg):  # (a live job trains its toy: emergence/live/job.py)
             return [list(overrides)]
         if refines(cfg):  # planned round by round from the store, after the others
@@ -129,11 +105,14 @@ class RevisionSweeper(BasicSweeper):
             self.plans[tuple(jobs[-1])] = dataclasses.replace(plan, revisions=[r], config=config)
         return jobs
 
+    def _config(self, overrides: Sequence[str]):
+        return self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+
     def _plan(self, overrides: Sequence[str], cfg=None):
         """The job's plan (emergence/preflight.py ``validate``), its notes kept to be printed once."""
-        from emergence.preflight import validate  # (when the sweeper runs: see the module notes)
+        from emergence.preflight import validate
 
-        cfg = cfg if cfg is not None else self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        cfg = cfg if cfg is not None else self._config(overrides)
         err = io.StringIO()
         with redirect_stderr(err):
             plan = self.plans[tuple(overrides)] = validate(cfg)
@@ -142,25 +121,17 @@ class RevisionSweeper(BasicSweeper):
 
     def get_job_batch(self) -> Sequence[Sequence[str]]:
         batch = super().get_job_batch()
-        try:
+        with refused(2):
             return [job for overrides in batch for job in self._expand(overrides)]
-        except EmergenceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            sys.exit(2)
 
     def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
-        """Every job's plan, each config checked once (exit 2 in one line on bad input); the jobs
-        grouped by their store, experiment and model (each group gets its own parent run, tagged with
-        its model, so that the UI's view grouped by model holds it in its model's group: a parent
-        over several models would show as an empty "Unassigned" legend entry)."""
+        """Every job's plan, each config checked once (exit 2 in one line on bad input); the jobs grouped
+        by store, experiment and model (a parent run each: the UI groups runs by model)."""
         groups: Dict[tuple, List[List[str]]] = {}
         for batch in batches + [self.refine_bases]:
             for overrides in batch:
-                try:
+                with refused(2):
                     plan = self.plans.get(tuple(overrides)) or self._plan(overrides)
-                except EmergenceError as exc:
-                    print(f"error: {exc}", file=sys.stderr)
-                    sys.exit(2)
                 t = plan.config.tracking
                 groups.setdefault((t.uri, t.experiment, t.artifacts, str(plan.config.model.name)), []).append(overrides)
         for line in self.notes:
@@ -168,7 +139,7 @@ class RevisionSweeper(BasicSweeper):
         return groups
 
     def sweep(self, arguments: List[str]) -> Any:
-        from emergence.tracking import end_parent  # (when the sweeper runs: see the module notes)
+        from emergence.tracking import end_parent
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         self.refine_bases, self.plans, self.notes = [], {}, []
@@ -201,7 +172,7 @@ class RevisionSweeper(BasicSweeper):
         except BaseException as exc:  # Ctrl-C in the launcher: the parents end KILLED, not RUNNING
             for key, parent in parents.items():
                 end_parent(key[0], parent, outcome.failed_of[parent] + [f"sweep interrupted: {type(exc).__name__}"],
-                           len(groups[key]), status="KILLED")
+                           status="KILLED")
             if isinstance(exc, KeyboardInterrupt):  # one line, read from the store (a batch cut short returns nothing)
                 from emergence.console import interrupted_line
                 from emergence.parent_run import finished_children
@@ -210,7 +181,7 @@ class RevisionSweeper(BasicSweeper):
                 print(interrupted_line(done, sum(map(len, batches)), "job(s)"), file=sys.stderr)
             raise
         for key, parent in parents.items():
-            end_parent(key[0], parent, outcome.failed_of[parent], len(groups[key]))
+            end_parent(key[0], parent, outcome.failed_of[parent])
         self._report(outcome, parents)
         return outcome.returns
 
@@ -218,7 +189,8 @@ class RevisionSweeper(BasicSweeper):
         """The store, the experiment and the sweep's parent run of each group exist before any job
         starts; the parents' heartbeats are kept while the jobs run (a killed sweep's parent is ended
         later). Returns (group -> parent, job -> parent, the heartbeats); exit 1 when a store fails."""
-        from emergence.common.store import StoreError  # (when the sweeper runs: see the module notes)
+        from emergence.common.store import StoreError
+        from emergence.parent_run import all_finished  # (never for a refinement or with force)
         from emergence.tracking import parent_heartbeat, start_parent
 
         parents: Dict[tuple, str] = {}
@@ -228,7 +200,7 @@ class RevisionSweeper(BasicSweeper):
         beats = ExitStack()
         try:
             for key, jobs in groups.items():
-                if self._all_finished(jobs):  # a rerun with nothing left to screen adds no run
+                if all(all_finished(self.plans[tuple(job)].config, self.plans[tuple(job)].revisions) for job in jobs):
                     parent_of.update({tuple(job): "null" for job in jobs})
                     continue
                 uri, experiment, artifacts, model = key
@@ -244,18 +216,11 @@ class RevisionSweeper(BasicSweeper):
             sys.exit(1)
         return parents, parent_of, beats
 
-    def _all_finished(self, jobs: List[List[str]]) -> bool:
-        """Whether every job of a group has its revision's run finished already (emergence/parent_run.py
-        ``all_finished``: never for a refinement or with ``force``); then the group opens no parent run."""
-        from emergence.parent_run import all_finished  # (when the sweeper runs: see the module notes)
-
-        return all(all_finished(self.plans[tuple(job)].config, self.plans[tuple(job)].revisions) for job in jobs)
-
     def _report(self, outcome: "SweepOutcome", parents: Dict[tuple, str]) -> None:
         """The end of the sweep: the figures of each model's curves in its parent run of this config's
         store and experiment (emergence/parent_run.py), the summary (as a single job's:
         emergence/console.py), then, when jobs failed, one stderr line naming them and exit 1."""
-        from emergence.console import print_summary  # (when the sweeper runs: see the module notes)
+        from emergence.console import print_summary
         from emergence.common.store import StoreError
         from emergence.parent_run import log_figures
 
@@ -280,27 +245,23 @@ class RevisionSweeper(BasicSweeper):
             sys.exit(1)
 
     def _refine(self, parent_of: Dict[tuple, str], outcome: "SweepOutcome") -> None:
-        """Run the ``revision=refine`` jobs in rounds, as Hydra's optimisation sweepers do: plan
-        every refine job's next revisions from the store, launch them as one batch of pinned jobs,
-        wait, plan again (the round loop of emergence/refine_rounds.py); a job stops when its brackets
-        are resolved or after ``revision.refine.rounds`` rounds. A job whose store holds fewer than
-        2 revisions of its identity first screens its start selection (round 0)."""
-        from emergence.refine_rounds import Refinement, refine_rounds, screened_runs  # (see the module notes)
+        """Run the ``revision=refine`` jobs in rounds (emergence/refine_rounds.py), each round one batch
+        of pinned jobs; a job whose store holds fewer than 2 revisions of its identity first screens
+        its start selection."""
+        from emergence.refine_rounds import Refinement, refine_rounds, screened_runs
 
         jobs: List[Refinement] = []
-        bases: Dict[int, List[str]] = {}  # id(refinement) -> its job's overrides, with its parent run
+        bases: Dict[int, tuple] = {}  # id(refinement) -> (its overrides with its parent run, its plan)
         for base in self.refine_bases:
             plan = self.plans[tuple(base)]
             jobs.append(Refinement(plan.config, plan.known))
-            # every refine job's store has a parent run (sweep()); _launch reads it back by its key
-            bases[id(jobs[-1])] = [*base, f"{PARENT}{parent_of[tuple(base)]}"]
+            bases[id(jobs[-1])] = ([*base, f"{PARENT}{parent_of[tuple(base)]}"], plan)
 
         def pinned(job: Refinement, revisions) -> List[List[str]]:
-            base = bases[id(job)]
-            return [[*base, f"revision.pin={r.name}"] for r in revisions]
+            return [[*bases[id(job)][0], f"revision.pin={r.name}"] for r in revisions]
 
         start = [overrides for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
-                 for overrides in pinned(job, self.plans[tuple(own_overrides(bases[id(job)]))].revisions)]
+                 for overrides in pinned(job, bases[id(job)][1].revisions)]
         if start:
             print(f"refine: screening the start selection first ({len(start)} job(s))")
             self._launch([start], outcome)
@@ -311,26 +272,22 @@ class RevisionSweeper(BasicSweeper):
             print(job.table())
 
     def _dry_run(self, batches: List[List[List[str]]]) -> List[Sequence[JobReturn]]:
-        """``dry_run=true``: print every planned job (model, revision, tokens, download size);
-        for a ``revision=refine`` job, its first round (emergence.planning.refine_first_round)."""
-        from emergence.console import format_plan  # (when the sweeper runs: see the module notes)
+        """``dry_run=true``: print every planned job (emergence/planning.py; a refine job's first round)."""
+        from emergence.console import format_plan
         from emergence.job import plan_jobs
 
         planned = []
         for batch in batches + [self.refine_bases]:
             for overrides in batch:
-                cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-                err = io.StringIO()
-                with redirect_stderr(err):  # validate's notes were printed once by _check
-                    planned += plan_jobs(cfg)
+                with redirect_stderr(io.StringIO()):  # validate's notes were printed once by _check
+                    planned += plan_jobs(self._config(overrides))
         print(format_plan(planned))
         return []
 
     def _prefetch(self, batch: List[List[str]]):
-        """When the launcher runs the jobs one after another in this process (the basic launcher),
-        the next job's revision is downloaded (and on CUDA loaded) while a job screens
-        (emergence/sweep_prefetch.py); other launchers run jobs elsewhere: nothing to share."""
-        from emergence.sweep_prefetch import sweep_prefetch  # (when the sweeper runs: see the module notes)
+        """With the basic launcher (jobs in this process), the batch's revisions fetched ahead
+        (emergence/sweep_prefetch.py); other launchers run jobs elsewhere."""
+        from emergence.sweep_prefetch import sweep_prefetch
 
         if not isinstance(self.launcher, BasicLauncher):
             return contextlib.nullcontext()
@@ -351,13 +308,15 @@ class RevisionSweeper(BasicSweeper):
                 for job in batch:
                     ret = JobReturn(overrides=job, status=JobStatus.FAILED)
                     ret.return_value = RuntimeError(f"the launcher failed: {type(exc).__name__}: {exc}")
-                    ret.status = JobStatus.FAILED
                     results.append(ret)
             for idx, (job, ret) in enumerate(zip(batch, results)):
                 if ret.status != JobStatus.COMPLETED:
-                    line = f"#{initial_job_idx + idx} ({describe(own_overrides(job))}): {job_error(ret)}"
+                    exc = ret._return_value
+                    error = f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(exc)
+                    line = f"#{initial_job_idx + idx} ({describe(own_overrides(job))}): {error}"
                     outcome.failed.append(line)
-                    outcome.failed_of.setdefault(parent_run_of(job), []).append(line)
+                    parent = next(o[len(PARENT):] for o in job if o.startswith(PARENT))  # (added by sweep())
+                    outcome.failed_of.setdefault(parent, []).append(line)
             initial_job_idx += len(batch)
             outcome.returns.append(results)
             if outcome.store_failed():  # every later job would wait out the same timeouts: stop here
@@ -366,8 +325,7 @@ class RevisionSweeper(BasicSweeper):
 
 @dataclass
 class SweepOutcome:
-    """What the sweep's jobs returned, batch by batch (Hydra's ``JobReturn`` s, whatever process ran
-    them), and the failed ones: every line, and the lines under each parent run."""
+    """The jobs' returns, batch by batch (Hydra's ``JobReturn`` s), and the failed jobs' lines."""
 
     failed_of: Dict[str, List[str]]
     returns: List[Sequence[JobReturn]] = field(default_factory=list)
