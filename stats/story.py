@@ -42,7 +42,7 @@ import numpy as np
 
 from stats.config import DEFAULTS
 from stats.results import Results, record
-from stats.units import format_tokens
+from stats.units import format_number, format_tokens
 
 #: A rise of at most this many heads is "few heads": its fitted t50 rests on single heads switching.
 FEW_HEADS = 5
@@ -71,16 +71,16 @@ def _overlap(a, b) -> Optional[bool]:
     return bool(lo <= hi)
 
 
-_fmt = format_tokens
+def interval_text(ci, fmt=format_tokens, empty: str = "-") -> str:
+    """An interval ``[lo, hi]`` of tokens (or in ``fmt``), an open end (None) written ``-``; ``empty``
+    when it has no end at all."""
+    if not ci or (ci[0] is None and ci[1] is None):
+        return empty
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
-def _interval(ci) -> str:
-    if not ci:
-        return "-"
-    lo, hi = ci
-    if lo is None and hi is None:
-        return "-"
-    return f"[{'-' if lo is None else _fmt(lo)}, {'-' if hi is None else _fmt(hi)}]"
+def _ratio_ci(ci) -> str:
+    return interval_text(ci, format_number, "[-]")
 
 
 def describe_time(ca) -> str:
@@ -89,12 +89,12 @@ def describe_time(ca) -> str:
         return "no curve"
     t = ca.times
     if ca.censored == "left":
-        return f"{ca.head_class} at or before {_fmt(t.t50)} (left-censored)"
+        return f"{ca.head_class} at or before {format_tokens(t.t50)} (left-censored)"
     if ca.censored == "right":
-        return f"{ca.head_class} not before {_fmt(t.t50)} (right-censored)"
+        return f"{ca.head_class} not before {format_tokens(t.t50)} (right-censored)"
     if t is None:
         return f"{ca.head_class}: no transition ({ca.verdict.reason.split(':')[0]})"
-    return f"{ca.head_class} at ~{_fmt(t.t50)} {_interval(t.t50_ci)} ({ca.verdict.shape})"
+    return f"{ca.head_class} at ~{format_tokens(t.t50)} {interval_text(t.t50_ci)} ({ca.verdict.shape})"
 
 
 def describe_gap(g) -> str:
@@ -112,19 +112,11 @@ def describe_milestone_gap(m) -> str:
     name = f"milestone gap {m.late.name} / {m.early.name}"
     if not m.early.reached:
         upper = "" if m.ratio_ci[1] is None else f" (<= {m.ratio_ci[1]:.3g}x)"
-        return f"{name}: no ratio, {m.early.name} not reached by {_fmt(m.early.last_tokens)}{upper}"
+        return f"{name}: no ratio, {m.early.name} not reached by {format_tokens(m.early.last_tokens)}{upper}"
     if not m.late.reached:
         lower = "" if m.ratio_ci[0] is None else f">= {m.ratio_ci[0]:.3g}x, "
-        return f"{name} {lower}a bound: {m.late.name} not reached by {_fmt(m.late.last_tokens)}"
+        return f"{name} {lower}a bound: {m.late.name} not reached by {format_tokens(m.late.last_tokens)}"
     return f"{name} {m.ratio:.3g}x {_ratio_ci(m.ratio_ci)}"
-
-
-def _ratio_ci(ci) -> str:
-    if not ci or (ci[0] is None and ci[1] is None):
-        return "[-]"
-    lo = "-" if ci[0] is None or not np.isfinite(ci[0]) else f"{ci[0]:.3g}"
-    hi = "-" if ci[1] is None or not np.isfinite(ci[1]) else f"{ci[1]:.3g}"
-    return f"[{lo}, {hi}]"
 
 
 @dataclass
