@@ -35,10 +35,8 @@ def check_stores(conf: StatsConfig) -> None:
     ``source.tracking_uri``) and writes (``tracking.uri``, when ``tracking.log``) can be used, before
     anything is read (emergence/common/storecheck.py: a known scheme, a server that answers, a
     local store that can be written)."""
-    checks = []
     key = get_source(conf.source.kind).store_key
-    if key and getattr(conf.source, key):
-        checks.append((getattr(conf.source, key), None, f"source.{key}", False))
+    checks = [(getattr(conf.source, key), None, f"source.{key}", False)] if key and getattr(conf.source, key) else []
     if logs_run(conf):
         checks.append((conf.tracking.uri, conf.tracking.artifacts, "tracking.uri", True))
     for uri, artifacts, key, writable in checks:

@@ -238,8 +238,8 @@ def timeline_figure(analysis, path: Path) -> Path:
             t = ca.times
             if t is None:
                 continue
-            val = t.t50 if (head_class == tc.late_class or tc.formation == "t50") else t.onset
-            ci = t.t50_ci if (head_class == tc.late_class or tc.formation == "t50") else t.onset_ci
+            t50 = head_class == tc.late_class or tc.formation == "t50"
+            val, ci = (t.t50, t.t50_ci) if t50 else (t.onset, t.onset_ci)
             lo, hi, open_lo, open_hi = _open_ci(val, ci, val / 3, val * 3)
             marker = {"left": "<", "right": ">"}.get(ca.censored, "o")
             ax.errorbar([val], [i + dy], xerr=[[max(val - lo, 0)], [max(hi - val, 0)]], fmt=marker, color=color,
@@ -292,10 +292,9 @@ def pr_figure(lead, path: Path) -> Path:
                               & (lead.trajectories["tokens"] > 0)]
         ax.plot(g["tokens"], g[lead.column], marker=".", color=f"C{i}", label=f"L{layer}H{head}")
         h = by_head[(layer, head)]
-        if h.tokens_elevated and (g["tokens"] == h.tokens_elevated).any():
-            ax.plot([h.tokens_elevated], g.loc[g["tokens"] == h.tokens_elevated, lead.column].iloc[:1], "^", color=f"C{i}", ms=8)
-        if (g["tokens"] == h.tokens_crossed).any():
-            ax.plot([h.tokens_crossed], g.loc[g["tokens"] == h.tokens_crossed, lead.column].iloc[:1], "s", mfc="none", color=f"C{i}", ms=8)
+        for tokens, marker, face in ((h.tokens_elevated, "^", None), (h.tokens_crossed, "s", "none")):
+            if (g["tokens"] == tokens).any():  # a revision drawn (None: never elevated or crossed)
+                ax.plot([tokens], g.loc[g["tokens"] == tokens, lead.column].iloc[:1], marker, mfc=face, color=f"C{i}", ms=8)
     token_axis(ax)
     ax.set_xlabel("training tokens")
     ax.set_ylabel(lead.column)
@@ -385,8 +384,7 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
                 continue
             c, color = ca.curve, f"C{i % 10}"
             ax.plot(c.tokens, c.fraction, "o", ms=3, color=color, alpha=0.8,
-                    label=f"{row['seed_kind'] + '-' if row['seed_kind'] != 'both' else ''}seed {row['seed']}"
-                          + ("" if row["used"] else " (not pooled)"))
+                    label=_seed_label(row) + ("" if row["used"] else " (not pooled)"))
             if ca.fits is not None and len(c):
                 grid = np.logspace(np.log10(c.tokens.min()), np.log10(c.tokens.max()), 200)
                 ax.plot(grid, ca.fits["logistic"].predict(grid), color=color, lw=1.0, alpha=0.8)
@@ -406,6 +404,11 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
         ax.set_title(f"{group.model} / {head_class}: {len(group.per_seed)} runs", fontsize=9)
         ax.legend(fontsize=6, loc="best")
     return save(fig, path)
+
+
+def _seed_label(row: dict) -> str:
+    """A run of a seed group: ``seed 3``, ``data-seed 3`` (one kind of seed varied)."""
+    return f"{row['seed_kind'] + '-' if row['seed_kind'] != 'both' else ''}seed {row['seed']}"
 
 
 def _band(ci, ax) -> tuple:
@@ -440,8 +443,7 @@ def forest_figure(group, path: Path) -> Path:
             ax.annotate("", xy=(r * (3 if row["bound"] == "lower" else 1 / 3), y), xytext=(r, y),
                         arrowprops=dict(arrowstyle="->", color=color, lw=1.2))
         vals += [v for v in (r, lo, hi) if v is not None]
-    labels = [f"{r['seed_kind'] + '-' if r['seed_kind'] != 'both' else ''}seed {r['seed']}"
-              + ({"lower": " (>=)", "upper": " (<=)"}.get(r["bound"], "")) for r in rows]
+    labels = [_seed_label(r) + {"lower": " (>=)", "upper": " (<=)"}.get(r["bound"], "") for r in rows]
     d = group.to_dict()
     if d["ratio"] is not None or d["bound"]:
         lo, hi = d["ci"]
@@ -524,13 +526,7 @@ def models_figure(analysis, head_class: str, path: Path) -> Path:
 def write_figures(analysis, out_dir: Path, progress: bool = False, formats=None) -> dict:
     """Write every figure under ``out_dir/figures`` (PNG, and beside it the other ``formats``, e.g.
     PDF and SVG; None: those of an enclosing :func:`stats.plotstyle.paper_style`, by default PNG
-    only); return {kind: [PNG paths relative to out_dir]}."""
-    with paper_style(formats):
-        return _write_figures(analysis, out_dir, progress)
-
-
-def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
-    """Write every figure under ``out_dir/figures``; return {kind: [paths relative to out_dir]}.
+    only); return {kind: [PNG paths relative to out_dir]}.
 
     A figure that cannot be drawn is skipped, never fatal: the key ``skipped`` lists
     one note per such figure (its file name and the error), which the report shows,
@@ -539,12 +535,13 @@ def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
     out_dir = Path(out_dir)
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    made = {"curves": [], "layers": [], "timeline": [], "pr": [], "convergence": [], "continuous": [], "seeds": [],
-            "forest": [], "models": [], "heads": [], "circuit": [], "skipped": []}
+    made = {kind: [] for kind in ("curves", "layers", "timeline", "pr", "convergence", "continuous", "seeds", "forest",
+                                  "models", "heads", "circuit", "skipped")}
 
     def draw(kind: str, name: str, make) -> None:
         try:
-            made[kind].append(str(Path(make(fig_dir / name)).relative_to(out_dir)))
+            with paper_style(formats):
+                made[kind].append(str(Path(make(fig_dir / name)).relative_to(out_dir)))
         except Exception as exc:  # a figure is an illustration: its failure must not lose the report
             plt.close("all")
             made["skipped"].append(f"{name}: {type(exc).__name__}: {exc}")
@@ -593,11 +590,17 @@ def _fraction_panel(ax, table, head_class: str) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def _zero_tokens_note(fig, dropped) -> None:
+def _save_parent(fig, dropped, rect, path: Path) -> Path:
+    """Save a parent run's figure at ``path`` (laid out in ``rect``), noting the revisions at 0 tokens
+    that it leaves out (``dropped``)."""
     if not dropped.empty:
         names = ", ".join(sorted(set(dropped["revision"])))
         fig.text(0.01, 0.005, f"not drawn (0 tokens cannot sit on a log axis): {names}", fontsize=PARENT_SMALL_PT,
                  ha="left", va="bottom")
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
 
 
 def fraction_figures(table, folder: Path) -> list:
@@ -626,19 +629,11 @@ def fraction_figures(table, folder: Path) -> list:
     fig.suptitle("Fraction of heads flagged per class against training tokens", fontsize=PARENT_FONT_PT + 1, y=0.99)
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.955), ncol=min(n_models, 4),
                fontsize=PARENT_SMALL_PT, frameon=False)
-    _zero_tokens_note(fig, dropped)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.91))
-    written.append(folder / "fractions.png")
-    fig.savefig(written[-1], dpi=150)
-    plt.close(fig)
+    written.append(_save_parent(fig, dropped, (0, 0.03, 1, 0.91), folder / "fractions.png"))
     for head_class in classes:
         fig, ax = plt.subplots(figsize=(6.0, 3.8))
         _fraction_panel(ax, drawn, head_class)
         ax.set_title(f"{head_class}: fraction of heads flagged against training tokens", fontsize=PARENT_FONT_PT)
         ax.legend(fontsize=PARENT_SMALL_PT, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-        _zero_tokens_note(fig, dropped)
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
-        written.append(folder / f"{FRACTION}.{head_class}.png")
-        fig.savefig(written[-1], dpi=150)
-        plt.close(fig)
+        written.append(_save_parent(fig, dropped, (0, 0.04, 1, 1), folder / f"{FRACTION}.{head_class}.png"))
     return written

@@ -64,13 +64,10 @@ def class_layer_counts(results, head_class: str, model: Optional[str] = None) ->
     df = lay[lay["class"] == head_class] if not lay.empty else lay
     flag = flag_column(head_class)
     if df.empty and results.heads is not None and flag in results.heads.columns:
-        h = results.heads
-        df = (
-            h.groupby(["model", "revision", "tokens", "layer"], as_index=False)
-            .agg(k=(flag, "sum"), n=("head", "size"))
-        )
-    df = df[["model", "revision", "tokens", "layer", "k", "n"]] if not df.empty else pd.DataFrame(
-        columns=["model", "revision", "tokens", "layer", "k", "n"])
+        df = results.heads.groupby(["model", "revision", "tokens", "layer"], as_index=False).agg(
+            k=(flag, "sum"), n=("head", "size"))
+    columns = ["model", "revision", "tokens", "layer", "k", "n"]
+    df = df[columns] if not df.empty else pd.DataFrame(columns=columns)
     if model is not None:
         df = df[df["model"] == model]
     return df.astype({"layer": int}).sort_values(["tokens", "layer"]).reset_index(drop=True) if not df.empty else df
@@ -285,23 +282,21 @@ def circuit_convergence(heads: pd.DataFrame, model: str, head_class: str = _FC.c
     if h.empty or col not in h.columns:
         return None
     final_tokens = float(h["tokens"].max())
-    final = h[h["tokens"] == final_tokens]
-    s_final = set(map(tuple, final.loc[final[col] > 0, ["layer", "head"]].to_numpy().tolist()))
+    def flagged(g) -> set:
+        return set(map(tuple, g.loc[g[col] > 0, ["layer", "head"]].to_numpy().tolist()))
+
+    s_final = flagged(h[h["tokens"] == final_tokens])
     rows = []
     for (rev, tok), g in h.groupby(["revision", "tokens"], sort=False):
-        s_r = set(map(tuple, g.loc[g[col] > 0, ["layer", "head"]].to_numpy().tolist()))
-        found = len(s_r & s_final)
+        found = len(flagged(g) & s_final)
         rows.append((rev, float(tok), found / len(s_final) if s_final else np.nan, found, len(s_final)))
     table = pd.DataFrame(rows, columns=["revision", "tokens", "recall", "n_found", "n_final"]).sort_values("tokens").reset_index(drop=True)
     hit = table[table["recall"] >= level - 1e-12]
-    if hit.empty or not s_final:
-        return Convergence(model=model, head_class=head_class, threshold=threshold, n_final=len(s_final), level=level,
-                           revision_at_level=None, tokens_at_level=None, pct_training=None, table=table)
-    first = hit.iloc[0]
-    pct = 100.0 * first["tokens"] / final_tokens if final_tokens > 0 else None
+    first = None if hit.empty or not s_final else hit.iloc[0]
+    pct = None if first is None or final_tokens <= 0 else 100.0 * first["tokens"] / final_tokens
     return Convergence(model=model, head_class=head_class, threshold=threshold, n_final=len(s_final), level=level,
-                       revision_at_level=str(first["revision"]), tokens_at_level=float(first["tokens"]), pct_training=pct,
-                       table=table)
+                       revision_at_level=None if first is None else str(first["revision"]),
+                       tokens_at_level=None if first is None else float(first["tokens"]), pct_training=pct, table=table)
 
 
 @dataclass

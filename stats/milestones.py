@@ -33,7 +33,7 @@ from emergence.common.contract import selectivity_column
 from stats.config import MilestoneRuleConfig, check_milestone_rules, check_options
 from stats.heads import class_counts
 from stats.results import HEAD_CLASS_KEY, Results
-from stats.units import format_threshold
+from stats.units import format_number, format_threshold
 
 
 @dataclass
@@ -162,13 +162,9 @@ class MilestoneGap(Results):
         elif self.bound == "lower":
             value = f">= {self.ratio:.3g}x (a lower bound)"
         else:
-            value = f"{self.ratio:.3g}x [{_end(self.ratio_ci[0])}, {_end(self.ratio_ci[1])}]"
+            value = f"{self.ratio:.3g}x [{format_number(self.ratio_ci[0])}, {format_number(self.ratio_ci[1])}]"
         return f"{self.model}: milestone gap {self.late_milestone} / {self.early_milestone} {value}" + \
             (f"; {'; '.join(self.notes)}" if self.notes else "")
-
-
-def _end(v) -> str:
-    return "-" if v is None else f"{v:.3g}"
 
 
 def _div(a, b):

@@ -49,14 +49,11 @@ FEW_HEADS = 5
 
 
 def _side(ratio, bound) -> Optional[str]:
-    """">1" / "<1" when the gap says on which side of 1 it lies, else None."""
-    if ratio is None or not np.isfinite(ratio):
+    """">1" / "<1" when the gap says on which side of 1 it lies (a bound: only on its own side), else None."""
+    if ratio is None or not np.isfinite(ratio) or ratio == 1:
         return None
-    if bound == "lower":
-        return ">1" if ratio > 1 else None
-    if bound == "upper":
-        return "<1" if ratio < 1 else None
-    return ">1" if ratio > 1 else ("<1" if ratio < 1 else None)
+    side = ">1" if ratio > 1 else "<1"
+    return side if not bound or side == {"lower": ">1", "upper": "<1"}.get(bound) else None
 
 
 def _overlap(a, b) -> Optional[bool]:
@@ -182,8 +179,6 @@ def _reasons(curves, milestones, min_points: int, min_rise_heads: float) -> list
         elif rise is not None and 0 < rise <= FEW_HEADS and not ca.censored:
             out.append(f"few heads: the {ca.head_class} rise is {rise:.3g} heads")
     for m in milestones:
-        if m is None:
-            continue
         if m.reached and m.previous_revision is None:
             out.append(f"censoring: milestone {m.name!r} is met at the first revision")
         elif not m.reached:
@@ -203,21 +198,17 @@ def gap_story(model: str, fitted, milestone, late, early, min_points: int = DEFA
                      None if milestone is None else milestone.to_dict(),
                      late_class=None if late is None else late.head_class,
                      early_class=None if early is None else early.head_class)
-    weigh(story)
-    if fitted is None or milestone is None:
-        return story
-    f_side = _side(fitted.ratio, fitted.bound)
-    m_side = _side(milestone.ratio, milestone.bound)
-    overlap = _overlap(fitted.ratio_ci, milestone.ratio_ci)
-    if f_side and m_side and f_side != m_side:
-        story.agree, story.disagreement = False, "direction"
-    elif overlap is False:
-        story.agree, story.disagreement = False, "size"
-    elif f_side and m_side:
-        story.agree = True
-    story.reasons = _reasons([late, early], [milestone.late, milestone.early], min_points, min_rise_heads)
-    weigh(story)
-    return story
+    if fitted is not None and milestone is not None:
+        f_side = _side(fitted.ratio, fitted.bound)
+        m_side = _side(milestone.ratio, milestone.bound)
+        if f_side and m_side and f_side != m_side:
+            story.agree, story.disagreement = False, "direction"
+        elif _overlap(fitted.ratio_ci, milestone.ratio_ci) is False:
+            story.agree, story.disagreement = False, "size"
+        elif f_side and m_side:
+            story.agree = True
+        story.reasons = _reasons([late, early], [milestone.late, milestone.early], min_points, min_rise_heads)
+    return weigh(story)
 
 
 # ---------------------------------------------------------------------------------
