@@ -75,7 +75,7 @@ def wilson_interval(k, n, level=0.95):
     return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
-def _open_ci(val: float, ci, lo_edge: float, hi_edge: float) -> tuple:
+def _open_ci(ci, lo_edge: float, hi_edge: float) -> tuple:
     """(lower, upper) ends of an interval for drawing, an open end (None) at the axis edge,
     and whether each end is open."""
     lo, hi = (ci or [None, None])[:2]
@@ -143,7 +143,7 @@ def _t50_marker(ax, ca, grid, scale: float) -> None:
     if t is None or ca.fits is None or ca.censored or not t.t50:
         return
     yl = scale * ca.fits["logistic"].predict([t.t50])[0]
-    lo_t, hi_t, open_lo, open_hi = _open_ci(t.t50, t.t50_ci, grid[0], grid[-1])
+    lo_t, hi_t, open_lo, open_hi = _open_ci(t.t50_ci, grid[0], grid[-1])
     if np.isfinite(lo_t) and np.isfinite(hi_t):
         ax.errorbar([t.t50], [yl], xerr=[[t.t50 - lo_t], [hi_t - t.t50]], fmt="D", color="C4", ms=6, capsize=3,
                     label="t50 (95% CI" + (", open end" if open_lo or open_hi else "") + ")", zorder=6)
@@ -180,13 +180,12 @@ def curve_figure(ca, path: Path) -> Path:
         if ca.censored:
             _mark_censoring(ax, ca, scale)
     ax.set_xlabel("training tokens")
-    top = float(np.max(c.fraction)) if len(c) else 1.0
     if heads:
         ax.set_ylabel(f"{c.head_class} heads (of {heads:.0f})")
         count_axis(ax, float(np.max(c.k)) if len(c) else 1.0)
     else:
         ax.set_ylabel(f"fraction of heads: {c.head_class}")
-        fraction_axis(ax, max(0.1, top))
+        fraction_axis(ax, max(0.1, float(np.max(c.fraction)) if len(c) else 1.0))
     ax.set_title(curve_title(ca), fontsize=9, loc="left")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save(fig, path)
@@ -228,32 +227,28 @@ def timeline_figure(analysis, path: Path) -> Path:
     tc = analysis.config.times
     models = analysis.results.models
     fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.7 * len(models)))
-    plotted, gaps = False, 0
+    gaps = 0
     for i, model in enumerate(models):
         for head_class, color, dy in ((tc.early_class, "C0", 0.12), (tc.late_class, "C3", -0.12)):
-            try:
-                ca = analysis.curve(model, head_class)
-            except KeyError:
-                continue
-            t = ca.times
+            ca = _curve_or_none(analysis, model, head_class)
+            t = None if ca is None else ca.times
             if t is None:
                 continue
             t50 = head_class == tc.late_class or tc.formation == "t50"
             val, ci = (t.t50, t.t50_ci) if t50 else (t.onset, t.onset_ci)
-            lo, hi, open_lo, open_hi = _open_ci(val, ci, val / 3, val * 3)
+            lo, hi, open_lo, open_hi = _open_ci(ci, val / 3, val * 3)
             marker = {"left": "<", "right": ">"}.get(ca.censored, "o")
             ax.errorbar([val], [i + dy], xerr=[[max(val - lo, 0)], [max(hi - val, 0)]], fmt=marker, color=color,
                         capsize=0 if (open_lo or open_hi) else 3, label=head_class)
             for open_end, edge, sign in ((open_lo, lo, "<"), (open_hi, hi, ">")):
                 if open_end:  # an open interval end (a censored or unbounded side): an arrowhead
                     ax.plot([edge], [i + dy], marker=sign, color=color, ms=5)
-            plotted = True
         gaps += _gap_label(ax, analysis, model, i)
     if gaps:  # the column of ratios, headed by what they are
         ax.text(1.01, 1.0, f"gap\n{tc.late_class} / {tc.early_class}", transform=ax.transAxes, va="bottom", fontsize=8)
-    if plotted:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:  # a time drawn
         token_axis(ax)
-        handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles))
         ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.16 if gaps else 1.02, 1.0),
                   frameon=False)
@@ -266,6 +261,14 @@ def timeline_figure(analysis, path: Path) -> Path:
     ax.set_xlabel("training tokens")
     ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals")
     return save(fig, path)
+
+
+def _curve_or_none(analysis, model: str, head_class: str):
+    """The curve analysis of ``model`` and ``head_class``, or None where there is none."""
+    try:
+        return analysis.curve(model, head_class)
+    except KeyError:
+        return None
 
 
 def _gap_label(ax, analysis, model: str, row: int) -> int:
@@ -311,7 +314,6 @@ def convergence_figure(convs, path: Path) -> Path:
     """Recall of each model's final set against tokens, one line per threshold (a marker and a dash
     each, open markers under filled ones: coinciding lines both show, and the legend says so)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    plotted = False
     models = list(dict.fromkeys(c.model for c in convs))
     drawn: dict = {}
     for c in convs:
@@ -327,12 +329,11 @@ def convergence_figure(convs, path: Path) -> Path:
         ax.plot(t["tokens"], t["recall"], marker=marker, ls=dash, ms=size, mfc="none" if drawn else color,
                 color=color, label=label)
         drawn[key] = at
-        plotted = True
         if c.tokens_at_level:
             ax.axvline(c.tokens_at_level, color=color, ls=":", lw=0.8)
     if convs:
         ax.axhline(convs[0].level, color="k", ls="--", lw=0.8, label=f"recall {convs[0].level:.2f}")
-    if plotted:
+    if drawn:
         token_axis(ax)
     else:
         ax.text(0.5, 0.5, "no final induction heads", transform=ax.transAxes, ha="center", va="center")
@@ -349,9 +350,8 @@ def continuous_figure(cont, model: str, path: Path) -> Path:
     log-token axis (the model's range)."""
     d = cont[(cont["model"] == model) & (cont["tokens"] > 0)]
     metrics = sorted(d["metric"].unique())
-    ncol = 3
-    nrow = int(np.ceil(len(metrics) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(9, 2.3 * nrow), squeeze=False)
+    nrow = int(np.ceil(len(metrics) / 3))
+    fig, axes = plt.subplots(nrow, 3, figsize=(9, 2.3 * nrow), squeeze=False)
     span = (float(d["tokens"].min()) / 1.2, float(d["tokens"].max()) * 1.2)
     for ax, metric in zip(axes.flat, metrics):
         g = d[d["metric"] == metric].sort_values("tokens")
@@ -378,9 +378,8 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0), sharey=False)
     for ax, head_class in zip(axes, classes):
         for i, row in enumerate(group.per_seed):
-            try:
-                ca = analysis.curve(row["model"], head_class)
-            except KeyError:
+            ca = _curve_or_none(analysis, row["model"], head_class)
+            if ca is None:
                 continue
             c, color = ca.curve, f"C{i % 10}"
             ax.plot(c.tokens, c.fraction, "o", ms=3, color=color, alpha=0.8,
@@ -501,12 +500,10 @@ def models_figure(analysis, head_class: str, path: Path) -> Path:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.6), sharey=True)
     top = 0.0
     for i, model in enumerate(analysis.results.models):
-        try:
-            c = analysis.curve(model, head_class).curve
-        except KeyError:
+        ca = _curve_or_none(analysis, model, head_class)
+        if ca is None or not len(ca.curve):
             continue
-        if not len(c):
-            continue
+        c = ca.curve
         ax.plot(c.tokens, c.fraction, "o-", ms=3, color=f"C{i}", label=model)
         bx.plot(c.tokens / c.tokens.max(), c.fraction, "o-", ms=3, color=f"C{i}", label=model)
         top = max(top, float(c.fraction.max()))

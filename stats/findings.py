@@ -316,22 +316,17 @@ def analyse_findings(results, cfg, thresholds: dict, rng: np.random.Generator) -
     per-head table) the circuit convergence at the analysis threshold and ``convergence_thresholds``."""
     fc = cfg.findings
     out = Findings()
-    for model in results.models:
-        counts = class_layer_counts(results, fc.floor_class, model)
-        if not counts.empty:
-            f = layer_floor(counts, model, fc.floor_class, fc.floor_layers, fc.floor_rate, cfg.alpha, results.heads)
-            if f is not None:
-                out.layer_floor.append(f)
-        counts = class_layer_counts(results, fc.onset_class, model)
-        if not counts.empty:
-            o = layer_onset(counts, model, fc.onset_class, fc.onset_min_count, fc.floor_layers, fc.n_perm, rng,
-                            persist=fc.onset_persist, just_above_floor=fc.just_above_floor, alpha=cfg.alpha)
-            if o is not None:
-                out.layer_onset.append(o)
-        if results.heads is not None:
-            main = thresholds.get(fc.convergence_class)
-            for thr in sorted({float(t) for t in fc.convergence_thresholds} | ({float(main)} if main else set())):
-                c = circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr)
-                if c is not None:
-                    out.convergence.append(c)
+    main = thresholds.get(fc.convergence_class)
+    circuit_thresholds = sorted({float(t) for t in fc.convergence_thresholds} | ({float(main)} if main else set()))
+    for model in results.models:  # a model without per-layer counts (or per-head rows) has no entry
+        floor = layer_floor(class_layer_counts(results, fc.floor_class, model), model, fc.floor_class,
+                            fc.floor_layers, fc.floor_rate, cfg.alpha, results.heads)
+        onset = layer_onset(class_layer_counts(results, fc.onset_class, model), model, fc.onset_class,
+                            fc.onset_min_count, fc.floor_layers, fc.n_perm, rng, persist=fc.onset_persist,
+                            just_above_floor=fc.just_above_floor, alpha=cfg.alpha)
+        circuits = [] if results.heads is None else [
+            circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr) for thr in circuit_thresholds]
+        out.layer_floor += [floor] if floor is not None else []
+        out.layer_onset += [onset] if onset is not None else []
+        out.convergence += [c for c in circuits if c is not None]
     return out

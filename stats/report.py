@@ -96,11 +96,9 @@ def render_report(summary: dict, figures: dict) -> str:
 def _header(summary: dict) -> list:
     """The title, the source, the thresholds and the notes, then the reproduction (when there is one)."""
     L = ["# Emergence statistics report", "", source_line(summary.get("source") or {}), ""]
-    thr = summary.get("thresholds")
-    if thr:
-        L += [thresholds_line(thr, summary.get("units") or {}), ""]
-    for note in summary.get("notes", []):
-        L.append(f"- Note: {note}")
+    if summary.get("thresholds"):
+        L += [thresholds_line(summary["thresholds"], summary.get("units") or {}), ""]
+    L += [f"- Note: {note}" for note in summary.get("notes", [])]
     if summary.get("reproduction"):
         L += [""] + _reproduction_section(summary["reproduction"])
     return L
@@ -121,8 +119,7 @@ def source_line(src: dict) -> str:
         if value is None or value == {} or value == [] or key in SOURCE_SHOWN_ELSEWHERE:
             continue
         if isinstance(value, dict):
-            text = "; ".join(f"{k}: {v}" for k, v in value.items())
-            parts.append(f"{key.replace('_', ' ')} ({text})")
+            parts.append(f"{key.replace('_', ' ')} ({'; '.join(f'{k}: {v}' for k, v in value.items())})")
         elif isinstance(value, (list, tuple)):
             parts.append(f"{key.replace('_', ' ')} {', '.join(map(str, value))}")
         else:
@@ -183,29 +180,23 @@ def _curves_section(summary: dict) -> list:
          "| change point | best model | p (step) | dispersion | regime | course |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in summary["curves"]:
-        width = _width_cell(c)
         jump = "-" if c.get("max_jump") is None else f"{c['max_jump']:+.3f} ({c['max_jump_share']:.0%})"
         between = c.get("max_jump_between")
         if between is not None and c.get("max_jump") is not None:
             jump += ", adjacent checkpoints" if between == 0 else f", {between} checkpoints inside"
         cp = ("-" if not c.get("changepoint_tokens")
               else f"{_fmt_tokens(c['changepoint_tokens'][0])} -> {_fmt_tokens(c['changepoint_tokens'][1])}")
-        disp = c.get("dispersion") or {}
-        censored = bool(c.get("censored"))
-        onset, sat = ("-", "-") if censored else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
+        onset, sat = ("-", "-") if c.get("censored") else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
         L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {_t50_cell(c)} | {interval_text(c.get('t50_ci'))} | "
-                 f"{onset} | {sat} | {width} | {jump} | {cp} | "
-                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num(disp.get('phi'))} | "
+                 f"{onset} | {sat} | {_width_cell(c)} | {jump} | {cp} | "
+                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num((c.get('dispersion') or {}).get('phi'))} | "
                  f"{c.get('regime') or '-'} | {_course_cell(c)} |")
     L += ["", "Reasons:", ""]
     for c in summary["curves"]:
         L.append(f"- {c['model']} / {c['class']}: {c['shape']} - {c['reason']}")
-        cont = c.get("continuous") or {}
-        for metric, v in cont.items():
-            if v.get("width_grid") is not None:
-                lo, hi = v["width_grid"]
-                L.append(f"  - continuous check, {metric} ({v['scale']}): reads {v['reads']} (10-90 width between "
-                         f"{lo:.2g} and {hi:.2g} decades)")
+        L += [f"  - continuous check, {metric} ({v['scale']}): reads {v['reads']} (10-90 width between "
+              f"{v['width_grid'][0]:.2g} and {v['width_grid'][1]:.2g} decades)"
+              for metric, v in (c.get("continuous") or {}).items() if v.get("width_grid") is not None]
     return L
 
 

@@ -250,26 +250,16 @@ def informative(row) -> bool:
 def _row_evidence(rows) -> list:
     """``(text, established side, side of the point)`` of each sensitivity row whose re-counted class
     forms (a row whose class has no head at its threshold says nothing on the gap)."""
-    out = []
-    for r in rows:
-        if r.is_analysis_threshold or not informative(r):
-            continue
-        text = f"{r.head_class} at {r.threshold_text}: {_ratio_text(r.gap_ratio, r.gap_ratio_ci, r.gap_bound)}"
-        out.append((text, _excludes_one(r.gap_ratio_ci), _side(r.gap_ratio, r.gap_bound)))
-    return out
+    return [(f"{r.head_class} at {r.threshold_text}: {_ratio_text(r.gap_ratio, r.gap_ratio_ci, r.gap_bound)}",
+             _excludes_one(r.gap_ratio_ci), _side(r.gap_ratio, r.gap_bound))
+            for r in rows if not r.is_analysis_threshold and informative(r)]
 
 
 def weigh(story: GapStory, rows=()) -> GapStory:
     """Set the story's :attr:`~GapStory.established` direction, :attr:`~GapStory.assessment` and
     :attr:`~GapStory.trust` from its fitted gap, its milestone gap and the model's threshold-sensitivity
-    ``rows`` (:class:`stats.sensitivity.SensitivityRow`, the main analysis's rows left out).
-
-    A direction is established when the fitted interval or the milestone bracket (both milestones
-    reached) excludes 1 on that side, and nothing points the other way: neither definition's interval,
-    nor the fitted point, nor a sensitivity row's interval. A milestone never reached (or met at the
-    first revision) gives a bound, not a figure: it neither establishes nor is trusted. Where the
-    evidence is mixed, the gap is *not established* and the assessment says why. A figure is advised
-    (``trust``) only when it establishes the direction that the rest does not contradict."""
+    ``rows`` (:class:`stats.sensitivity.SensitivityRow`, the main analysis's rows left out), by the rule
+    of the module docstring (a milestone bound neither establishes a direction nor is trusted)."""
     late, early = story.late_class or "late", story.early_class or "early"
     f, m = story.fitted or {}, story.milestone or {}
     f_est = _excludes_one(f.get("ratio_ci")) if f.get("ratio") is not None else None
