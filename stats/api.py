@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -77,9 +78,7 @@ def figure_formats(conf: StatsConfig):
 def summary_line(paths: dict) -> str:
     """The one line ``python -m stats`` prints at its end: curves by verdict, the report, the run."""
     summary = json.loads(Path(paths["summary"]).read_text())
-    shapes: dict = {}
-    for c in summary["curves"]:
-        shapes[c["shape"]] = shapes.get(c["shape"], 0) + 1
+    shapes = Counter(c["shape"] for c in summary["curves"])
     return (f"stats: {len(summary['curves'])} curves ({', '.join(f'{v} {k}' for k, v in sorted(shapes.items()))}); "
             f"report: {paths['report']}" + (f"; mlflow run {paths['run_id']}" if paths.get("run_id") else ""))
 

@@ -18,14 +18,11 @@
 - ``continuous_<model>.png``: the continuous metrics against tokens;
 - ``models_<class>.png``: every model's fraction of the gap classes on one log-token axis and on
   the fraction of each model's training (several models);
-- per-head views (:mod:`stats.headviews`): ``heads_<model>_<class>.png``, the selectivity heatmap
-  of the heads that ever cross, and ``circuit_<model>.png``, the final circuit's heads;
-- a parent run's figures (:func:`fraction_figures`, before any analysis): ``fractions.png``, each
-  class's fraction of heads flagged against tokens, one line per model, and ``fraction.<class>.png``;
-- seed suites (:mod:`stats.pooling`): ``seeds_<group>.png``, each run's curves of the two gap
-  classes overlaid with the pooled t50 band (interval and prediction interval) on a log-token
-  axis, and ``forest_<group>.png``, the runs' gap ratios with the pooled ratio and the
-  prediction interval for a new run.
+- per-head views (:mod:`stats.headviews`): ``heads_<model>_<class>.png`` and ``circuit_<model>.png``;
+- seed suites (:mod:`stats.pooling`): ``seeds_<group>.png`` (:func:`seed_curves_figure`) and
+  ``forest_<group>.png`` (:func:`forest_figure`);
+- a parent run's figures, before any analysis (:func:`fraction_figures`): ``fractions.png`` and
+  ``fraction.<class>.png``.
 """
 
 from __future__ import annotations
@@ -105,12 +102,6 @@ def _mark_censoring(ax, ca, scale: float) -> None:
     ax.set_xlim(min(lo, end / 1.5), max(hi, end * 1.5))
 
 
-def _mark_decline(ax, ca) -> None:
-    d = ca.phases.decline
-    ax.axvspan(d.peak_tokens, float(ca.curve.tokens[-1]), color="0.5", alpha=0.10, lw=0,
-               label=f"decline: {d.peak_heads:.3g} -> {d.later_heads:.3g} heads (not fitted)")
-
-
 def _observed(ax, c, heads: float) -> None:
     """The observed points: counts of heads (``heads`` > 0: the same heads followed, no error bars),
     else fractions with Wilson 95 % bars."""
@@ -169,8 +160,10 @@ def curve_figure(ca, path: Path) -> Path:
         _observed(ax, c, heads)
         rise = c.tokens[: ca.phases.rise_end] if ca.phases is not None else c.tokens
         grid = np.logspace(np.log10(rise.min()) - 0.1, np.log10(rise.max()) + 0.1, 300)
-        if ca.phases is not None and ca.phases.decline is not None:
-            _mark_decline(ax, ca)
+        d = None if ca.phases is None else ca.phases.decline
+        if d is not None:  # shaded from the peak on: not fitted
+            ax.axvspan(d.peak_tokens, float(c.tokens[-1]), color="0.5", alpha=0.10, lw=0,
+                       label=f"decline: {d.peak_heads:.3g} -> {d.later_heads:.3g} heads (not fitted)")
         _fits(ax, ca, grid, scale)
         cp = ca.changepoints.primary if ca.changepoints is not None else None
         if cp is not None:
@@ -520,10 +513,10 @@ def models_figure(analysis, head_class: str, path: Path) -> Path:
     return save(fig, path)
 
 
-def write_figures(analysis, out_dir: Path, progress: bool = False, formats=None) -> dict:
-    """Write every figure under ``out_dir/figures`` (PNG, and beside it the other ``formats``, e.g.
-    PDF and SVG; None: those of an enclosing :func:`stats.plotstyle.paper_style`, by default PNG
-    only); return {kind: [PNG paths relative to out_dir]}.
+def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
+    """Write every figure under ``out_dir/figures`` (PNG, and beside it the other formats of an enclosing
+    :func:`stats.plotstyle.paper_style`, e.g. PDF and SVG; by default PNG only); return {kind: [PNG paths
+    relative to out_dir]}.
 
     A figure that cannot be drawn is skipped, never fatal: the key ``skipped`` lists
     one note per such figure (its file name and the error), which the report shows,
@@ -537,7 +530,7 @@ def write_figures(analysis, out_dir: Path, progress: bool = False, formats=None)
 
     def draw(kind: str, name: str, make) -> None:
         try:
-            with paper_style(formats):
+            with paper_style():
                 made[kind].append(str(Path(make(fig_dir / name)).relative_to(out_dir)))
         except Exception as exc:  # a figure is an illustration: its failure must not lose the report
             plt.close("all")

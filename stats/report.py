@@ -539,6 +539,5 @@ def _pooled_section(groups: list) -> list:
                      f"initialisation tau^2 = {_num(vs['tau2_weight'])} ({vs['n_weight']} runs): share due to the data "
                      f"order {_num(vs['share_data'], '{:.0%}')}, to the initialisation {_num(vs['share_weight'], '{:.0%}')}"
                      + (f"; independent runs tau^2 = {_num(vs['tau2_both'])}" if vs.get("tau2_both") is not None else ""))
-        for note in g.get("notes") or []:
-            L.append(f"- Note: {note}")
+        L += [f"- Note: {note}" for note in g.get("notes") or []]
     return L
