@@ -205,10 +205,8 @@ def layers_figure(counts, model: str, head_class: str, path: Path, floor_layers=
     for lf in floor_layers:
         if lf < L:
             ax.axhline(lf + 0.5, color="r", lw=0.6, ls=":")
-    ax.set_xticks(range(len(revs)))
-    ax.set_xticklabels([format_tokens(t) for t in revs["tokens"]], rotation=45, ha="right")
-    ax.set_yticks(range(L))
-    ax.set_yticklabels(range(L))
+    ax.set_xticks(range(len(revs)), labels=[format_tokens(t) for t in revs["tokens"]], rotation=45, ha="right")
+    ax.set_yticks(range(L), labels=range(L))
     ax.set_xlabel("revision (training tokens)")
     ax.set_ylabel("layer")
     ax.set_title(f"{model}: {head_class} heads per layer", fontsize=10)
@@ -248,8 +246,7 @@ def timeline_figure(analysis, path: Path) -> Path:
     else:
         ax.text(0.5, 0.5, "no transition times (every curve has verdict none)", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9)
-    ax.set_yticks(range(len(models)))
-    ax.set_yticklabels(models)
+    ax.set_yticks(range(len(models)), labels=models)
     ax.set_ylim(-0.6, len(models) - 0.4)
     ax.set_xlabel("training tokens")
     ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals")
@@ -452,8 +449,7 @@ def forest_figure(group, path: Path) -> Path:
     ax.set_xscale("log")
     if vals:
         ax.set_xlim(min(min(vals), 1.0) / 2, max(max(vals), 1.0) * 2)
-    ax.set_yticks(ys + [1])
-    ax.set_yticklabels(labels + ["pooled"], fontsize=8)
+    ax.set_yticks(ys + [1], labels=labels + ["pooled"], fontsize=8)
     ax.set_ylim(0.2, len(rows) + 1.6)
     ax.set_xlabel(f"gap ratio t50({group.late_class}) / t({group.early_class})")
     p = d["p_value"]

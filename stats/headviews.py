@@ -60,10 +60,8 @@ def heads_heatmap(heads, model: str, head_class: str, threshold: float, path: Pa
     im = ax.imshow(vals, aspect="auto", cmap="magma", norm=LogNorm(vmin=lo, vmax=hi), interpolation="nearest")
     r, c = np.nonzero(vals >= threshold)
     ax.plot(c, r, ".", color="#38d", ms=3.5, label=f">= {threshold:g}x")
-    ax.set_xticks(range(len(tokens)))
-    ax.set_xticklabels([format_tokens(t) for t in tokens], rotation=45, ha="right")
-    ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels(labels)
+    ax.set_xticks(range(len(tokens)), labels=[format_tokens(t) for t in tokens], rotation=45, ha="right")
+    ax.set_yticks(range(len(labels)), labels=labels)
     ax.set_xlabel("training tokens (revision)")
     ax.set_ylabel("head (first to cross at the top)")
     title = f"{model}: {head_class} selectivity of the {len(labels)} heads that reach {threshold:g}x"
