@@ -173,18 +173,17 @@ def _div(a, b):
 
 def milestone_gap(late: Milestone, early: Milestone) -> MilestoneGap:
     """The milestone gap ratio and its bracket interval (see module docstring)."""
-    notes = []
     if not early.reached:
-        notes.append(f"{early.name!r} not reached by the last revision: no ratio")
         upper = _div(late.tokens, early.last_tokens) if late.reached else None
-        return MilestoneGap(late.model, late, early, None, [None, upper], "upper" if upper is not None else None, notes)
+        return MilestoneGap(late.model, late, early, None, [None, upper], "upper" if upper is not None else None,
+                            [f"{early.name!r} not reached by the last revision: no ratio"])
     if not late.reached:
-        notes.append(f"{late.name!r} not reached by the last revision: the ratio is a lower bound")
         lo = _div(late.last_tokens, early.tokens)
-        return MilestoneGap(late.model, late, early, lo, [lo, None], "lower", notes)
+        return MilestoneGap(late.model, late, early, lo, [lo, None], "lower",
+                            [f"{late.name!r} not reached by the last revision: the ratio is a lower bound"])
     ratio = late.tokens / early.tokens
-    lo = _div(late.previous_tokens, early.tokens)
-    hi = _div(late.tokens, early.previous_tokens)
+    lo, hi = _div(late.previous_tokens, early.tokens), _div(late.tokens, early.previous_tokens)
+    notes = []
     if lo is None:
         notes.append(f"{late.name!r} met at the first revision: no lower end")
     if hi is None:

@@ -144,10 +144,8 @@ class GapStory(Results):
         if self.agree is not False:
             return None
         why = "; ".join(self.reasons) or "no reason found in the data"
-        if self.trust:
-            advice = f"Trust: {self.trust}"
-        else:
-            advice = "Trust neither: the gap is not established" + ("" if short else f" ({self.assessment})")
+        advice = (f"Trust: {self.trust}" if self.trust
+                  else "Trust neither: the gap is not established" + ("" if short else f" ({self.assessment})"))
         return f"The fitted and the milestone gap disagree in {self.disagreement} ({why}). {advice}"
 
     def to_dict(self) -> dict:
@@ -190,8 +188,7 @@ def gap_story(model: str, fitted, milestone, late, early, min_points: int = DEFA
               min_rise_heads: float = DEFAULTS.shape.min_rise_heads) -> GapStory:
     """The :class:`GapStory` of ``model`` from its fitted gap (:class:`stats.times.GapRatio`),
     its milestone gap (:class:`stats.milestones.MilestoneGap`) and the two curve analyses."""
-    times = f"{describe_time(early)}, {describe_time(late)}"
-    text = f"{times}: {describe_gap(fitted)}"
+    text = f"{describe_time(early)}, {describe_time(late)}: {describe_gap(fitted)}"
     if milestone is not None:
         text += f"; {describe_milestone_gap(milestone)}"
     story = GapStory(model, text, None if fitted is None else fitted.to_dict(),
