@@ -471,10 +471,8 @@ def heads_views(analysis, draw) -> None:
         if not (heads["model"] == model).any():
             continue
         for head_class in analysis.results.classes(model):
-            thr = thresholds.get(head_class)
-            if thr is None or selectivity_column(head_class) not in heads.columns:
-                continue
-            if (heads.loc[heads["model"] == model, selectivity_column(head_class)] >= thr).any():
+            thr, col = thresholds.get(head_class), selectivity_column(head_class)
+            if thr is not None and col in heads.columns and (heads.loc[heads["model"] == model, col] >= thr).any():
                 draw("heads", f"heads_{_safe(model)}_{_safe(head_class)}.png",
                      lambda path: heads_heatmap(heads, model, head_class, thr, path))
         thr = thresholds.get(circuit_class)

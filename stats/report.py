@@ -415,8 +415,6 @@ def write_outputs(analysis, out_dir, figures: bool = True, progress: bool = Fals
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                   ">=": r"$\geq$", "<=": r"$\leq$", "->": r"$\rightarrow$"}
-
-
 _LATEX_SPECIAL = re.compile("|".join(map(re.escape, sorted(_LATEX_ESCAPES, key=len, reverse=True))))
 
 
@@ -433,9 +431,7 @@ def reproduction_latex(rep: dict) -> str:
              "\\begin{tabular}{llp{3.2cm}p{3.2cm}p{3.6cm}lp{3.6cm}}", "\\toprule",
              " & ".join(c.capitalize() for c in cols) + " \\\\", "\\midrule"]
     for r in rep["rows"]:
-        cells = [latex_escape(r[c]) for c in cols if c != "agrees"]
-        cells.insert(5, mark[r["agrees"]])
-        lines.append(" & ".join(cells) + " \\\\")
+        lines.append(" & ".join(mark[r[c]] if c == "agrees" else latex_escape(r[c]) for c in cols) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", ""]
     return "\n".join(lines)
 
