@@ -57,10 +57,9 @@ def run(conf: StatsConfig) -> dict:
     with figure_formats(conf):
         paths = write_outputs(analysis, out_dir, conf.figures.enabled, conf.analysis.progress)
     if logs_run(conf):
-        summary = analysis.summary()
         params = {"source.kind": conf.source.kind, "n_boot": conf.analysis.n_boot, "seed": conf.analysis.seed,
                   "n_curves": len(analysis.curves), **source.logged(conf.source, results)}
-        paths["run_id"] = log_to_mlflow(out_dir, summary, conf.tracking.uri, conf.tracking.artifacts,
+        paths["run_id"] = log_to_mlflow(out_dir, analysis.summary(), conf.tracking.uri, conf.tracking.artifacts,
                                         conf.tracking.experiment, params)
     return paths
 

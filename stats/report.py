@@ -58,9 +58,7 @@ def _models_section(summary: dict) -> list:
         if st.get("warning"):
             L += [f"**Disagreement.** {st.get('disagreement_line') or st['warning']}", ""]
         L.append(f"Evidence: {st['text']}.")
-        for c in curves:
-            if c.get("censored") or c.get("decline"):
-                L.append(f"- {c['class']}: {c['reason']}")
+        L += [f"- {c['class']}: {c['reason']}" for c in curves if c.get("censored") or c.get("decline")]
     return L
 
 
@@ -525,10 +523,9 @@ def _pooled_section(groups: list) -> list:
                      f"{r.get('shape.' + g['late_class'])} | {b}{_num(r.get('ratio'))} | {interval_text(r.get('ci'), _num)} | "
                      f"{_num(r.get('p_value'))} | {'yes' if r['used'] else 'no: ' + (r.get('left_out') or 'other kind')} |")
         L.append("")
-        for head_class, a in (g.get("shapes") or {}).items():
-            if a.get("modal") is not None:
-                L.append(f"- {head_class} shape agreement: {a['modal']} in {a['counts'][a['modal']]} of "
-                         f"{sum(a['counts'].values())} runs ({', '.join(f'{k}: {v}' for k, v in a['counts'].items())})")
+        L += [f"- {head_class} shape agreement: {a['modal']} in {a['counts'][a['modal']]} of "
+              f"{sum(a['counts'].values())} runs ({', '.join(f'{k}: {v}' for k, v in a['counts'].items())})"
+              for head_class, a in (g.get("shapes") or {}).items() if a.get("modal") is not None]
         vs = g.get("variance_share")
         if vs:
             L.append(f"- between-run variance: data order tau^2 = {_num(vs['tau2_data'])} ({vs['n_data']} runs), "
