@@ -364,9 +364,8 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
     """Per seed group: each run's observed fraction and fitted logistic of the two gap classes
     (one panel each, log-token axis), the pooled t50 (random-effects, :mod:`stats.pooling`)
     with its interval shaded and the prediction interval for a new run lighter."""
-    classes = (group.early_class, group.late_class)
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0), sharey=False)
-    for ax, head_class in zip(axes, classes):
+    for ax, head_class in zip(axes, (group.early_class, group.late_class)):
         for i, row in enumerate(group.per_seed):
             ca = _curve_or_none(analysis, row["model"], head_class)
             if ca is None:
@@ -379,12 +378,11 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
                 ax.plot(grid, ca.fits["logistic"].predict(grid), color=color, lw=1.0, alpha=0.8)
         pooled = group.t50.get(head_class)
         if pooled:
-            lo, hi = _band(pooled["prediction_interval"], ax)
-            if lo is not None:
-                ax.axvspan(lo, hi, color="C4", alpha=0.08, lw=0, label="prediction interval (new run)")
-            lo, hi = _band(pooled["ci"], ax)
-            if lo is not None:
-                ax.axvspan(lo, hi, color="C4", alpha=0.22, lw=0, label=f"pooled t50 {pooled['level']:.0%} CI")
+            for ci, alpha, label in ((pooled["prediction_interval"], 0.08, "prediction interval (new run)"),
+                                     (pooled["ci"], 0.22, f"pooled t50 {pooled['level']:.0%} CI")):
+                lo, hi = _band(ci, ax)
+                if lo is not None:
+                    ax.axvspan(lo, hi, color="C4", alpha=alpha, lw=0, label=label)
             if pooled["t50"] is not None:
                 ax.axvline(pooled["t50"], color="C4", lw=1.5, label="pooled t50")
         ax.set_xscale("log")
