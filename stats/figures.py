@@ -286,8 +286,9 @@ def pr_figure(lead, path: Path) -> Path:
         ax.plot(g["tokens"], g[lead.column], marker=".", color=f"C{i}", label=f"L{layer}H{head}")
         h = by_head[(layer, head)]
         for tokens, marker, face in ((h.tokens_elevated, "^", None), (h.tokens_crossed, "s", "none")):
-            if (g["tokens"] == tokens).any():  # a revision drawn (None: never elevated or crossed)
-                ax.plot([tokens], g.loc[g["tokens"] == tokens, lead.column].iloc[:1], marker, mfc=face, color=f"C{i}", ms=8)
+            at = g["tokens"] == tokens  # no revision where None: never elevated or crossed
+            if at.any():
+                ax.plot([tokens], g.loc[at, lead.column].iloc[:1], marker, mfc=face, color=f"C{i}", ms=8)
     token_axis(ax)
     ax.set_xlabel("training tokens")
     ax.set_ylabel(lead.column)

@@ -325,7 +325,8 @@ def analyse_findings(results, cfg, thresholds: dict, rng: np.random.Generator) -
                             fc.onset_min_count, fc.floor_layers, fc.n_perm, rng, persist=fc.onset_persist,
                             just_above_floor=fc.just_above_floor, alpha=cfg.alpha)
         circuits = [] if results.heads is None else [
-            circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr) for thr in circuit_thresholds]
+            circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr)
+            for thr in circuit_thresholds]
         out.layer_floor += [floor] if floor is not None else []
         out.layer_onset += [onset] if onset is not None else []
         out.convergence += [c for c in circuits if c is not None]

@@ -29,7 +29,8 @@ def default_source() -> str:
 def help_text() -> str:
     classes = [f"{f.name} ({f.default:g}x)" if isinstance(f.default, (int, float)) else f.name
                for f in dataclasses.fields(ThresholdsConfig)]
-    sources = [(path.stem, str(OmegaConf.load(path).get("kind", ""))) for path in sorted((CONF_DIR / "source").glob("*.yaml"))]
+    sources = [(path.stem, str(OmegaConf.load(path).get("kind", "")))
+               for path in sorted((CONF_DIR / "source").glob("*.yaml"))]
     width = max(len(name) for name, _ in sources)
     default = default_source()
     parts = [

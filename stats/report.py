@@ -184,10 +184,12 @@ def _curves_section(summary: dict) -> list:
             jump += ", adjacent checkpoints" if between == 0 else f", {between} checkpoints inside"
         cp = ("-" if not c.get("changepoint_tokens")
               else f"{_fmt_tokens(c['changepoint_tokens'][0])} -> {_fmt_tokens(c['changepoint_tokens'][1])}")
-        onset, sat = ("-", "-") if c.get("censored") else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
+        censored = bool(c.get("censored"))
+        onset, sat = ("-", "-") if censored else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
         L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {_t50_cell(c)} | {interval_text(c.get('t50_ci'))} | "
                  f"{onset} | {sat} | {_width_cell(c)} | {jump} | {cp} | "
-                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num((c.get('dispersion') or {}).get('phi'))} | "
+                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | "
+                 f"{_num((c.get('dispersion') or {}).get('phi'))} | "
                  f"{c.get('regime') or '-'} | {_course_cell(c)} |")
     L += ["", "Reasons:", ""]
     for c in summary["curves"]:
@@ -232,7 +234,8 @@ def _gap_time(g: dict, side: str, curves: dict) -> str:
         return f"{_fmt_tokens(g.get(f't_{side}'))} ({name})"
     what = f"{g['late_class']} t50" if side == "late" else f"{g['early_class']} {g['formation']}"
     censored = (curves.get((g["model"], g[f"{side}_class"])) or {}).get("censored")
-    return f"{CENSORED_SIGN.get(censored, '')}{_fmt_tokens(g.get(f't_{side}'))} ({what}{f', {censored}-censored' if censored else ''})"
+    what += f", {censored}-censored" if censored else ""
+    return f"{CENSORED_SIGN.get(censored, '')}{_fmt_tokens(g.get(f't_{side}'))} ({what})"
 
 
 def _gap_ratio_cell(g: dict) -> str:
@@ -470,13 +473,15 @@ def summary_metrics_and_tags(summary: dict) -> tuple:
     metrics, tags = {}, {}
     for c in summary["curves"]:
         key = metric_key(f"{c['model']}.{c['class']}")
-        metrics.update({f"{name}.{key}": float(c[name]) for name in ("t50", "max_jump_share") if c.get(name) is not None})
+        metrics.update({f"{name}.{key}": float(c[name]) for name in ("t50", "max_jump_share")
+                        if c.get(name) is not None})
         tags[f"shape.{key}"] = c["shape"]
         if c.get("censored"):
             tags[f"censored.{key}"] = c["censored"]
-    gaps = [("gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap", g, {"ratio": "ratio", "p": "p_value"})
-            for g in summary["gaps"]]
-    gaps += [("pooled_gap", g, {n: n for n in ("ratio", "p_value", "tau2", "i2")}) for g in summary.get("pooled_gaps") or []]
+    fitted = {"ratio": "ratio", "p": "p_value"}
+    gaps = [("gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap", g, fitted) for g in summary["gaps"]]
+    pooled = {n: n for n in ("ratio", "p_value", "tau2", "i2")}
+    gaps += [("pooled_gap", g, pooled) for g in summary.get("pooled_gaps") or []]
     for prefix, g, fields in gaps:  # pooled: seed suites (stats/pooling.py)
         model = metric_key(g["model"])
         metrics.update({f"{prefix}_{name}.{model}": float(g[f]) for name, f in fields.items() if g.get(f) is not None})
