@@ -362,13 +362,14 @@ def _milestone_row(m: dict) -> str:
 
 
 def _sensitivity_section(sens) -> list:
+    rows = (sens or {}).get("rows")
     head = [f"Rule: {sens['rule']}; {sens['n_boot']} bootstrap replicates a curve (the row at a class's analysis threshold, "
             "marked *, is the main analysis). Thresholds in the unit of the class's values; a censored curve's t50 and "
             "gap are bounds (`>=`, `<=`); a class with no head at a threshold (`not reached`), or with every head "
             "flagged at every revision (`every head`), has no transition there and no gap.", "",
             "| model | class | threshold | heads at last revision (max fraction) | shape | t50 | 95% CI | gap ratio | 95% CI | p-value |",
-            "|---|---|---|---|---|---|---|---|---|---|"] if sens else []
-    return _section("Threshold sensitivity", (sens or {}).get("rows"), "Not computed: it needs per-head selectivities "
+            "|---|---|---|---|---|---|---|---|---|---|"] if rows else []
+    return _section("Threshold sensitivity", rows, "Not computed: it needs per-head selectivities "
                     "of both gap classes (a heads_csv source, or runs with heads.csv).", head, _sensitivity_row)
 
 
