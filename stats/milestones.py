@@ -70,7 +70,7 @@ class MilestoneRule(MilestoneRuleConfig):
 class Milestone(Results):
     """The first revision of one model that meets a rule, and the bracket of its crossing."""
 
-    RENAME = HEAD_CLASS_KEY
+    RENAME = {**HEAD_CLASS_KEY, "bracket": "bracket_tokens"}
     EXCLUDE = ("last_tokens",)
 
     model: str
@@ -83,20 +83,15 @@ class Milestone(Results):
     previous_revision: Optional[str]
     previous_tokens: Optional[float]
     #: (lower, upper] tokens of the crossing; None where unbounded
-    bracket_tokens: list = field(init=False)
+    bracket: list = field(init=False)
     k: Optional[float] = None
     n: Optional[float] = None
     fraction: Optional[float] = field(init=False)
     last_tokens: Optional[float] = None
 
     def __post_init__(self):
-        self.bracket_tokens = [self.previous_tokens, self.tokens] if self.reached else [self.last_tokens, None]
+        self.bracket = [self.previous_tokens, self.tokens] if self.reached else [self.last_tokens, None]
         self.fraction = None if self.k is None or not self.n else self.k / self.n
-
-    @property
-    def bracket(self) -> list:
-        """(lower, upper] tokens of the crossing; None where unbounded."""
-        return self.bracket_tokens
 
     def summary(self) -> str:
         where = f"at {self.revision} ({self.tokens:.3g} tokens)" if self.reached else "not reached"
