@@ -303,24 +303,21 @@ def _against(side, f_est, f_lean, m_est, m_lean, row_ev, f, m) -> list:
 
 def _not_established(side, against, f, f_est, m, m_est, row_ev, late, early) -> list:
     """Why no direction is established, one clause a reason."""
+    if side is not None:
+        by = "the fitted interval" if f_est == side else "the milestone bracket"
+        return [f"{_direction(side, late, early)} by {by}, but {'; '.join(against)}"]
     why = []
-    if side is None and f_est and m_est and f_est != m_est:
+    if f_est and m_est and f_est != m_est:
         why.append(f"the fitted interval {_ratio_ci(f.get('ratio_ci'))} and the milestone bracket "
                    f"{_ratio_ci(m.get('ratio_ci'))} exclude 1 on opposite sides")
-    if side is not None:
-        why.append(f"{_direction(side, late, early)} by "
-                   + ("the fitted interval" if f_est == side else "the milestone bracket") + ", but " + "; ".join(against))
-    else:
-        if f.get("ratio") is None:
-            why.append("no fitted gap")
-        elif not f_est:
-            why.append(f"the fitted gap {_ratio_text(f.get('ratio'), f.get('ratio_ci'), f.get('bound'))} does not exclude 1")
-        if m and m.get("bound") is None and m.get("ratio") is not None and not m_est:
-            why.append(f"the milestone bracket {_ratio_ci(m.get('ratio_ci'))} contains 1")
-        sides = {lean for _, _, lean in row_ev if lean}
-        if len(sides) > 1:
-            why.append("the other thresholds give ratios on both sides of 1 ("
-                       + "; ".join(t for t, _, _ in row_ev) + ")")
+    if f.get("ratio") is None:
+        why.append("no fitted gap")
+    elif not f_est:
+        why.append(f"the fitted gap {_ratio_text(f.get('ratio'), f.get('ratio_ci'), f.get('bound'))} does not exclude 1")
+    if m and m.get("bound") is None and m.get("ratio") is not None and not m_est:
+        why.append(f"the milestone bracket {_ratio_ci(m.get('ratio_ci'))} contains 1")
+    if len({lean for _, _, lean in row_ev if lean}) > 1:
+        why.append("the other thresholds give ratios on both sides of 1 (" + "; ".join(t for t, _, _ in row_ev) + ")")
     return why
 
 
