@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -35,10 +36,8 @@ def check_stores(conf: StatsConfig) -> None:
     ``source.tracking_uri``) and writes (``tracking.uri``, when ``tracking.log``) can be used, before
     anything is read (emergence/common/storecheck.py: a known scheme, a server that answers, a
     local store that can be written)."""
-    checks = []
     key = get_source(conf.source.kind).store_key
-    if key and getattr(conf.source, key):
-        checks.append((getattr(conf.source, key), None, f"source.{key}", False))
+    checks = [(getattr(conf.source, key), None, f"source.{key}", False)] if key and getattr(conf.source, key) else []
     if logs_run(conf):
         checks.append((conf.tracking.uri, conf.tracking.artifacts, "tracking.uri", True))
     for uri, artifacts, key, writable in checks:
@@ -58,10 +57,9 @@ def run(conf: StatsConfig) -> dict:
     with figure_formats(conf):
         paths = write_outputs(analysis, out_dir, conf.figures.enabled, conf.analysis.progress)
     if logs_run(conf):
-        summary = analysis.summary()
         params = {"source.kind": conf.source.kind, "n_boot": conf.analysis.n_boot, "seed": conf.analysis.seed,
                   "n_curves": len(analysis.curves), **source.logged(conf.source, results)}
-        paths["run_id"] = log_to_mlflow(out_dir, summary, conf.tracking.uri, conf.tracking.artifacts,
+        paths["run_id"] = log_to_mlflow(out_dir, analysis.summary(), conf.tracking.uri, conf.tracking.artifacts,
                                         conf.tracking.experiment, params)
     return paths
 
@@ -79,9 +77,7 @@ def figure_formats(conf: StatsConfig):
 def summary_line(paths: dict) -> str:
     """The one line ``python -m stats`` prints at its end: curves by verdict, the report, the run."""
     summary = json.loads(Path(paths["summary"]).read_text())
-    shapes: dict = {}
-    for c in summary["curves"]:
-        shapes[c["shape"]] = shapes.get(c["shape"], 0) + 1
+    shapes = Counter(c["shape"] for c in summary["curves"])
     return (f"stats: {len(summary['curves'])} curves ({', '.join(f'{v} {k}' for k, v in sorted(shapes.items()))}); "
             f"report: {paths['report']}" + (f"; mlflow run {paths['run_id']}" if paths.get("run_id") else ""))
 

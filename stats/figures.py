@@ -18,14 +18,11 @@
 - ``continuous_<model>.png``: the continuous metrics against tokens;
 - ``models_<class>.png``: every model's fraction of the gap classes on one log-token axis and on
   the fraction of each model's training (several models);
-- per-head views (:mod:`stats.headviews`): ``heads_<model>_<class>.png``, the selectivity heatmap
-  of the heads that ever cross, and ``circuit_<model>.png``, the final circuit's heads;
-- a parent run's figures (:func:`fraction_figures`, before any analysis): ``fractions.png``, each
-  class's fraction of heads flagged against tokens, one line per model, and ``fraction.<class>.png``;
-- seed suites (:mod:`stats.pooling`): ``seeds_<group>.png``, each run's curves of the two gap
-  classes overlaid with the pooled t50 band (interval and prediction interval) on a log-token
-  axis, and ``forest_<group>.png``, the runs' gap ratios with the pooled ratio and the
-  prediction interval for a new run.
+- per-head views (:mod:`stats.headviews`): ``heads_<model>_<class>.png`` and ``circuit_<model>.png``;
+- seed suites (:mod:`stats.pooling`): ``seeds_<group>.png`` (:func:`seed_curves_figure`) and
+  ``forest_<group>.png`` (:func:`forest_figure`);
+- a parent run's figures, before any analysis (:func:`fraction_figures`): ``fractions.png`` and
+  ``fraction.<class>.png``.
 """
 
 from __future__ import annotations
@@ -75,7 +72,7 @@ def wilson_interval(k, n, level=0.95):
     return np.clip(centre - half, 0.0, p), np.clip(centre + half, p, 1.0)
 
 
-def _open_ci(val: float, ci, lo_edge: float, hi_edge: float) -> tuple:
+def _open_ci(ci, lo_edge: float, hi_edge: float) -> tuple:
     """(lower, upper) ends of an interval for drawing, an open end (None) at the axis edge,
     and whether each end is open."""
     lo, hi = (ci or [None, None])[:2]
@@ -103,12 +100,6 @@ def _mark_censoring(ax, ca, scale: float) -> None:
     ax.text(end, y, text, ha="left" if side == "left" else "right", va="bottom", fontsize=8, color="C4")
     lo, hi = ax.get_xlim()
     ax.set_xlim(min(lo, end / 1.5), max(hi, end * 1.5))
-
-
-def _mark_decline(ax, ca) -> None:
-    d = ca.phases.decline
-    ax.axvspan(d.peak_tokens, float(ca.curve.tokens[-1]), color="0.5", alpha=0.10, lw=0,
-               label=f"decline: {d.peak_heads:.3g} -> {d.later_heads:.3g} heads (not fitted)")
 
 
 def _observed(ax, c, heads: float) -> None:
@@ -143,7 +134,7 @@ def _t50_marker(ax, ca, grid, scale: float) -> None:
     if t is None or ca.fits is None or ca.censored or not t.t50:
         return
     yl = scale * ca.fits["logistic"].predict([t.t50])[0]
-    lo_t, hi_t, open_lo, open_hi = _open_ci(t.t50, t.t50_ci, grid[0], grid[-1])
+    lo_t, hi_t, open_lo, open_hi = _open_ci(t.t50_ci, grid[0], grid[-1])
     if np.isfinite(lo_t) and np.isfinite(hi_t):
         ax.errorbar([t.t50], [yl], xerr=[[t.t50 - lo_t], [hi_t - t.t50]], fmt="D", color="C4", ms=6, capsize=3,
                     label="t50 (95% CI" + (", open end" if open_lo or open_hi else "") + ")", zorder=6)
@@ -169,8 +160,10 @@ def curve_figure(ca, path: Path) -> Path:
         _observed(ax, c, heads)
         rise = c.tokens[: ca.phases.rise_end] if ca.phases is not None else c.tokens
         grid = np.logspace(np.log10(rise.min()) - 0.1, np.log10(rise.max()) + 0.1, 300)
-        if ca.phases is not None and ca.phases.decline is not None:
-            _mark_decline(ax, ca)
+        d = None if ca.phases is None else ca.phases.decline
+        if d is not None:  # shaded from the peak on: not fitted
+            ax.axvspan(d.peak_tokens, float(c.tokens[-1]), color="0.5", alpha=0.10, lw=0,
+                       label=f"decline: {d.peak_heads:.3g} -> {d.later_heads:.3g} heads (not fitted)")
         _fits(ax, ca, grid, scale)
         cp = ca.changepoints.primary if ca.changepoints is not None else None
         if cp is not None:
@@ -180,13 +173,12 @@ def curve_figure(ca, path: Path) -> Path:
         if ca.censored:
             _mark_censoring(ax, ca, scale)
     ax.set_xlabel("training tokens")
-    top = float(np.max(c.fraction)) if len(c) else 1.0
     if heads:
         ax.set_ylabel(f"{c.head_class} heads (of {heads:.0f})")
         count_axis(ax, float(np.max(c.k)) if len(c) else 1.0)
     else:
         ax.set_ylabel(f"fraction of heads: {c.head_class}")
-        fraction_axis(ax, max(0.1, top))
+        fraction_axis(ax, max(0.1, float(np.max(c.fraction)) if len(c) else 1.0))
     ax.set_title(curve_title(ca), fontsize=9, loc="left")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save(fig, path)
@@ -213,10 +205,8 @@ def layers_figure(counts, model: str, head_class: str, path: Path, floor_layers=
     for lf in floor_layers:
         if lf < L:
             ax.axhline(lf + 0.5, color="r", lw=0.6, ls=":")
-    ax.set_xticks(range(len(revs)))
-    ax.set_xticklabels([format_tokens(t) for t in revs["tokens"]], rotation=45, ha="right")
-    ax.set_yticks(range(L))
-    ax.set_yticklabels(range(L))
+    ax.set_xticks(range(len(revs)), labels=[format_tokens(t) for t in revs["tokens"]], rotation=45, ha="right")
+    ax.set_yticks(range(L), labels=range(L))
     ax.set_xlabel("revision (training tokens)")
     ax.set_ylabel("layer")
     ax.set_title(f"{model}: {head_class} heads per layer", fontsize=10)
@@ -228,44 +218,47 @@ def timeline_figure(analysis, path: Path) -> Path:
     tc = analysis.config.times
     models = analysis.results.models
     fig, ax = plt.subplots(figsize=(7.0, 1.2 + 0.7 * len(models)))
-    plotted, gaps = False, 0
+    gaps = 0
     for i, model in enumerate(models):
         for head_class, color, dy in ((tc.early_class, "C0", 0.12), (tc.late_class, "C3", -0.12)):
-            try:
-                ca = analysis.curve(model, head_class)
-            except KeyError:
-                continue
-            t = ca.times
+            ca = _curve_or_none(analysis, model, head_class)
+            t = None if ca is None else ca.times
             if t is None:
                 continue
-            val = t.t50 if (head_class == tc.late_class or tc.formation == "t50") else t.onset
-            ci = t.t50_ci if (head_class == tc.late_class or tc.formation == "t50") else t.onset_ci
-            lo, hi, open_lo, open_hi = _open_ci(val, ci, val / 3, val * 3)
+            t50 = head_class == tc.late_class or tc.formation == "t50"
+            val, ci = (t.t50, t.t50_ci) if t50 else (t.onset, t.onset_ci)
+            lo, hi, open_lo, open_hi = _open_ci(ci, val / 3, val * 3)
             marker = {"left": "<", "right": ">"}.get(ca.censored, "o")
             ax.errorbar([val], [i + dy], xerr=[[max(val - lo, 0)], [max(hi - val, 0)]], fmt=marker, color=color,
                         capsize=0 if (open_lo or open_hi) else 3, label=head_class)
             for open_end, edge, sign in ((open_lo, lo, "<"), (open_hi, hi, ">")):
                 if open_end:  # an open interval end (a censored or unbounded side): an arrowhead
                     ax.plot([edge], [i + dy], marker=sign, color=color, ms=5)
-            plotted = True
         gaps += _gap_label(ax, analysis, model, i)
     if gaps:  # the column of ratios, headed by what they are
         ax.text(1.01, 1.0, f"gap\n{tc.late_class} / {tc.early_class}", transform=ax.transAxes, va="bottom", fontsize=8)
-    if plotted:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:  # a time drawn
         token_axis(ax)
-        handles, labels = ax.get_legend_handles_labels()
         unique = dict(zip(labels, handles))
         ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.16 if gaps else 1.02, 1.0),
                   frameon=False)
     else:
         ax.text(0.5, 0.5, "no transition times (every curve has verdict none)", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9)
-    ax.set_yticks(range(len(models)))
-    ax.set_yticklabels(models)
+    ax.set_yticks(range(len(models)), labels=models)
     ax.set_ylim(-0.6, len(models) - 0.4)
     ax.set_xlabel("training tokens")
     ax.set_title(f"{tc.early_class} ({tc.formation}) and {tc.late_class} (t50), 95% intervals")
     return save(fig, path)
+
+
+def _curve_or_none(analysis, model: str, head_class: str):
+    """The curve analysis of ``model`` and ``head_class``, or None where there is none."""
+    try:
+        return analysis.curve(model, head_class)
+    except KeyError:
+        return None
 
 
 def _gap_label(ax, analysis, model: str, row: int) -> int:
@@ -292,10 +285,10 @@ def pr_figure(lead, path: Path) -> Path:
                               & (lead.trajectories["tokens"] > 0)]
         ax.plot(g["tokens"], g[lead.column], marker=".", color=f"C{i}", label=f"L{layer}H{head}")
         h = by_head[(layer, head)]
-        if h.tokens_elevated and (g["tokens"] == h.tokens_elevated).any():
-            ax.plot([h.tokens_elevated], g.loc[g["tokens"] == h.tokens_elevated, lead.column].iloc[:1], "^", color=f"C{i}", ms=8)
-        if (g["tokens"] == h.tokens_crossed).any():
-            ax.plot([h.tokens_crossed], g.loc[g["tokens"] == h.tokens_crossed, lead.column].iloc[:1], "s", mfc="none", color=f"C{i}", ms=8)
+        for tokens, marker, face in ((h.tokens_elevated, "^", None), (h.tokens_crossed, "s", "none")):
+            at = g["tokens"] == tokens  # no revision where None: never elevated or crossed
+            if at.any():
+                ax.plot([tokens], g.loc[at, lead.column].iloc[:1], marker, mfc=face, color=f"C{i}", ms=8)
     token_axis(ax)
     ax.set_xlabel("training tokens")
     ax.set_ylabel(lead.column)
@@ -312,7 +305,6 @@ def convergence_figure(convs, path: Path) -> Path:
     """Recall of each model's final set against tokens, one line per threshold (a marker and a dash
     each, open markers under filled ones: coinciding lines both show, and the legend says so)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    plotted = False
     models = list(dict.fromkeys(c.model for c in convs))
     drawn: dict = {}
     for c in convs:
@@ -328,12 +320,11 @@ def convergence_figure(convs, path: Path) -> Path:
         ax.plot(t["tokens"], t["recall"], marker=marker, ls=dash, ms=size, mfc="none" if drawn else color,
                 color=color, label=label)
         drawn[key] = at
-        plotted = True
         if c.tokens_at_level:
             ax.axvline(c.tokens_at_level, color=color, ls=":", lw=0.8)
     if convs:
         ax.axhline(convs[0].level, color="k", ls="--", lw=0.8, label=f"recall {convs[0].level:.2f}")
-    if plotted:
+    if drawn:
         token_axis(ax)
     else:
         ax.text(0.5, 0.5, "no final induction heads", transform=ax.transAxes, ha="center", va="center")
@@ -350,9 +341,8 @@ def continuous_figure(cont, model: str, path: Path) -> Path:
     log-token axis (the model's range)."""
     d = cont[(cont["model"] == model) & (cont["tokens"] > 0)]
     metrics = sorted(d["metric"].unique())
-    ncol = 3
-    nrow = int(np.ceil(len(metrics) / ncol))
-    fig, axes = plt.subplots(nrow, ncol, figsize=(9, 2.3 * nrow), squeeze=False)
+    nrow = int(np.ceil(len(metrics) / 3))
+    fig, axes = plt.subplots(nrow, 3, figsize=(9, 2.3 * nrow), squeeze=False)
     span = (float(d["tokens"].min()) / 1.2, float(d["tokens"].max()) * 1.2)
     for ax, metric in zip(axes.flat, metrics):
         g = d[d["metric"] == metric].sort_values("tokens")
@@ -375,29 +365,25 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
     """Per seed group: each run's observed fraction and fitted logistic of the two gap classes
     (one panel each, log-token axis), the pooled t50 (random-effects, :mod:`stats.pooling`)
     with its interval shaded and the prediction interval for a new run lighter."""
-    classes = (group.early_class, group.late_class)
     fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.0), sharey=False)
-    for ax, head_class in zip(axes, classes):
+    for ax, head_class in zip(axes, (group.early_class, group.late_class)):
         for i, row in enumerate(group.per_seed):
-            try:
-                ca = analysis.curve(row["model"], head_class)
-            except KeyError:
+            ca = _curve_or_none(analysis, row["model"], head_class)
+            if ca is None:
                 continue
             c, color = ca.curve, f"C{i % 10}"
             ax.plot(c.tokens, c.fraction, "o", ms=3, color=color, alpha=0.8,
-                    label=f"{row['seed_kind'] + '-' if row['seed_kind'] != 'both' else ''}seed {row['seed']}"
-                          + ("" if row["used"] else " (not pooled)"))
+                    label=_seed_label(row) + ("" if row["used"] else " (not pooled)"))
             if ca.fits is not None and len(c):
                 grid = np.logspace(np.log10(c.tokens.min()), np.log10(c.tokens.max()), 200)
                 ax.plot(grid, ca.fits["logistic"].predict(grid), color=color, lw=1.0, alpha=0.8)
         pooled = group.t50.get(head_class)
         if pooled:
-            lo, hi = _band(pooled["prediction_interval"], ax)
-            if lo is not None:
-                ax.axvspan(lo, hi, color="C4", alpha=0.08, lw=0, label="prediction interval (new run)")
-            lo, hi = _band(pooled["ci"], ax)
-            if lo is not None:
-                ax.axvspan(lo, hi, color="C4", alpha=0.22, lw=0, label=f"pooled t50 {pooled['level']:.0%} CI")
+            for ci, alpha, label in ((pooled["prediction_interval"], 0.08, "prediction interval (new run)"),
+                                     (pooled["ci"], 0.22, f"pooled t50 {pooled['level']:.0%} CI")):
+                lo, hi = _band(ci, ax)
+                if lo is not None:
+                    ax.axvspan(lo, hi, color="C4", alpha=alpha, lw=0, label=label)
             if pooled["t50"] is not None:
                 ax.axvline(pooled["t50"], color="C4", lw=1.5, label="pooled t50")
         ax.set_xscale("log")
@@ -406,6 +392,11 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
         ax.set_title(f"{group.model} / {head_class}: {len(group.per_seed)} runs", fontsize=9)
         ax.legend(fontsize=6, loc="best")
     return save(fig, path)
+
+
+def _seed_label(row: dict) -> str:
+    """A run of a seed group: ``seed 3``, ``data-seed 3`` (one kind of seed varied)."""
+    return f"{row['seed_kind'] + '-' if row['seed_kind'] != 'both' else ''}seed {row['seed']}"
 
 
 def _band(ci, ax) -> tuple:
@@ -440,8 +431,7 @@ def forest_figure(group, path: Path) -> Path:
             ax.annotate("", xy=(r * (3 if row["bound"] == "lower" else 1 / 3), y), xytext=(r, y),
                         arrowprops=dict(arrowstyle="->", color=color, lw=1.2))
         vals += [v for v in (r, lo, hi) if v is not None]
-    labels = [f"{r['seed_kind'] + '-' if r['seed_kind'] != 'both' else ''}seed {r['seed']}"
-              + ({"lower": " (>=)", "upper": " (<=)"}.get(r["bound"], "")) for r in rows]
+    labels = [_seed_label(r) + {"lower": " (>=)", "upper": " (<=)"}.get(r["bound"], "") for r in rows]
     d = group.to_dict()
     if d["ratio"] is not None or d["bound"]:
         lo, hi = d["ci"]
@@ -458,8 +448,7 @@ def forest_figure(group, path: Path) -> Path:
     ax.set_xscale("log")
     if vals:
         ax.set_xlim(min(min(vals), 1.0) / 2, max(max(vals), 1.0) * 2)
-    ax.set_yticks(ys + [1])
-    ax.set_yticklabels(labels + ["pooled"], fontsize=8)
+    ax.set_yticks(ys + [1], labels=labels + ["pooled"], fontsize=8)
     ax.set_ylim(0.2, len(rows) + 1.6)
     ax.set_xlabel(f"gap ratio t50({group.late_class}) / t({group.early_class})")
     p = d["p_value"]
@@ -481,10 +470,8 @@ def heads_views(analysis, draw) -> None:
         if not (heads["model"] == model).any():
             continue
         for head_class in analysis.results.classes(model):
-            thr = thresholds.get(head_class)
-            if thr is None or selectivity_column(head_class) not in heads.columns:
-                continue
-            if (heads.loc[heads["model"] == model, selectivity_column(head_class)] >= thr).any():
+            thr, col = thresholds.get(head_class), selectivity_column(head_class)
+            if thr is not None and col in heads.columns and (heads.loc[heads["model"] == model, col] >= thr).any():
                 draw("heads", f"heads_{_safe(model)}_{_safe(head_class)}.png",
                      lambda path: heads_heatmap(heads, model, head_class, thr, path))
         thr = thresholds.get(circuit_class)
@@ -499,12 +486,10 @@ def models_figure(analysis, head_class: str, path: Path) -> Path:
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.0, 3.6), sharey=True)
     top = 0.0
     for i, model in enumerate(analysis.results.models):
-        try:
-            c = analysis.curve(model, head_class).curve
-        except KeyError:
+        ca = _curve_or_none(analysis, model, head_class)
+        if ca is None or not len(ca.curve):
             continue
-        if not len(c):
-            continue
+        c = ca.curve
         ax.plot(c.tokens, c.fraction, "o-", ms=3, color=f"C{i}", label=model)
         bx.plot(c.tokens / c.tokens.max(), c.fraction, "o-", ms=3, color=f"C{i}", label=model)
         top = max(top, float(c.fraction.max()))
@@ -521,16 +506,10 @@ def models_figure(analysis, head_class: str, path: Path) -> Path:
     return save(fig, path)
 
 
-def write_figures(analysis, out_dir: Path, progress: bool = False, formats=None) -> dict:
-    """Write every figure under ``out_dir/figures`` (PNG, and beside it the other ``formats``, e.g.
-    PDF and SVG; None: those of an enclosing :func:`stats.plotstyle.paper_style`, by default PNG
-    only); return {kind: [PNG paths relative to out_dir]}."""
-    with paper_style(formats):
-        return _write_figures(analysis, out_dir, progress)
-
-
-def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
-    """Write every figure under ``out_dir/figures``; return {kind: [paths relative to out_dir]}.
+def write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
+    """Write every figure under ``out_dir/figures`` (PNG, and beside it the other formats of an enclosing
+    :func:`stats.plotstyle.paper_style`, e.g. PDF and SVG; by default PNG only); return {kind: [PNG paths
+    relative to out_dir]}.
 
     A figure that cannot be drawn is skipped, never fatal: the key ``skipped`` lists
     one note per such figure (its file name and the error), which the report shows,
@@ -539,12 +518,13 @@ def _write_figures(analysis, out_dir: Path, progress: bool = False) -> dict:
     out_dir = Path(out_dir)
     fig_dir = out_dir / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    made = {"curves": [], "layers": [], "timeline": [], "pr": [], "convergence": [], "continuous": [], "seeds": [],
-            "forest": [], "models": [], "heads": [], "circuit": [], "skipped": []}
+    made = {kind: [] for kind in ("curves", "layers", "timeline", "pr", "convergence", "continuous", "seeds", "forest",
+                                  "models", "heads", "circuit", "skipped")}
 
     def draw(kind: str, name: str, make) -> None:
         try:
-            made[kind].append(str(Path(make(fig_dir / name)).relative_to(out_dir)))
+            with paper_style():
+                made[kind].append(str(Path(make(fig_dir / name)).relative_to(out_dir)))
         except Exception as exc:  # a figure is an illustration: its failure must not lose the report
             plt.close("all")
             made["skipped"].append(f"{name}: {type(exc).__name__}: {exc}")
@@ -593,11 +573,17 @@ def _fraction_panel(ax, table, head_class: str) -> None:
     ax.grid(True, which="major", alpha=0.3)
 
 
-def _zero_tokens_note(fig, dropped) -> None:
+def _save_parent(fig, dropped, rect, path: Path) -> Path:
+    """Save a parent run's figure at ``path`` (laid out in ``rect``), noting the revisions at 0 tokens
+    that it leaves out (``dropped``)."""
     if not dropped.empty:
         names = ", ".join(sorted(set(dropped["revision"])))
         fig.text(0.01, 0.005, f"not drawn (0 tokens cannot sit on a log axis): {names}", fontsize=PARENT_SMALL_PT,
                  ha="left", va="bottom")
+    fig.tight_layout(rect=rect)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
 
 
 def fraction_figures(table, folder: Path) -> list:
@@ -626,19 +612,11 @@ def fraction_figures(table, folder: Path) -> list:
     fig.suptitle("Fraction of heads flagged per class against training tokens", fontsize=PARENT_FONT_PT + 1, y=0.99)
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.955), ncol=min(n_models, 4),
                fontsize=PARENT_SMALL_PT, frameon=False)
-    _zero_tokens_note(fig, dropped)
-    fig.tight_layout(rect=(0, 0.03, 1, 0.91))
-    written.append(folder / "fractions.png")
-    fig.savefig(written[-1], dpi=150)
-    plt.close(fig)
+    written.append(_save_parent(fig, dropped, (0, 0.03, 1, 0.91), folder / "fractions.png"))
     for head_class in classes:
         fig, ax = plt.subplots(figsize=(6.0, 3.8))
         _fraction_panel(ax, drawn, head_class)
         ax.set_title(f"{head_class}: fraction of heads flagged against training tokens", fontsize=PARENT_FONT_PT)
         ax.legend(fontsize=PARENT_SMALL_PT, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-        _zero_tokens_note(fig, dropped)
-        fig.tight_layout(rect=(0, 0.04, 1, 1))
-        written.append(folder / f"{FRACTION}.{head_class}.png")
-        fig.savefig(written[-1], dpi=150)
-        plt.close(fig)
+        written.append(_save_parent(fig, dropped, (0, 0.04, 1, 1), folder / f"{FRACTION}.{head_class}.png"))
     return written

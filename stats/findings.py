@@ -64,13 +64,10 @@ def class_layer_counts(results, head_class: str, model: Optional[str] = None) ->
     df = lay[lay["class"] == head_class] if not lay.empty else lay
     flag = flag_column(head_class)
     if df.empty and results.heads is not None and flag in results.heads.columns:
-        h = results.heads
-        df = (
-            h.groupby(["model", "revision", "tokens", "layer"], as_index=False)
-            .agg(k=(flag, "sum"), n=("head", "size"))
-        )
-    df = df[["model", "revision", "tokens", "layer", "k", "n"]] if not df.empty else pd.DataFrame(
-        columns=["model", "revision", "tokens", "layer", "k", "n"])
+        df = results.heads.groupby(["model", "revision", "tokens", "layer"], as_index=False).agg(
+            k=(flag, "sum"), n=("head", "size"))
+    columns = ["model", "revision", "tokens", "layer", "k", "n"]
+    df = df[columns] if not df.empty else pd.DataFrame(columns=columns)
     if model is not None:
         df = df[df["model"] == model]
     return df.astype({"layer": int}).sort_values(["tokens", "layer"]).reset_index(drop=True) if not df.empty else df
@@ -285,23 +282,21 @@ def circuit_convergence(heads: pd.DataFrame, model: str, head_class: str = _FC.c
     if h.empty or col not in h.columns:
         return None
     final_tokens = float(h["tokens"].max())
-    final = h[h["tokens"] == final_tokens]
-    s_final = set(map(tuple, final.loc[final[col] > 0, ["layer", "head"]].to_numpy().tolist()))
+    def flagged(g) -> set:
+        return set(map(tuple, g.loc[g[col] > 0, ["layer", "head"]].to_numpy().tolist()))
+
+    s_final = flagged(h[h["tokens"] == final_tokens])
     rows = []
     for (rev, tok), g in h.groupby(["revision", "tokens"], sort=False):
-        s_r = set(map(tuple, g.loc[g[col] > 0, ["layer", "head"]].to_numpy().tolist()))
-        found = len(s_r & s_final)
+        found = len(flagged(g) & s_final)
         rows.append((rev, float(tok), found / len(s_final) if s_final else np.nan, found, len(s_final)))
     table = pd.DataFrame(rows, columns=["revision", "tokens", "recall", "n_found", "n_final"]).sort_values("tokens").reset_index(drop=True)
     hit = table[table["recall"] >= level - 1e-12]
-    if hit.empty or not s_final:
-        return Convergence(model=model, head_class=head_class, threshold=threshold, n_final=len(s_final), level=level,
-                           revision_at_level=None, tokens_at_level=None, pct_training=None, table=table)
-    first = hit.iloc[0]
-    pct = 100.0 * first["tokens"] / final_tokens if final_tokens > 0 else None
+    first = None if hit.empty or not s_final else hit.iloc[0]
+    pct = None if first is None or final_tokens <= 0 else 100.0 * first["tokens"] / final_tokens
     return Convergence(model=model, head_class=head_class, threshold=threshold, n_final=len(s_final), level=level,
-                       revision_at_level=str(first["revision"]), tokens_at_level=float(first["tokens"]), pct_training=pct,
-                       table=table)
+                       revision_at_level=None if first is None else str(first["revision"]),
+                       tokens_at_level=None if first is None else float(first["tokens"]), pct_training=pct, table=table)
 
 
 @dataclass
@@ -321,22 +316,18 @@ def analyse_findings(results, cfg, thresholds: dict, rng: np.random.Generator) -
     per-head table) the circuit convergence at the analysis threshold and ``convergence_thresholds``."""
     fc = cfg.findings
     out = Findings()
-    for model in results.models:
-        counts = class_layer_counts(results, fc.floor_class, model)
-        if not counts.empty:
-            f = layer_floor(counts, model, fc.floor_class, fc.floor_layers, fc.floor_rate, cfg.alpha, results.heads)
-            if f is not None:
-                out.layer_floor.append(f)
-        counts = class_layer_counts(results, fc.onset_class, model)
-        if not counts.empty:
-            o = layer_onset(counts, model, fc.onset_class, fc.onset_min_count, fc.floor_layers, fc.n_perm, rng,
-                            persist=fc.onset_persist, just_above_floor=fc.just_above_floor, alpha=cfg.alpha)
-            if o is not None:
-                out.layer_onset.append(o)
-        if results.heads is not None:
-            main = thresholds.get(fc.convergence_class)
-            for thr in sorted({float(t) for t in fc.convergence_thresholds} | ({float(main)} if main else set())):
-                c = circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr)
-                if c is not None:
-                    out.convergence.append(c)
+    main = thresholds.get(fc.convergence_class)
+    circuit_thresholds = sorted({float(t) for t in fc.convergence_thresholds} | ({float(main)} if main else set()))
+    for model in results.models:  # a model without per-layer counts (or per-head rows) has no entry
+        floor = layer_floor(class_layer_counts(results, fc.floor_class, model), model, fc.floor_class,
+                            fc.floor_layers, fc.floor_rate, cfg.alpha, results.heads)
+        onset = layer_onset(class_layer_counts(results, fc.onset_class, model), model, fc.onset_class,
+                            fc.onset_min_count, fc.floor_layers, fc.n_perm, rng, persist=fc.onset_persist,
+                            just_above_floor=fc.just_above_floor, alpha=cfg.alpha)
+        circuits = [] if results.heads is None else [
+            circuit_convergence(results.heads, model, fc.convergence_class, fc.recall_level, thr)
+            for thr in circuit_thresholds]
+        out.layer_floor += [floor] if floor is not None else []
+        out.layer_onset += [onset] if onset is not None else []
+        out.convergence += [c for c in circuits if c is not None]
     return out

@@ -32,8 +32,8 @@ MAX_PANELS = 12
 
 
 def crossing_heads(heads, model: str, head_class: str, threshold: float):
-    """``(grid, labels, revisions, tokens, more)``: the selectivity (heads x revisions) of the
-    heads of ``model`` that ever reach ``threshold`` for ``head_class``, ordered by first crossing."""
+    """``(grid, labels, tokens, more)``: the selectivity (heads x revisions) of the heads of ``model``
+    that ever reach ``threshold`` for ``head_class``, ordered by first crossing."""
     col = selectivity_column(head_class)
     h = heads[heads["model"] == model]
     grid = h.pivot_table(index=["layer", "head"], columns="tokens", values=col, aggfunc="max").sort_index(axis=1)
@@ -44,15 +44,13 @@ def crossing_heads(heads, model: str, head_class: str, threshold: float):
     order = sorted(np.flatnonzero(ever), key=lambda i: (first[i], grid.index[i]))
     more = max(0, len(order) - MAX_ROWS)
     order = order[:MAX_ROWS]
-    revs = h.drop_duplicates("tokens").set_index("tokens")["revision"]
     labels = [f"L{layer}H{head}" for layer, head in grid.index[order]]
-    return (grid.to_numpy(float)[order], labels, [str(revs.get(t, "")) for t in grid.columns],
-            np.asarray(grid.columns, float), more)
+    return grid.to_numpy(float)[order], labels, np.asarray(grid.columns, float), more
 
 
 def heads_heatmap(heads, model: str, head_class: str, threshold: float, path: Path) -> Path:
     """The heads heatmap of one model and class (module docstring)."""
-    grid, labels, _, tokens, more = crossing_heads(heads, model, head_class, threshold)
+    grid, labels, tokens, more = crossing_heads(heads, model, head_class, threshold)
     if not labels:
         raise ValueError(f"no {head_class} head of {model} reaches {threshold:g}x")
     vals = np.where(np.isfinite(grid) & (grid > 0), grid, np.nan)
@@ -62,10 +60,8 @@ def heads_heatmap(heads, model: str, head_class: str, threshold: float, path: Pa
     im = ax.imshow(vals, aspect="auto", cmap="magma", norm=LogNorm(vmin=lo, vmax=hi), interpolation="nearest")
     r, c = np.nonzero(vals >= threshold)
     ax.plot(c, r, ".", color="#38d", ms=3.5, label=f">= {threshold:g}x")
-    ax.set_xticks(range(len(tokens)))
-    ax.set_xticklabels([format_tokens(t) for t in tokens], rotation=45, ha="right")
-    ax.set_yticks(range(len(labels)))
-    ax.set_yticklabels(labels)
+    ax.set_xticks(range(len(tokens)), labels=[format_tokens(t) for t in tokens], rotation=45, ha="right")
+    ax.set_yticks(range(len(labels)), labels=labels)
     ax.set_xlabel("training tokens (revision)")
     ax.set_ylabel("head (first to cross at the top)")
     title = f"{model}: {head_class} selectivity of the {len(labels)} heads that reach {threshold:g}x"

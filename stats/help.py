@@ -22,25 +22,16 @@ from stats.units import UNITS
 
 def default_source() -> str:
     """The ``source`` option ``stats.yaml``'s defaults list names."""
-    for entry in OmegaConf.load(CONF_DIR / "stats.yaml").get("defaults", []):
-        if isinstance(entry, dict) or OmegaConf.is_dict(entry):
-            if "source" in entry:
-                return str(entry["source"])
-    return ""
-
-
-def source_rows():
-    rows = []
-    for path in sorted((CONF_DIR / "source").glob("*.yaml")):
-        node = OmegaConf.load(path)
-        rows.append((path.stem, str(node.get("kind", ""))))
-    return rows
+    defaults = OmegaConf.load(CONF_DIR / "stats.yaml").get("defaults", [])
+    return next((str(entry["source"]) for entry in defaults if OmegaConf.is_dict(entry) and "source" in entry), "")
 
 
 def help_text() -> str:
     classes = [f"{f.name} ({f.default:g}x)" if isinstance(f.default, (int, float)) else f.name
                for f in dataclasses.fields(ThresholdsConfig)]
-    width = max(len(name) for name, _ in source_rows())
+    sources = [(path.stem, str(OmegaConf.load(path).get("kind", "")))
+               for path in sorted((CONF_DIR / "source").glob("*.yaml"))]
+    width = max(len(name) for name, _ in sources)
     default = default_source()
     parts = [
         "stats: the statistics suite over tracked screen runs (or a CSV / per-head table): is a",
@@ -53,7 +44,7 @@ def help_text() -> str:
         "",
         "== Config group source (source=option; * = default) ==",
     ]
-    parts += [f"  {(name + ('*' if name == default else '')).ljust(width + 1)}  kind {kind}" for name, kind in source_rows()]
+    parts += [f"  {(name + ('*' if name == default else '')).ljust(width + 1)}  kind {kind}" for name, kind in sources]
     parts += ["", "== Source kinds (source.kind) ==", "  " + ", ".join(kinds())]
     parts += ["", "== Classes and their default thresholds (analysis.thresholds.<class>) ==",
               textwrap.fill(", ".join(classes), width=100, initial_indent="  ", subsequent_indent="  "),

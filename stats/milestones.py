@@ -33,7 +33,7 @@ from emergence.common.contract import selectivity_column
 from stats.config import MilestoneRuleConfig, check_milestone_rules, check_options
 from stats.heads import class_counts
 from stats.results import HEAD_CLASS_KEY, Results
-from stats.units import format_threshold
+from stats.units import format_number, format_threshold
 
 
 @dataclass
@@ -70,7 +70,7 @@ class MilestoneRule(MilestoneRuleConfig):
 class Milestone(Results):
     """The first revision of one model that meets a rule, and the bracket of its crossing."""
 
-    RENAME = HEAD_CLASS_KEY
+    RENAME = {**HEAD_CLASS_KEY, "bracket": "bracket_tokens"}
     EXCLUDE = ("last_tokens",)
 
     model: str
@@ -83,20 +83,15 @@ class Milestone(Results):
     previous_revision: Optional[str]
     previous_tokens: Optional[float]
     #: (lower, upper] tokens of the crossing; None where unbounded
-    bracket_tokens: list = field(init=False)
+    bracket: list = field(init=False)
     k: Optional[float] = None
     n: Optional[float] = None
     fraction: Optional[float] = field(init=False)
     last_tokens: Optional[float] = None
 
     def __post_init__(self):
-        self.bracket_tokens = [self.previous_tokens, self.tokens] if self.reached else [self.last_tokens, None]
+        self.bracket = [self.previous_tokens, self.tokens] if self.reached else [self.last_tokens, None]
         self.fraction = None if self.k is None or not self.n else self.k / self.n
-
-    @property
-    def bracket(self) -> list:
-        """(lower, upper] tokens of the crossing; None where unbounded."""
-        return self.bracket_tokens
 
     def summary(self) -> str:
         where = f"at {self.revision} ({self.tokens:.3g} tokens)" if self.reached else "not reached"
@@ -162,13 +157,9 @@ class MilestoneGap(Results):
         elif self.bound == "lower":
             value = f">= {self.ratio:.3g}x (a lower bound)"
         else:
-            value = f"{self.ratio:.3g}x [{_end(self.ratio_ci[0])}, {_end(self.ratio_ci[1])}]"
+            value = f"{self.ratio:.3g}x [{format_number(self.ratio_ci[0])}, {format_number(self.ratio_ci[1])}]"
         return f"{self.model}: milestone gap {self.late_milestone} / {self.early_milestone} {value}" + \
             (f"; {'; '.join(self.notes)}" if self.notes else "")
-
-
-def _end(v) -> str:
-    return "-" if v is None else f"{v:.3g}"
 
 
 def _div(a, b):
@@ -177,18 +168,17 @@ def _div(a, b):
 
 def milestone_gap(late: Milestone, early: Milestone) -> MilestoneGap:
     """The milestone gap ratio and its bracket interval (see module docstring)."""
-    notes = []
     if not early.reached:
-        notes.append(f"{early.name!r} not reached by the last revision: no ratio")
         upper = _div(late.tokens, early.last_tokens) if late.reached else None
-        return MilestoneGap(late.model, late, early, None, [None, upper], "upper" if upper is not None else None, notes)
+        return MilestoneGap(late.model, late, early, None, [None, upper], "upper" if upper is not None else None,
+                            [f"{early.name!r} not reached by the last revision: no ratio"])
     if not late.reached:
-        notes.append(f"{late.name!r} not reached by the last revision: the ratio is a lower bound")
         lo = _div(late.last_tokens, early.tokens)
-        return MilestoneGap(late.model, late, early, lo, [lo, None], "lower", notes)
+        return MilestoneGap(late.model, late, early, lo, [lo, None], "lower",
+                            [f"{late.name!r} not reached by the last revision: the ratio is a lower bound"])
     ratio = late.tokens / early.tokens
-    lo = _div(late.previous_tokens, early.tokens)
-    hi = _div(late.tokens, early.previous_tokens)
+    lo, hi = _div(late.previous_tokens, early.tokens), _div(late.tokens, early.previous_tokens)
+    notes = []
     if lo is None:
         notes.append(f"{late.name!r} met at the first revision: no lower end")
     if hi is None:

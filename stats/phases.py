@@ -99,25 +99,17 @@ class Decline(Results):
         return (f"peaks at {self.peak_heads:.3g} heads ({self.peak_revision}), falls after {a} -> {b} to "
                 f"{self.later_heads:.3g} heads by the last revision (-{self.share:.0%}, p = {self.p_value:.3g})")
 
-    def summary(self) -> str:
-        return self.describe()
+    summary = describe
 
 
 @dataclass
 class CurvePhases(Results):
     """Where a curve's rise ends (``rise_end``: the rise is revisions ``[0, rise_end)``),
-    its unimodal fit, the peak, and the decline when one is reported."""
+    its unimodal fit, and the decline when one is reported."""
 
     fit: np.ndarray
-    peak: float
-    peak_heads: float
-    first_heads: float
     rise_end: int
     decline: Optional[Decline] = None
-
-    @property
-    def formed(self) -> bool:
-        return self.peak_heads > 0
 
 
 def curve_phases(curve, min_rise_heads: float, min_decline_share: float, alpha: float, n_perm: int,
@@ -129,22 +121,15 @@ def curve_phases(curve, min_rise_heads: float, min_decline_share: float, alpha: 
     y = k / np.where(n > 0, n, 1)
     n_ref = float(np.median(n))
     fit = unimodal_fit(y, np.where(n > 0, n, 0.0))[0][0]
-    peak = float(fit.max())
-    at_peak = np.flatnonzero(fit >= peak - 1e-12)
-    last_peak = int(at_peak[-1])
-    phases = CurvePhases(fit, peak, peak * n_ref, float(fit[0]) * n_ref, len(y))
-    if last_peak == len(y) - 1:
-        return phases
-    later = float(fit[-1])
+    peak, later = float(fit.max()), float(fit[-1])
+    last_peak = int(np.flatnonzero(fit >= peak - 1e-12)[-1])
     drop = peak - later
-    if drop * n_ref < min_rise_heads - 1e-9 or drop < min_decline_share * peak - 1e-12:
-        return phases
+    if last_peak == len(y) - 1 or drop * n_ref < min_rise_heads - 1e-9 or drop < min_decline_share * peak - 1e-12:
+        return CurvePhases(fit, len(y))  # rises to the last revision, or falls by too little to be a decline
     p_value = decline_test(k, n, min(n_perm, DECLINE_PERMUTATIONS), rng, regime)
     if p_value > alpha:
-        return phases
+        return CurvePhases(fit, len(y))
     revs, tok = curve.revisions, curve.tokens
-    decline = Decline(peak, peak * n_ref, str(revs[last_peak]), float(tok[last_peak]), later, later * n_ref,
-                      drop * n_ref, drop / peak, [str(revs[last_peak]), str(revs[last_peak + 1])], p_value)
-    phases.rise_end = last_peak + 1
-    phases.decline = decline
-    return phases
+    return CurvePhases(fit, last_peak + 1, Decline(
+        peak, peak * n_ref, str(revs[last_peak]), float(tok[last_peak]), later, later * n_ref, drop * n_ref,
+        drop / peak, [str(revs[last_peak]), str(revs[last_peak + 1])], p_value))

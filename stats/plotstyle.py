@@ -66,12 +66,10 @@ def count_axis(ax, top: float) -> None:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
 
 
-def save(fig, path, formats=None) -> Path:
-    """Write ``fig`` tight (no clipped label) as ``path`` in each of ``formats`` (same stem; default:
-    those of the enclosing :func:`paper_style`); close it and return the path of the first format."""
-    path = Path(path)
-    formats = _formats if formats is None else formats
-    out = [path.with_suffix(f".{ext}") for ext in formats]
+def save(fig, path) -> Path:
+    """Write ``fig`` tight (no clipped label) as ``path`` in each format of the enclosing :func:`paper_style`
+    (same stem); close it and return the path of the PNG."""
+    out = [Path(path).with_suffix(f".{ext}") for ext in _formats]
     for p in out:
         fig.savefig(p, bbox_inches="tight", pad_inches=0.05)
     plt.close(fig)

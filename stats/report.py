@@ -13,32 +13,18 @@ from typing import Optional
 
 from emergence.common.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
 from emergence.common.store import log_run
-from stats.units import format_number, format_threshold, format_tokens, get_unit
+from stats.story import interval_text
+from stats.units import format_number as _num, format_threshold, format_tokens as _fmt_tokens, get_unit
 
 
-_fmt_tokens = format_tokens
-_num = format_number
-
-
-def _fmt_ci(ci) -> str:
-    """An interval of tokens; an open end (None: before the first or after the last revision) is ``-``."""
-    if not ci or (ci[0] is None and ci[1] is None):
-        return "-"
-    return f"[{_fmt_tokens(ci[0])}, {_fmt_tokens(ci[1])}]"
-
-
-def _fmt_ratio_ci(ci) -> str:
-    if not ci or (ci[0] is None and ci[1] is None):
-        return "-"
-    return f"[{_num(ci[0])}, {_num(ci[1])}]"
+#: The sign of a censored curve's t50, a bound: ``<=`` the first revision (left), ``>`` the last (right).
+CENSORED_SIGN = {"left": "<= ", "right": "> "}
 
 
 def _t50_cell(c: dict) -> str:
     """t50 of a curve row: a bound for a censored curve."""
-    if c.get("censored") == "left":
-        return f"<= {_fmt_tokens(c.get('t50'))} (left-censored)"
-    if c.get("censored") == "right":
-        return f"> {_fmt_tokens(c.get('t50'))} (right-censored)"
+    if c.get("censored"):
+        return f"{CENSORED_SIGN[c['censored']]}{_fmt_tokens(c.get('t50'))} ({c['censored']}-censored)"
     return _fmt_tokens(c.get("t50")) + ({"upper": " (upper bound)", "lower": " (lower bound)"}.get(c.get("t50_bound"), ""))
 
 
@@ -72,9 +58,7 @@ def _models_section(summary: dict) -> list:
         if st.get("warning"):
             L += [f"**Disagreement.** {st.get('disagreement_line') or st['warning']}", ""]
         L.append(f"Evidence: {st['text']}.")
-        for c in curves:
-            if c.get("censored") or c.get("decline"):
-                L.append(f"- {c['class']}: {c['reason']}")
+        L += [f"- {c['class']}: {c['reason']}" for c in curves if c.get("censored") or c.get("decline")]
     return L
 
 
@@ -91,7 +75,7 @@ def curve_summary(c: dict) -> str:
     how = "" if width == "-" else f", 10-90 width {width} decades"
     rise = c.get("rise_heads")
     heads = "" if rise is None else f", a rise of {rise:.3g} heads"
-    return head + f"**{c['shape']}**, t50 ~{_fmt_tokens(c['t50'])} {_fmt_ci(c.get('t50_ci'))}{how}{heads}"
+    return head + f"**{c['shape']}**, t50 ~{_fmt_tokens(c['t50'])} {interval_text(c.get('t50_ci'))}{how}{heads}"
 
 
 def render_report(summary: dict, figures: dict) -> str:
@@ -110,11 +94,9 @@ def render_report(summary: dict, figures: dict) -> str:
 def _header(summary: dict) -> list:
     """The title, the source, the thresholds and the notes, then the reproduction (when there is one)."""
     L = ["# Emergence statistics report", "", source_line(summary.get("source") or {}), ""]
-    thr = summary.get("thresholds")
-    if thr:
-        L += [thresholds_line(thr, summary.get("units") or {}), ""]
-    for note in summary.get("notes", []):
-        L.append(f"- Note: {note}")
+    if summary.get("thresholds"):
+        L += [thresholds_line(summary["thresholds"], summary.get("units") or {}), ""]
+    L += [f"- Note: {note}" for note in summary.get("notes", [])]
     if summary.get("reproduction"):
         L += [""] + _reproduction_section(summary["reproduction"])
     return L
@@ -135,8 +117,7 @@ def source_line(src: dict) -> str:
         if value is None or value == {} or value == [] or key in SOURCE_SHOWN_ELSEWHERE:
             continue
         if isinstance(value, dict):
-            text = "; ".join(f"{k}: {v}" for k, v in value.items())
-            parts.append(f"{key.replace('_', ' ')} ({text})")
+            parts.append(f"{key.replace('_', ' ')} ({'; '.join(f'{k}: {v}' for k, v in value.items())})")
         elif isinstance(value, (list, tuple)):
             parts.append(f"{key.replace('_', ' ')} {', '.join(map(str, value))}")
         else:
@@ -197,52 +178,49 @@ def _curves_section(summary: dict) -> list:
          "| change point | best model | p (step) | dispersion | regime | course |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in summary["curves"]:
-        width = _width_cell(c)
         jump = "-" if c.get("max_jump") is None else f"{c['max_jump']:+.3f} ({c['max_jump_share']:.0%})"
         between = c.get("max_jump_between")
         if between is not None and c.get("max_jump") is not None:
             jump += ", adjacent checkpoints" if between == 0 else f", {between} checkpoints inside"
         cp = ("-" if not c.get("changepoint_tokens")
               else f"{_fmt_tokens(c['changepoint_tokens'][0])} -> {_fmt_tokens(c['changepoint_tokens'][1])}")
-        disp = c.get("dispersion") or {}
         censored = bool(c.get("censored"))
         onset, sat = ("-", "-") if censored else (_fmt_tokens(c.get("onset")), _fmt_tokens(c.get("saturation")))
-        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {_t50_cell(c)} | {_fmt_ci(c.get('t50_ci'))} | "
-                 f"{onset} | {sat} | {width} | {jump} | {cp} | "
-                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | {_num(disp.get('phi'))} | "
+        L.append(f"| {c['model']} | {c['class']} | **{c['shape']}** | {_t50_cell(c)} | {interval_text(c.get('t50_ci'))} | "
+                 f"{onset} | {sat} | {_width_cell(c)} | {jump} | {cp} | "
+                 f"{c.get('best_model') or '-'} | {_num(c.get('p_step'))} | "
+                 f"{_num((c.get('dispersion') or {}).get('phi'))} | "
                  f"{c.get('regime') or '-'} | {_course_cell(c)} |")
     L += ["", "Reasons:", ""]
     for c in summary["curves"]:
         L.append(f"- {c['model']} / {c['class']}: {c['shape']} - {c['reason']}")
-        cont = c.get("continuous") or {}
-        for metric, v in cont.items():
-            if v.get("width_grid") is not None:
-                lo, hi = v["width_grid"]
-                L.append(f"  - continuous check, {metric} ({v['scale']}): reads {v['reads']} (10-90 width between "
-                         f"{lo:.2g} and {hi:.2g} decades)")
+        L += [f"  - continuous check, {metric} ({v['scale']}): reads {v['reads']} (10-90 width between "
+              f"{v['width_grid'][0]:.2g} and {v['width_grid'][1]:.2g} decades)"
+              for metric, v in (c.get("continuous") or {}).items() if v.get("width_grid") is not None]
     return L
 
 
 def _gaps_section(summary: dict) -> list:
     """The fitted and milestone gaps, one row each."""
-    L = ["", "## Gaps: induction first, sinks later?", ""]
-    if summary["gaps"]:
-        L += ["`fitted`: t50 of the late class over the early class's formation point (logistic fits), 95% bootstrap "
-              "interval and the one-sided separation test (H0 ratio <= 1); with a censored side the ratio is a bound "
-              "(`>=` or `<=`), its interval one-sided (`-`: open) and its test one-sided against the bound. "
-              "`milestone`: the study's first-crossing "
-              "milestones, with the interval the bracketing revisions allow (each crossing lies between the revision "
-              "before the first crossing and the first crossing; a resolution interval, not a sampling one: no p-value).",
-              "", "| model | definition | t(late) | t(early) | ratio | interval | p-value | notes |", "|---|---|---|---|---|---|---|---|"]
-        curves = {(c["model"], c["class"]): c for c in summary["curves"]}
-        for g in summary["gaps"]:
-            late, early = _gap_time(g, "late", curves), _gap_time(g, "early", curves)
-            L.append(f"| {g['model']} | {g.get('definition', 'fitted')} | {late} | {early} | {_gap_ratio_cell(g)} | "
-                     f"{_fmt_ratio_ci(g.get('ratio_ci'))} | {_num(g.get('p_value'))} | "
-                     f"{'; '.join(g.get('notes') or []) or '-'} |")
-    else:
-        L.append("No model has both classes.")
-    return L
+    curves = {(c["model"], c["class"]): c for c in summary["curves"]}
+    head = ["`fitted`: t50 of the late class over the early class's formation point (logistic fits), 95% bootstrap "
+            "interval and the one-sided separation test (H0 ratio <= 1); with a censored side the ratio is a bound "
+            "(`>=` or `<=`), its interval one-sided (`-`: open) and its test one-sided against the bound. "
+            "`milestone`: the study's first-crossing "
+            "milestones, with the interval the bracketing revisions allow (each crossing lies between the revision "
+            "before the first crossing and the first crossing; a resolution interval, not a sampling one: no p-value).",
+            "", "| model | definition | t(late) | t(early) | ratio | interval | p-value | notes |", "|---|---|---|---|---|---|---|---|"]
+    return _section("Gaps: induction first, sinks later?", summary["gaps"], "No model has both classes.", head,
+                    lambda g: f"| {g['model']} | {g.get('definition', 'fitted')} | {_gap_time(g, 'late', curves)} | "
+                              f"{_gap_time(g, 'early', curves)} | {_gap_ratio_cell(g)} | "
+                              f"{interval_text(g.get('ratio_ci'), _num)} | {_num(g.get('p_value'))} | "
+                              f"{'; '.join(g.get('notes') or []) or '-'} |")
+
+
+def _section(title: str, items, empty: str, head: list, row) -> list:
+    """A section of the report: its title, then ``head`` and one ``row(item)`` an item, or the line
+    ``empty`` when there are no items."""
+    return ["", f"## {title}", ""] + (head + [row(x) for x in items] if items else [empty])
 
 
 def _gap_time(g: dict, side: str, curves: dict) -> str:
@@ -256,8 +234,8 @@ def _gap_time(g: dict, side: str, curves: dict) -> str:
         return f"{_fmt_tokens(g.get(f't_{side}'))} ({name})"
     what = f"{g['late_class']} t50" if side == "late" else f"{g['early_class']} {g['formation']}"
     censored = (curves.get((g["model"], g[f"{side}_class"])) or {}).get("censored")
-    sign = {"left": "<= ", "right": "> "}.get(censored, "")
-    return f"{sign}{_fmt_tokens(g.get(f't_{side}'))} ({what}{f', {censored}-censored' if censored else ''})"
+    what += f", {censored}-censored" if censored else ""
+    return f"{CENSORED_SIGN.get(censored, '')}{_fmt_tokens(g.get(f't_{side}'))} ({what})"
 
 
 def _gap_ratio_cell(g: dict) -> str:
@@ -269,52 +247,38 @@ def _gap_ratio_cell(g: dict) -> str:
 
 def _floor_section(layer_floor: list) -> list:
     """F1: heads of the class in the floor layers."""
-    L = ["", "## Layer floor", ""]
-    if layer_floor:
-        L += ["| model | layers | flagged / head-revisions | 95% upper bound (head-revisions) | distinct heads ever flagged "
-              "| 95% upper bound (heads) | p (H0 rate >= r0) |",
-              "|---|---|---|---|---|---|---|"]
-        for x in layer_floor:
-            L.append(f"| {x['model']} | {x['layers']} | {x['flagged_head_revisions']} / {x['head_revisions']} | {x['upper_bound']:.4f} | "
-                     f"{x['heads_ever_flagged']} / {x['n_heads']} | {x['upper_bound_heads']:.4f} | {_num(x['p_value'])} |")
-    else:
-        L.append("No per-layer counts.")
-    return L
+    head = ["| model | layers | flagged / head-revisions | 95% upper bound (head-revisions) | distinct heads ever flagged "
+            "| 95% upper bound (heads) | p (H0 rate >= r0) |",
+            "|---|---|---|---|---|---|---|"]
+    return _section("Layer floor", layer_floor, "No per-layer counts.", head, lambda x: (
+        f"| {x['model']} | {x['layers']} | {x['flagged_head_revisions']} / {x['head_revisions']} | {x['upper_bound']:.4f} | "
+        f"{x['heads_ever_flagged']} / {x['n_heads']} | {x['upper_bound_heads']:.4f} | {_num(x['p_value'])} |"))
 
 
 def _onset_section(layer_onset: list) -> list:
     """F3: the layers where the class appears first and last."""
-    L = ["", "## Where BOS heads appear first", ""]
-    if layer_onset:
-        for x in layer_onset:
-            L.append(f"- {x['model']}: middle first **{x.get('verdict', 'n/a')}**. First in layer(s) {x['first_layers']}, "
-                     f"last (outside the floor) in {x['last_layers']}, never in {x['never_layers']} (an onset kept "
-                     f"{x.get('onset_persist', 1)} revisions); onset against depth below the middle rho = "
-                     f"{_num(x.get('depth_rho'))}, p = {_num(x.get('depth_p_value'))} (H1: deeper earlier); layers "
-                     f"{x.get('just_above_floor')} last p = {_num(x.get('just_above_last_p_value'))}; middle-out rho = "
-                     f"{_num(x['middle_out_rho'])}, p = {_num(x['middle_out_p_value'])}")
-    else:
-        L.append("No per-layer counts.")
-    return L
+    return _section("Where BOS heads appear first", layer_onset, "No per-layer counts.", [], lambda x: (
+        f"- {x['model']}: middle first **{x.get('verdict', 'n/a')}**. First in layer(s) {x['first_layers']}, "
+        f"last (outside the floor) in {x['last_layers']}, never in {x['never_layers']} (an onset kept "
+        f"{x.get('onset_persist', 1)} revisions); onset against depth below the middle rho = "
+        f"{_num(x.get('depth_rho'))}, p = {_num(x.get('depth_p_value'))} (H1: deeper earlier); layers "
+        f"{x.get('just_above_floor')} last p = {_num(x.get('just_above_last_p_value'))}; middle-out rho = "
+        f"{_num(x['middle_out_rho'])}, p = {_num(x['middle_out_p_value'])}"))
 
 
 def _convergence_section(convergence: list, units: dict) -> list:
     """F4: when the final circuit is recalled (thresholds in the unit of the class's column)."""
-    L = ["", "## Circuit convergence", ""]
-    if convergence:
-        L += ["The final circuit: the heads at or above the threshold at the final revision; recall at a revision: the "
-              "share of them already at or above it there.", "",
-              "| model | threshold | final set | recall level | first revision | tokens | % of training |",
-              "|---|---|---|---|---|---|---|"]
-        for x in convergence:
-            unit = (units.get(x.get("class")) or {}).get("unit")
-            thr = "-" if x.get("threshold") is None else format_threshold(x["threshold"], unit)
-            L.append(f"| {x['model']} | {thr} | {x['n_final']} | {x['level']:.2f} | "
-                     f"{x['revision_at_level'] or '-'} | {_fmt_tokens(x['tokens_at_level'])} | "
-                     f"{_num(x['pct_training'], '{:.2f}%')} |")
-    else:
-        L.append("No per-head table: not computed.")
-    return L
+    def row(x) -> str:
+        unit = (units.get(x.get("class")) or {}).get("unit")
+        thr = "-" if x.get("threshold") is None else format_threshold(x["threshold"], unit)
+        return (f"| {x['model']} | {thr} | {x['n_final']} | {x['level']:.2f} | {x['revision_at_level'] or '-'} | "
+                f"{_fmt_tokens(x['tokens_at_level'])} | {_num(x['pct_training'], '{:.2f}%')} |")
+
+    head = ["The final circuit: the heads at or above the threshold at the final revision; recall at a revision: the "
+            "share of them already at or above it there.", "",
+            "| model | threshold | final set | recall level | first revision | tokens | % of training |",
+            "|---|---|---|---|---|---|---|"]
+    return _section("Circuit convergence", convergence, "No per-head table: not computed.", head, row)
 
 
 def _pr_section(summary: dict) -> list:
@@ -347,21 +311,20 @@ def _figures_section(figures: dict) -> list:
         L.append(f"- Figure skipped (it could not be drawn; the rest of the report is complete): {note}")
     if figures.get("skipped"):
         L.append("")
-    titles = {"timeline": "Timeline", "models": "Models on one axis", "layers": "BOS heads by layer and revision",
-              "curves": "Curves with fits", "heads": "Heads that cross, by revision", "circuit": "The final circuit",
-              "convergence": "Circuit convergence", "pr": "PR trajectories", "continuous": "Continuous metrics"}
-    titles.update({"seeds": "Seed suites: each run's curves and the pooled t50",
-                   "forest": "Seed suites: each run's gap ratio and the pooled gap"})
-    for kind in ("timeline", "models", "seeds", "forest", "layers", "curves", "heads", "circuit", "convergence", "pr",
-                 "continuous"):
+    for kind, title in FIGURE_TITLES.items():
         paths = figures.get(kind) or []
-        if not paths:
-            continue
-        L += [f"### {titles[kind]}", ""]
-        for p in paths:
-            L.append(f"![{Path(p).stem}]({p})")
-        L.append("")
+        if paths:
+            L += [f"### {title}", "", *(f"![{Path(p).stem}]({p})" for p in paths), ""]
     return L
+
+
+#: The report's figure sections, in order: {kind: title}.
+FIGURE_TITLES = {"timeline": "Timeline", "models": "Models on one axis",
+                 "seeds": "Seed suites: each run's curves and the pooled t50",
+                 "forest": "Seed suites: each run's gap ratio and the pooled gap",
+                 "layers": "BOS heads by layer and revision", "curves": "Curves with fits",
+                 "heads": "Heads that cross, by revision", "circuit": "The final circuit",
+                 "convergence": "Circuit convergence", "pr": "PR trajectories", "continuous": "Continuous metrics"}
 
 
 def _cell(v) -> str:
@@ -383,45 +346,45 @@ def _reproduction_section(rep: dict) -> list:
 
 
 def _milestone_section(milestones: list) -> list:
-    L = ["", "## Milestones (first crossings)", ""]
-    if not milestones:
-        return L + ["No milestones (no curve of the milestone classes)."]
-    L += ["| model | milestone | rule | first revision | tokens | crossing in | count |", "|---|---|---|---|---|---|---|"]
-    for m in milestones:
-        lo, hi = m["bracket_tokens"]
-        if m["reached"]:
-            where = f"({_fmt_tokens(lo) if lo is not None else '0'}, {_fmt_tokens(hi)}]"
-            count = f"{m['k']:g}/{m['n']:g}"
-        else:
-            where, count = f"> {_fmt_tokens(lo)} (not reached)", "-"
-        L.append(f"| {m['model']} | {m['name']} | {m['rule']} | {m['revision'] or '-'} | {_fmt_tokens(m['tokens'])} | {where} | {count} |")
-    return L
+    return _section("Milestones (first crossings)", milestones, "No milestones (no curve of the milestone classes).",
+                    ["| model | milestone | rule | first revision | tokens | crossing in | count |",
+                     "|---|---|---|---|---|---|---|"], _milestone_row)
+
+
+def _milestone_row(m: dict) -> str:
+    lo, hi = m["bracket_tokens"]
+    if m["reached"]:
+        where = f"({_fmt_tokens(lo) if lo is not None else '0'}, {_fmt_tokens(hi)}]"
+        count = f"{m['k']:g}/{m['n']:g}"
+    else:
+        where, count = f"> {_fmt_tokens(lo)} (not reached)", "-"
+    return f"| {m['model']} | {m['name']} | {m['rule']} | {m['revision'] or '-'} | {_fmt_tokens(m['tokens'])} | {where} | {count} |"
 
 
 def _sensitivity_section(sens) -> list:
-    L = ["", "## Threshold sensitivity", ""]
-    if not sens or not sens.get("rows"):
-        return L + ["Not computed: it needs per-head selectivities of both gap classes (a heads_csv source, or runs with heads.csv)."]
-    L += [f"Rule: {sens['rule']}; {sens['n_boot']} bootstrap replicates a curve (the row at a class's analysis threshold, "
-          "marked *, is the main analysis). Thresholds in the unit of the class's values; a censored curve's t50 and "
-          "gap are bounds (`>=`, `<=`); a class with no head at a threshold (`not reached`), or with every head "
-          "flagged at every revision (`every head`), has no transition there and no gap.", "",
-          "| model | class | threshold | heads at last revision (max fraction) | shape | t50 | 95% CI | gap ratio | 95% CI | p-value |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sens["rows"]:
-        gci = r.get("gap_ratio_ci") or [None, None]
-        threshold = r.get("threshold_text") or format_threshold(r["threshold"], r.get("unit"))
-        none = not r.get("max_fraction")  # no head of the class at this threshold, at any revision
-        every = (r.get("min_fraction") or 0) >= 1  # every head at every revision: no transition to time
-        gap, gap_ci, p = ("not reached" if none else "every head", "-", "-") if none or every else (
-            _gap_ratio_cell({"ratio": r.get("gap_ratio"), "bound": r.get("gap_bound")}),
-            "-" if gci[0] is None and gci[1] is None else _fmt_ratio_ci(gci), _num(r.get("gap_p_value")))
-        L.append(f"| {r['model']} | {r['class']} | {threshold}{' *' if r['is_analysis_threshold'] else ''} | "
-                 f"{_num(r['k_last'], '{:g}')}/{_num(r['n_last'], '{:g}')} ({_num(r['max_fraction'], '{:.1%}')}) | "
-                 f"{r['shape']} | {'-' if none or every else _t50_cell(r)} | "
-                 f"{'-' if none or every else _fmt_ci(r.get('t50_ci'))} | "
-                 f"{gap} | {gap_ci} | {p} |")
-    return L
+    rows = (sens or {}).get("rows")
+    head = [f"Rule: {sens['rule']}; {sens['n_boot']} bootstrap replicates a curve (the row at a class's analysis threshold, "
+            "marked *, is the main analysis). Thresholds in the unit of the class's values; a censored curve's t50 and "
+            "gap are bounds (`>=`, `<=`); a class with no head at a threshold (`not reached`), or with every head "
+            "flagged at every revision (`every head`), has no transition there and no gap.", "",
+            "| model | class | threshold | heads at last revision (max fraction) | shape | t50 | 95% CI | gap ratio | 95% CI | p-value |",
+            "|---|---|---|---|---|---|---|---|---|---|"] if rows else []
+    return _section("Threshold sensitivity", rows, "Not computed: it needs per-head selectivities "
+                    "of both gap classes (a heads_csv source, or runs with heads.csv).", head, _sensitivity_row)
+
+
+def _sensitivity_row(r: dict) -> str:
+    threshold = r.get("threshold_text") or format_threshold(r["threshold"], r.get("unit"))
+    none = not r.get("max_fraction")  # no head of the class at this threshold, at any revision
+    every = (r.get("min_fraction") or 0) >= 1  # every head at every revision: no transition to time
+    gap, gap_ci, p = ("not reached" if none else "every head", "-", "-") if none or every else (
+        _gap_ratio_cell({"ratio": r.get("gap_ratio"), "bound": r.get("gap_bound")}),
+        interval_text(r.get("gap_ratio_ci"), _num), _num(r.get("gap_p_value")))
+    return (f"| {r['model']} | {r['class']} | {threshold}{' *' if r['is_analysis_threshold'] else ''} | "
+            f"{_num(r['k_last'], '{:g}')}/{_num(r['n_last'], '{:g}')} ({_num(r['max_fraction'], '{:.1%}')}) | "
+            f"{r['shape']} | {'-' if none or every else _t50_cell(r)} | "
+            f"{'-' if none or every else interval_text(r.get('t50_ci'))} | "
+            f"{gap} | {gap_ci} | {p} |")
 
 
 def write_outputs(analysis, out_dir, figures: bool = True, progress: bool = False) -> dict:
@@ -454,17 +417,12 @@ def write_outputs(analysis, out_dir, figures: bool = True, progress: bool = Fals
 _LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                   ">=": r"$\geq$", "<=": r"$\leq$", "->": r"$\rightarrow$"}
+_LATEX_SPECIAL = re.compile("|".join(map(re.escape, sorted(_LATEX_ESCAPES, key=len, reverse=True))))
 
 
 def latex_escape(text) -> str:
     """Plain text for a LaTeX table cell (special characters escaped, >= <= -> as symbols)."""
-    out, s, i = [], str(text), 0
-    keys = sorted(_LATEX_ESCAPES, key=len, reverse=True)
-    while i < len(s):
-        k = next((k for k in keys if s.startswith(k, i)), None)
-        out.append(_LATEX_ESCAPES[k] if k else s[i])
-        i += len(k) if k else 1
-    return "".join(out)
+    return _LATEX_SPECIAL.sub(lambda m: _LATEX_ESCAPES[m.group()], str(text))
 
 
 def reproduction_latex(rep: dict) -> str:
@@ -475,9 +433,7 @@ def reproduction_latex(rep: dict) -> str:
              "\\begin{tabular}{llp{3.2cm}p{3.2cm}p{3.6cm}lp{3.6cm}}", "\\toprule",
              " & ".join(c.capitalize() for c in cols) + " \\\\", "\\midrule"]
     for r in rep["rows"]:
-        cells = [latex_escape(r[c]) for c in cols if c != "agrees"]
-        cells.insert(5, mark[r["agrees"]])
-        lines.append(" & ".join(cells) + " \\\\")
+        lines.append(" & ".join(mark[r[c]] if c == "agrees" else latex_escape(r[c]) for c in cols) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}", ""]
     return "\n".join(lines)
 
@@ -505,58 +461,39 @@ def log_to_mlflow(out_dir, summary: dict, tracking_uri: str, artifacts: Optional
             + (f" ({', '.join(classes)})" if classes else "") + (f" from {source}" if source else ""))
     tags = {STATS_KIND_TAG: "analysis", KIND_TAG: "stats", STATS_MODELS_TAG: ",".join(models)[:5000],
             STATS_CLASSES_TAG: ",".join(classes), STATS_SOURCE_TAG: str(source)}
-    tags.update(summary_tags(summary))
-    return log_run(tracking_uri, experiment, artifacts, name=name, tags=tags, params=params or {},
-                   metrics=summary_metrics(summary), folder=out_dir)
+    metrics, verdicts = summary_metrics_and_tags(summary)
+    return log_run(tracking_uri, experiment, artifacts, name=name, tags=tags | verdicts, params=params or {},
+                   metrics=metrics, folder=out_dir)
 
 
-def summary_metrics(summary: dict) -> dict:
-    """The headline numbers of ``summary.json`` as MLflow metrics: each curve's t50 and largest-jump
-    share, each gap's ratio and p-value (fitted ``gap_*``, milestone ``milestone_gap_*``), each
-    pooled gap's ratio, p-value, tau^2 and I^2 (keys made safe by :func:`metric_key`)."""
-    out = {}
+def summary_metrics_and_tags(summary: dict) -> tuple:
+    """The headline numbers of ``summary.json`` as MLflow metrics (each curve's t50 and largest-jump share,
+    each gap's ratio and p-value: fitted ``gap_*``, milestone ``milestone_gap_*``; each pooled gap's ratio,
+    p-value, tau^2 and I^2) and its verdicts as tags (each curve's shape and censoring, each gap's bound
+    side); keys made safe by :func:`metric_key`."""
+    metrics, tags = {}, {}
     for c in summary["curves"]:
         key = metric_key(f"{c['model']}.{c['class']}")
-        for name in ("t50", "max_jump_share"):
-            if c.get(name) is not None:
-                out[f"{name}.{key}"] = float(c[name])
-    for g in summary["gaps"]:
-        prefix, model = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap", metric_key(g["model"])
-        for name, field in (("ratio", "ratio"), ("p", "p_value")):
-            if g.get(field) is not None:
-                out[f"{prefix}_{name}.{model}"] = float(g[field])
-    for g in summary.get("pooled_gaps") or []:  # seed suites (stats/pooling.py)
-        model = metric_key(g["model"])
-        for name in ("ratio", "p_value", "tau2", "i2"):
-            if g.get(name) is not None:
-                out[f"pooled_gap_{name}.{model}"] = float(g[name])
-    return out
-
-
-def summary_tags(summary: dict) -> dict:
-    """The verdicts of ``summary.json`` as MLflow tags: each curve's shape and censoring, each
-    gap's bound side."""
-    out = {}
-    for c in summary["curves"]:
-        key = metric_key(f"{c['model']}.{c['class']}")
-        out[f"shape.{key}"] = c["shape"]
+        metrics.update({f"{name}.{key}": float(c[name]) for name in ("t50", "max_jump_share")
+                        if c.get(name) is not None})
+        tags[f"shape.{key}"] = c["shape"]
         if c.get("censored"):
-            out[f"censored.{key}"] = c["censored"]
-    for g in summary["gaps"]:
-        prefix = "gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap"
+            tags[f"censored.{key}"] = c["censored"]
+    fitted = {"ratio": "ratio", "p": "p_value"}
+    gaps = [("gap" if g.get("definition", "fitted") == "fitted" else "milestone_gap", g, fitted) for g in summary["gaps"]]
+    pooled = {n: n for n in ("ratio", "p_value", "tau2", "i2")}
+    gaps += [("pooled_gap", g, pooled) for g in summary.get("pooled_gaps") or []]
+    for prefix, g, fields in gaps:  # pooled: seed suites (stats/pooling.py)
+        model = metric_key(g["model"])
+        metrics.update({f"{prefix}_{name}.{model}": float(g[f]) for name, f in fields.items() if g.get(f) is not None})
         if g.get("bound"):
-            out[f"{prefix}_bound.{metric_key(g['model'])}"] = g["bound"]
-    for g in summary.get("pooled_gaps") or []:
-        if g.get("bound"):
-            out[f"pooled_gap_bound.{metric_key(g['model'])}"] = g["bound"]
-    return out
+            tags[f"{prefix}_bound.{model}"] = g["bound"]
+    return metrics, tags
 
 
 def _seed_t50(row: dict, head_class: str) -> str:
     """One run's t50 of a class in the pooled table: a censored one as its bound."""
-    censored = row.get(f"censored.{head_class}")
-    t50 = _fmt_tokens(row.get(f"t50.{head_class}"))
-    return {"left": f"<= {t50}", "right": f"> {t50}"}.get(censored, t50)
+    return CENSORED_SIGN.get(row.get(f"censored.{head_class}"), "") + _fmt_tokens(row.get(f"t50.{head_class}"))
 
 
 def _pooled_section(groups: list) -> list:
@@ -578,9 +515,9 @@ def _pooled_section(groups: list) -> list:
             value = g["ci"][0] if g["bound"] == "lower" else g["ci"][1]
         L += ["", f"### {g['model']}", "",
               f"Pooled {g['late_class']} / {g['early_class']} gap: **{sign}{_num(value)}x** over {_num(g.get('n_pooled'))} "
-              f"of {g['n_seeds']} runs, {g['level']:.0%} CI {_fmt_ratio_ci(g.get('ci'))}, prediction interval for a new run "
-              f"{_fmt_ratio_ci(g.get('prediction_interval'))}, p = {_num(g.get('p_value'))}, tau^2 = {_num(g.get('tau2'))} "
-              f"{_fmt_ratio_ci(g.get('tau2_ci')) if g.get('tau2_ci') else ''}, I^2 = {_num(g.get('i2'), '{:.0%}')} "
+              f"of {g['n_seeds']} runs, {g['level']:.0%} CI {interval_text(g.get('ci'), _num)}, prediction interval for a new run "
+              f"{interval_text(g.get('prediction_interval'), _num)}, p = {_num(g.get('p_value'))}, tau^2 = {_num(g.get('tau2'))} "
+              f"{interval_text(g.get('tau2_ci'), _num) if g.get('tau2_ci') else ''}, I^2 = {_num(g.get('i2'), '{:.0%}')} "
               f"({g.get('method') or 'not pooled'}).", "",
               f"| run | kind | t({g['early_class']}) | {g['early_class']} shape | t50({g['late_class']}) | "
               f"{g['late_class']} shape | gap ratio | 95% interval | p-value | pooled |",
@@ -589,19 +526,17 @@ def _pooled_section(groups: list) -> list:
             b = {"lower": ">= ", "upper": "<= "}.get(r.get("bound"), "")
             L.append(f"| {r['model']} | {r['seed_kind']} | {_seed_t50(r, g['early_class'])} | "
                      f"{r.get('shape.' + g['early_class'])} | {_seed_t50(r, g['late_class'])} | "
-                     f"{r.get('shape.' + g['late_class'])} | {b}{_num(r.get('ratio'))} | {_fmt_ratio_ci(r.get('ci'))} | "
+                     f"{r.get('shape.' + g['late_class'])} | {b}{_num(r.get('ratio'))} | {interval_text(r.get('ci'), _num)} | "
                      f"{_num(r.get('p_value'))} | {'yes' if r['used'] else 'no: ' + (r.get('left_out') or 'other kind')} |")
         L.append("")
-        for head_class, a in (g.get("shapes") or {}).items():
-            if a.get("modal") is not None:
-                L.append(f"- {head_class} shape agreement: {a['modal']} in {a['counts'][a['modal']]} of "
-                         f"{sum(a['counts'].values())} runs ({', '.join(f'{k}: {v}' for k, v in a['counts'].items())})")
+        L += [f"- {head_class} shape agreement: {a['modal']} in {a['counts'][a['modal']]} of "
+              f"{sum(a['counts'].values())} runs ({', '.join(f'{k}: {v}' for k, v in a['counts'].items())})"
+              for head_class, a in (g.get("shapes") or {}).items() if a.get("modal") is not None]
         vs = g.get("variance_share")
         if vs:
             L.append(f"- between-run variance: data order tau^2 = {_num(vs['tau2_data'])} ({vs['n_data']} runs), "
                      f"initialisation tau^2 = {_num(vs['tau2_weight'])} ({vs['n_weight']} runs): share due to the data "
                      f"order {_num(vs['share_data'], '{:.0%}')}, to the initialisation {_num(vs['share_weight'], '{:.0%}')}"
                      + (f"; independent runs tau^2 = {_num(vs['tau2_both'])}" if vs.get("tau2_both") is not None else ""))
-        for note in g.get("notes") or []:
-            L.append(f"- Note: {note}")
+        L += [f"- Note: {note}" for note in g.get("notes") or []]
     return L

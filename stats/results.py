@@ -42,12 +42,8 @@ class Results:
 
     def summary(self) -> str:
         """Readable text: one ``key: value`` line per entry of the record that is a scalar or short."""
-        lines = [type(self).__name__]
-        for key, value in self.to_dict().items():
-            text = _short(value)
-            if text is not None:
-                lines.append(f"  {key}: {text}")
-        return "\n".join(lines)
+        texts = ((key, _short(value)) for key, value in self.to_dict().items())
+        return "\n".join([type(self).__name__] + [f"  {key}: {text}" for key, text in texts if text is not None])
 
 
 def record(obj: Results) -> dict:

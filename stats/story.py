@@ -42,21 +42,18 @@ import numpy as np
 
 from stats.config import DEFAULTS
 from stats.results import Results, record
-from stats.units import format_tokens
+from stats.units import format_number, format_tokens
 
 #: A rise of at most this many heads is "few heads": its fitted t50 rests on single heads switching.
 FEW_HEADS = 5
 
 
 def _side(ratio, bound) -> Optional[str]:
-    """">1" / "<1" when the gap says on which side of 1 it lies, else None."""
-    if ratio is None or not np.isfinite(ratio):
+    """">1" / "<1" when the gap says on which side of 1 it lies (a bound: only on its own side), else None."""
+    if ratio is None or not np.isfinite(ratio) or ratio == 1:
         return None
-    if bound == "lower":
-        return ">1" if ratio > 1 else None
-    if bound == "upper":
-        return "<1" if ratio < 1 else None
-    return ">1" if ratio > 1 else ("<1" if ratio < 1 else None)
+    side = ">1" if ratio > 1 else "<1"
+    return side if not bound or side == {"lower": ">1", "upper": "<1"}.get(bound) else None
 
 
 def _overlap(a, b) -> Optional[bool]:
@@ -71,16 +68,16 @@ def _overlap(a, b) -> Optional[bool]:
     return bool(lo <= hi)
 
 
-_fmt = format_tokens
+def interval_text(ci, fmt=format_tokens, empty: str = "-") -> str:
+    """An interval ``[lo, hi]`` of tokens (or in ``fmt``), an open end (None) written ``-``; ``empty``
+    when it has no end at all."""
+    if not ci or (ci[0] is None and ci[1] is None):
+        return empty
+    return f"[{fmt(ci[0])}, {fmt(ci[1])}]"
 
 
-def _interval(ci) -> str:
-    if not ci:
-        return "-"
-    lo, hi = ci
-    if lo is None and hi is None:
-        return "-"
-    return f"[{'-' if lo is None else _fmt(lo)}, {'-' if hi is None else _fmt(hi)}]"
+def _ratio_ci(ci) -> str:
+    return interval_text(ci, format_number, "[-]")
 
 
 def describe_time(ca) -> str:
@@ -89,12 +86,12 @@ def describe_time(ca) -> str:
         return "no curve"
     t = ca.times
     if ca.censored == "left":
-        return f"{ca.head_class} at or before {_fmt(t.t50)} (left-censored)"
+        return f"{ca.head_class} at or before {format_tokens(t.t50)} (left-censored)"
     if ca.censored == "right":
-        return f"{ca.head_class} not before {_fmt(t.t50)} (right-censored)"
+        return f"{ca.head_class} not before {format_tokens(t.t50)} (right-censored)"
     if t is None:
         return f"{ca.head_class}: no transition ({ca.verdict.reason.split(':')[0]})"
-    return f"{ca.head_class} at ~{_fmt(t.t50)} {_interval(t.t50_ci)} ({ca.verdict.shape})"
+    return f"{ca.head_class} at ~{format_tokens(t.t50)} {interval_text(t.t50_ci)} ({ca.verdict.shape})"
 
 
 def describe_gap(g) -> str:
@@ -112,19 +109,11 @@ def describe_milestone_gap(m) -> str:
     name = f"milestone gap {m.late.name} / {m.early.name}"
     if not m.early.reached:
         upper = "" if m.ratio_ci[1] is None else f" (<= {m.ratio_ci[1]:.3g}x)"
-        return f"{name}: no ratio, {m.early.name} not reached by {_fmt(m.early.last_tokens)}{upper}"
+        return f"{name}: no ratio, {m.early.name} not reached by {format_tokens(m.early.last_tokens)}{upper}"
     if not m.late.reached:
         lower = "" if m.ratio_ci[0] is None else f">= {m.ratio_ci[0]:.3g}x, "
-        return f"{name} {lower}a bound: {m.late.name} not reached by {_fmt(m.late.last_tokens)}"
+        return f"{name} {lower}a bound: {m.late.name} not reached by {format_tokens(m.late.last_tokens)}"
     return f"{name} {m.ratio:.3g}x {_ratio_ci(m.ratio_ci)}"
-
-
-def _ratio_ci(ci) -> str:
-    if not ci or (ci[0] is None and ci[1] is None):
-        return "[-]"
-    lo = "-" if ci[0] is None or not np.isfinite(ci[0]) else f"{ci[0]:.3g}"
-    hi = "-" if ci[1] is None or not np.isfinite(ci[1]) else f"{ci[1]:.3g}"
-    return f"[{lo}, {hi}]"
 
 
 @dataclass
@@ -155,10 +144,8 @@ class GapStory(Results):
         if self.agree is not False:
             return None
         why = "; ".join(self.reasons) or "no reason found in the data"
-        if self.trust:
-            advice = f"Trust: {self.trust}"
-        else:
-            advice = "Trust neither: the gap is not established" + ("" if short else f" ({self.assessment})")
+        advice = (f"Trust: {self.trust}" if self.trust
+                  else "Trust neither: the gap is not established" + ("" if short else f" ({self.assessment})"))
         return f"The fitted and the milestone gap disagree in {self.disagreement} ({why}). {advice}"
 
     def to_dict(self) -> dict:
@@ -190,8 +177,6 @@ def _reasons(curves, milestones, min_points: int, min_rise_heads: float) -> list
         elif rise is not None and 0 < rise <= FEW_HEADS and not ca.censored:
             out.append(f"few heads: the {ca.head_class} rise is {rise:.3g} heads")
     for m in milestones:
-        if m is None:
-            continue
         if m.reached and m.previous_revision is None:
             out.append(f"censoring: milestone {m.name!r} is met at the first revision")
         elif not m.reached:
@@ -203,29 +188,24 @@ def gap_story(model: str, fitted, milestone, late, early, min_points: int = DEFA
               min_rise_heads: float = DEFAULTS.shape.min_rise_heads) -> GapStory:
     """The :class:`GapStory` of ``model`` from its fitted gap (:class:`stats.times.GapRatio`),
     its milestone gap (:class:`stats.milestones.MilestoneGap`) and the two curve analyses."""
-    times = f"{describe_time(early)}, {describe_time(late)}"
-    text = f"{times}: {describe_gap(fitted)}"
+    text = f"{describe_time(early)}, {describe_time(late)}: {describe_gap(fitted)}"
     if milestone is not None:
         text += f"; {describe_milestone_gap(milestone)}"
     story = GapStory(model, text, None if fitted is None else fitted.to_dict(),
                      None if milestone is None else milestone.to_dict(),
                      late_class=None if late is None else late.head_class,
                      early_class=None if early is None else early.head_class)
-    weigh(story)
-    if fitted is None or milestone is None:
-        return story
-    f_side = _side(fitted.ratio, fitted.bound)
-    m_side = _side(milestone.ratio, milestone.bound)
-    overlap = _overlap(fitted.ratio_ci, milestone.ratio_ci)
-    if f_side and m_side and f_side != m_side:
-        story.agree, story.disagreement = False, "direction"
-    elif overlap is False:
-        story.agree, story.disagreement = False, "size"
-    elif f_side and m_side:
-        story.agree = True
-    story.reasons = _reasons([late, early], [milestone.late, milestone.early], min_points, min_rise_heads)
-    weigh(story)
-    return story
+    if fitted is not None and milestone is not None:
+        f_side = _side(fitted.ratio, fitted.bound)
+        m_side = _side(milestone.ratio, milestone.bound)
+        if f_side and m_side and f_side != m_side:
+            story.agree, story.disagreement = False, "direction"
+        elif _overlap(fitted.ratio_ci, milestone.ratio_ci) is False:
+            story.agree, story.disagreement = False, "size"
+        elif f_side and m_side:
+            story.agree = True
+        story.reasons = _reasons([late, early], [milestone.late, milestone.early], min_points, min_rise_heads)
+    return weigh(story)
 
 
 # ---------------------------------------------------------------------------------
@@ -267,26 +247,16 @@ def informative(row) -> bool:
 def _row_evidence(rows) -> list:
     """``(text, established side, side of the point)`` of each sensitivity row whose re-counted class
     forms (a row whose class has no head at its threshold says nothing on the gap)."""
-    out = []
-    for r in rows:
-        if r.is_analysis_threshold or not informative(r):
-            continue
-        text = f"{r.head_class} at {r.threshold_text}: {_ratio_text(r.gap_ratio, r.gap_ratio_ci, r.gap_bound)}"
-        out.append((text, _excludes_one(r.gap_ratio_ci), _side(r.gap_ratio, r.gap_bound)))
-    return out
+    return [(f"{r.head_class} at {r.threshold_text}: {_ratio_text(r.gap_ratio, r.gap_ratio_ci, r.gap_bound)}",
+             _excludes_one(r.gap_ratio_ci), _side(r.gap_ratio, r.gap_bound))
+            for r in rows if not r.is_analysis_threshold and informative(r)]
 
 
 def weigh(story: GapStory, rows=()) -> GapStory:
     """Set the story's :attr:`~GapStory.established` direction, :attr:`~GapStory.assessment` and
     :attr:`~GapStory.trust` from its fitted gap, its milestone gap and the model's threshold-sensitivity
-    ``rows`` (:class:`stats.sensitivity.SensitivityRow`, the main analysis's rows left out).
-
-    A direction is established when the fitted interval or the milestone bracket (both milestones
-    reached) excludes 1 on that side, and nothing points the other way: neither definition's interval,
-    nor the fitted point, nor a sensitivity row's interval. A milestone never reached (or met at the
-    first revision) gives a bound, not a figure: it neither establishes nor is trusted. Where the
-    evidence is mixed, the gap is *not established* and the assessment says why. A figure is advised
-    (``trust``) only when it establishes the direction that the rest does not contradict."""
+    ``rows`` (:class:`stats.sensitivity.SensitivityRow`, the main analysis's rows left out), by the rule
+    of the module docstring (a milestone bound neither establishes a direction nor is trusted)."""
     late, early = story.late_class or "late", story.early_class or "early"
     f, m = story.fitted or {}, story.milestone or {}
     f_est = _excludes_one(f.get("ratio_ci")) if f.get("ratio") is not None else None
@@ -333,24 +303,21 @@ def _against(side, f_est, f_lean, m_est, m_lean, row_ev, f, m) -> list:
 
 def _not_established(side, against, f, f_est, m, m_est, row_ev, late, early) -> list:
     """Why no direction is established, one clause a reason."""
+    if side is not None:
+        by = "the fitted interval" if f_est == side else "the milestone bracket"
+        return [f"{_direction(side, late, early)} by {by}, but {'; '.join(against)}"]
     why = []
-    if side is None and f_est and m_est and f_est != m_est:
+    if f_est and m_est and f_est != m_est:
         why.append(f"the fitted interval {_ratio_ci(f.get('ratio_ci'))} and the milestone bracket "
                    f"{_ratio_ci(m.get('ratio_ci'))} exclude 1 on opposite sides")
-    if side is not None:
-        why.append(f"{_direction(side, late, early)} by "
-                   + ("the fitted interval" if f_est == side else "the milestone bracket") + ", but " + "; ".join(against))
-    else:
-        if f.get("ratio") is None:
-            why.append("no fitted gap")
-        elif not f_est:
-            why.append(f"the fitted gap {_ratio_text(f.get('ratio'), f.get('ratio_ci'), f.get('bound'))} does not exclude 1")
-        if m and m.get("bound") is None and m.get("ratio") is not None and not m_est:
-            why.append(f"the milestone bracket {_ratio_ci(m.get('ratio_ci'))} contains 1")
-        sides = {lean for _, _, lean in row_ev if lean}
-        if len(sides) > 1:
-            why.append("the other thresholds give ratios on both sides of 1 ("
-                       + "; ".join(t for t, _, _ in row_ev) + ")")
+    if f.get("ratio") is None:
+        why.append("no fitted gap")
+    elif not f_est:
+        why.append(f"the fitted gap {_ratio_text(f.get('ratio'), f.get('ratio_ci'), f.get('bound'))} does not exclude 1")
+    if m and m.get("bound") is None and m.get("ratio") is not None and not m_est:
+        why.append(f"the milestone bracket {_ratio_ci(m.get('ratio_ci'))} contains 1")
+    if len({lean for _, _, lean in row_ev if lean}) > 1:
+        why.append("the other thresholds give ratios on both sides of 1 (" + "; ".join(t for t, _, _ in row_ev) + ")")
     return why
 
 
