@@ -8,6 +8,7 @@ evicted from it with ``scan_cache_dir().delete_revisions`` when ``cache.evict=tr
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Dict, Optional, Sequence
@@ -38,19 +39,10 @@ class HubUnreachable(EmergenceError):
     every later revision would fail alike, so the job stops at the first (emergence/screening.py)."""
 
 
+@functools.cache
 def hub_problem() -> Optional[str]:
     """Why the hub cannot be used now (``HF_HUB_OFFLINE`` set, or no answer from ``HF_ENDPOINT``
     within :data:`HUB_TIMEOUT_S`, one try), or None when it answers. Asked once a process."""
-    global _HUB_PROBLEM
-    if _HUB_PROBLEM is None:
-        _HUB_PROBLEM = (_probe_hub(),)
-    return _HUB_PROBLEM[0]
-
-
-_HUB_PROBLEM: Optional[tuple] = None
-
-
-def _probe_hub() -> Optional[str]:
     import urllib.error
     import urllib.request
 
