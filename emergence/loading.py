@@ -109,14 +109,6 @@ def matmul_precision(name: str):
         settings.fp32_precision = saved
 
 
-def placement(device: torch.device) -> dict:
-    """``from_pretrained`` keywords that read the weights straight onto ``device`` (accelerate's
-    ``device_map``); without accelerate, none (the model is loaded to the host, then moved)."""
-    if importlib.util.find_spec("accelerate") is None:
-        return {}
-    return {"device_map": str(device) if device.index is not None or device.type != "cuda" else "cuda:0"}
-
-
 def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: str = "auto",
          toy_dir: Optional[str] = None, progress: bool = True, folder: Optional[str] = None,
          precision: str = "auto", source=None) -> LoadedModel:
@@ -142,7 +134,9 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         located = source.locate(model_cfg, revision, toy_dir, progress)
         where, rev = located.where, located.revision
     named = source.label(model_cfg, revision, where)
-    kwargs = dict(**placement(dev))
+    kwargs = {}  # the weights read straight onto the device (accelerate's device_map), else loaded, then moved
+    if importlib.util.find_spec("accelerate") is not None:
+        kwargs["device_map"] = str(dev) if dev.index is not None or dev.type != "cuda" else "cuda:0"
     if rev is not None:
         kwargs["revision"] = rev
     family, model = _from_pretrained(model_cfg, where, rev, named, known, kwargs, dev)

@@ -127,15 +127,13 @@ def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optio
 
 def _eager_mask(attention_mask: Optional[torch.Tensor], query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
     """Eager attention's additive mask (0 where attended, the dtype's min elsewhere)."""
-    low = torch.finfo(query.dtype).min
-    if attention_mask is not None and attention_mask.dtype != torch.bool:
-        return attention_mask
     if attention_mask is None:
-        T_q, T_k = query.shape[-2], key.shape[-2]
-        q_pos = torch.arange(T_q, device=query.device) + (T_k - T_q)
-        attention_mask = (torch.arange(T_k, device=query.device)[None, :] <= q_pos[:, None])[None, None]
+        return _causal_bias(None, query.shape[-2], key.shape[-2], query.dtype, query.device)[None, None]
+    if attention_mask.dtype != torch.bool:
+        return attention_mask
     zero = torch.zeros((), dtype=query.dtype, device=query.device)
-    return torch.where(attention_mask, zero, torch.full((), low, dtype=query.dtype, device=query.device))
+    return torch.where(attention_mask, zero, torch.full((), torch.finfo(query.dtype).min, dtype=query.dtype,
+                                                          device=query.device))
 
 
 def screen_attention_forward(module, query, key, value, attention_mask, dropout: float = 0.0,

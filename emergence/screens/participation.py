@@ -46,12 +46,6 @@ def participation_ratio(W: np.ndarray, samples: int, corrected: bool = False) ->
         return np.where(b > 0, np.clip(pr, 1.0, d), np.nan)
 
 
-def query_positions(input_ids: torch.Tensor) -> torch.Tensor:
-    """Boolean [N, T]: the second-half queries (positions with an earlier copy of their token)."""
-    duplicate, _ = copy_masks(input_ids)
-    return duplicate.any(-1)
-
-
 class ParticipationRatioReducer(Reducer):
     needs_head_outputs = True
 
@@ -61,7 +55,7 @@ class ParticipationRatioReducer(Reducer):
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
-        eligible = query_positions(probe.input_ids)
+        eligible = copy_masks(probe.input_ids)[0].any(-1)  # [N, T]: queries with an earlier copy of their token
         flat = eligible.flatten().nonzero().flatten().numpy()
         rng = np.random.default_rng(self.seed)
         take = rng.choice(flat, size=min(self.samples, len(flat)), replace=False)

@@ -110,9 +110,9 @@ def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "
                      means: Optional[dict] = None) -> MatchedAblationResult:
     """Clean, group, matched controls and whole-layer upper bound, at the last position.
 
-    ``clean`` (the metrics of :data:`~emergence.screens.xu2026.LAST_POSITION_METRICS` over ``probe``) and ``means`` (per-position
-    head means, for ``mode="mean"``) when the screen's own pass measured them; else they
-    are measured here (one pass for both). The group, the controls and the bound share
+    ``clean`` (the metrics of :data:`~emergence.screens.xu2026.LAST_POSITION_METRICS` over
+    ``probe``) and ``means`` (per-position head means, for ``mode="mean"``) when the screen's own
+    pass measured them; else they are measured here (one pass for both). The group, the controls and the bound share
     each batch's clean prefix below the group's first layer
     (:func:`emergence.screens.prefix.run_ablations`)."""
     group = sorted({tuple(int(i) for i in h) for h in group})
