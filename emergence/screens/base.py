@@ -72,6 +72,19 @@ class Reducer:
         raise NotImplementedError
 
 
+class RowsReducer(Reducer):
+    """A reducer that tracks which probe rows the current batch holds (:attr:`rows`: start, stop)."""
+
+    def begin(self, adapter: ArchitectureAdapter, probe: Probe) -> None:
+        super().begin(adapter, probe)
+        self.offset = 0
+        self.rows = (0, 0)
+
+    def start_batch(self, input_ids: torch.Tensor) -> None:
+        self.rows = (self.offset, self.offset + input_ids.shape[0])
+        self.offset += input_ids.shape[0]
+
+
 def accumulator(device: torch.device) -> torch.device:
     """Where a reducer keeps its float64 running sums: the tensors' own device, but the CPU
     for MPS (which has no float64)."""

@@ -181,6 +181,11 @@ def model_get(model, key: str, default=None):
     return default if value is None else value
 
 
+def tokens_per_step(model, default=None):
+    """``model.tokens.tokens_per_step``, or ``default`` when unset."""
+    return model_get(model_get(model, "tokens", {}), "tokens_per_step", default)
+
+
 def _discover(table: Registry) -> None:
     """Import every module of this package and register its ``SOURCE``, then user code's."""
     for source in package_entries(__name__, __path__, "SOURCE", ModelSource):

@@ -130,6 +130,10 @@ class HubSource(ModelSource):
         if not model_get(model, "repo"):
             raise EmergenceError(f"model {model.name!r} has revisions: {self.name} but no model.repo "
                                  "(the hub repo id)")
+        self.refuse_path(model)
+
+    def refuse_path(self, model) -> None:
+        """A hub source reads no ``model.path``: one given is refused."""
         if model_get(model, "path"):
             raise EmergenceError(f"model {model.name!r} has revisions: {self.name}, which reads the hub, and "
                                  f"model.path={model.path!r}; for local checkpoint folders set "

@@ -25,7 +25,7 @@ from typing import Dict, List
 from emergence import EmergenceError
 from emergence import revisions as rv
 from emergence.common.contract import RunSeed
-from emergence.sources import model_get
+from emergence.sources import model_get, tokens_per_step
 from emergence.sources._hub import SeedSuiteSource
 
 OWNER = "stanford-crfm"
@@ -77,7 +77,7 @@ class CrfmGpt2Source(SeedSuiteSource):
         self.repo(model)
 
     def revisions(self, model) -> List[rv.Revision]:
-        per_step = int(model_get(model_get(model, "tokens", {}), "tokens_per_step", TOKENS_PER_STEP))
+        per_step = int(tokens_per_step(model, TOKENS_PER_STEP))
         return [rv.Revision(step * per_step, step, f"checkpoint-{step}") for step in checkpoint_steps()]
 
     def run_seed(self, model) -> RunSeed:

@@ -30,11 +30,10 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from emergence import EmergenceError
-from emergence import revisions as rv
 from emergence.common.contract import SEED_KINDS, RunSeed
 from emergence.sources import model_get
 from emergence.sources._hub import SeedSuiteSource
-from emergence.sources.pythia import PYTHIA_TOKENS_PER_STEP, pythia_revisions
+from emergence.sources.pythia import PythiaSource
 
 OWNER = "EleutherAI"
 #: Model sizes of the suite.
@@ -97,15 +96,10 @@ class PolyPythiaSource(SeedSuiteSource):
             raise EmergenceError(f"model {model.name!r} has revisions: polypythia, which computes the repo from "
                                  f"model.size, model.seed and model.seed_kind, and model.repo={model.repo!r}; "
                                  "drop model.repo, or use revisions: pythia for a repo of your own")
-        if model_get(model, "path"):
-            raise EmergenceError(f"model {model.name!r} has revisions: polypythia, which reads the hub, and "
-                                 f"model.path={model.path!r}; for local checkpoint folders set model.revisions=folder")
+        self.refuse_path(model)
         self.repo(model)  # the size, seed and kind name a run of the suite
 
-    def revisions(self, model) -> List[rv.Revision]:
-        """Pythia's 154 branches (never ``main``: the final checkpoint is ``step143000``)."""
-        return pythia_revisions(int(model_get(model_get(model, "tokens", {}), "tokens_per_step",
-                                              PYTHIA_TOKENS_PER_STEP)))
+    revisions = PythiaSource.revisions
 
     def run_seed(self, model) -> RunSeed:
         return RunSeed(str(int(model.seed)), str(model_get(model, "seed_kind", "both")), str(model.name))
