@@ -74,11 +74,16 @@ def generic_problem(model: nn.Module) -> Optional[str]:
 
 
 def config_problem(hf_config) -> Optional[str]:
-    """:func:`generic_problem` for a checkpoint's HF config, checked on an empty model built on
-    the ``meta`` device (no weights read, no memory taken)."""
+    """:func:`generic_problem` for a checkpoint's HF config (or its ``config.json`` as a dict),
+    checked on an empty model built on the ``meta`` device (no weights read, no memory taken)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM
 
+    if isinstance(hf_config, dict):
+        try:
+            hf_config = AutoConfig.for_model(**hf_config)
+        except Exception as exc:  # noqa: BLE001  (a model type transformers does not know)
+            return f"transformers does not know it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
     try:
         with torch.device("meta"):
             empty = AutoModelForCausalLM.from_config(hf_config)

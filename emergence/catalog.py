@@ -173,18 +173,10 @@ def resolve_family(model: DictConfig, revisions: Sequence[rv.Revision], network:
         return str(model.family)
     where = f"{model.name}@{first.name}"
     model_type = str(config.get("model_type", ""))
-    return families.choose(str(model.family), model_type, where, lambda: _generic_problem(config)).name
+    return families.choose(str(model.family), model_type, where, lambda: _config_problem(config)).name
 
 
-def _generic_problem(config: dict):
-    """Why the generic family cannot screen a checkpoint of ``config`` (None: it can), checked on
-    an empty model on the ``meta`` device: no weights are read."""
-    from transformers import AutoConfig  # (transformers only when a config names a type no family covers)
+def _config_problem(config: dict):
+    from emergence.adapters import config_problem  # (torch and transformers only for a type no family covers)
 
-    from emergence.adapters import config_problem
-
-    try:
-        hf_config = AutoConfig.for_model(**config)
-    except Exception as exc:  # noqa: BLE001  (a model type transformers does not know)
-        return f"transformers does not know it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    return config_problem(hf_config)
+    return config_problem(config)

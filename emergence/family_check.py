@@ -67,19 +67,17 @@ def checkpoint_folder(path: str) -> Path:
         return folder
     if not folder.is_dir():
         raise EmergenceError(f"{path!r} is not a folder; give an HF model folder (config.json) or a folder of revisions")
-    revisions = folder_revisions(folder, None)
-    if not revisions:
-        raise EmergenceError(f"{path!r} holds no config.json and no revision folders (step<N>/ or revisions.json)")
-    return folder / revisions[0].name
+    return folder / folder_revisions(folder, None)[0].name
 
 
 class _Record(Reducer):
     """Keeps what a pass hands it: attention rows, head outputs, last hidden states."""
 
-    needs_attention = needs_head_outputs = needs_hidden = True
+    needs_hidden = True
 
-    def __init__(self, rows=None):
+    def __init__(self, rows=None, hidden_only: bool = False):
         self.attention_rows = rows
+        self.needs_attention = self.needs_head_outputs = not hidden_only
         self.rows, self.heads, self.last = {}, {}, []
 
     def attention(self, layer, weights):
@@ -193,19 +191,17 @@ def run_checks(path: str, family: str = families.AUTO, n_sequences: int = 2, seq
             want = (n_sequences, seq_len, adapter.n_heads, adapter.head_dim)
             add(CheckLine("head outputs", shapes == {want}, f"projection input read as {sorted(shapes)} "
                           f"per layer; expected {want}"))
-    add_ablation_checks(model, eager, chosen, adapter, probe, add)
+    add_ablation_checks(model, eager, chosen, adapter, probe, clean, add)
     return lines
 
 
-def add_ablation_checks(model, eager, family, adapter, probe: Probe, add: Callable[[CheckLine], None]) -> None:
-    """Checks 6 and 7: one head of the first and one of the last layer ablated, three ways."""
-    ids = probe.input_ids
-    with torch.inference_mode():
-        clean = base_model(eager)(input_ids=ids, use_cache=False).last_hidden_state
+def add_ablation_checks(model, eager, family, adapter, probe: Probe, clean: torch.Tensor,
+                        add: Callable[[CheckLine], None]) -> None:
+    """Checks 6 and 7: one head of the first and one of the last layer ablated, three ways
+    (``clean``: the eager model's last hidden states on the probe)."""
     for layer, head in ((0, adapter.n_heads - 1), (adapter.n_layers - 1, 0)):
-        want = _ablated_reference(eager, family, adapter, layer, head, ids)
-        record = _Record(())
-        record.needs_attention = record.needs_head_outputs = False
+        want = _ablated_reference(eager, family, adapter, layer, head, probe.input_ids)
+        record = _Record((), hidden_only=True)
         with ablated(adapter, [(layer, head)], "zero"):
             run_pass(model, adapter, probe, [record], progress=False)
         moved = float((want - clean).abs().max())
@@ -215,8 +211,7 @@ def add_ablation_checks(model, eager, family, adapter, probe: Probe, add: Callab
         made: List[_Record] = []
 
         def make():
-            made.append(_Record(()))
-            made[-1].needs_attention = made[-1].needs_head_outputs = False
+            made.append(_Record((), hidden_only=True))
             return made[-1]
 
         run_ablations(model, adapter, probe, [[(layer, head)]], make)

@@ -1,28 +1,12 @@
 """Load a model at a revision: ``from_pretrained(repo or folder, revision=...)``, SDPA attention,
-straight onto the device.
+straight onto the device (``device_map``, with accelerate), in the family's dtype
+(emergence/families/, ``Family.dtype_name``), and size a screen's batches from a memory budget.
 
-- Where a revision lies is the model source's answer (emergence/sources/, chosen by
-  ``model.revisions``): a hub repo and branch (``pythia``, ``snapshot``), a local
-  folder ``<model.path>/<revision>/`` (``folder``) or the trained toy suite (``toy``).
-- Attention: the model is loaded with ``attn_implementation="sdpa"``; a screen's pass
-  switches it to the screen's own attention for the pass (SDPA outputs, and the attention
-  rows its reducers read recomputed from Q and K: emergence/screens/attention.py), so no
-  pass is forced through eager attention.
-- Device: the weights are read from the files straight onto the device
-  (``device_map=<device>``, with accelerate), not into host memory first.
-- dtype: the family's policy (emergence/families/, ``Family.dtype_name``). ``auto`` is
-  float32 on the CPU; on an accelerator bfloat16, but float32 for GPT-NeoX. float16 is
-  refused for GPT-NeoX (Pythia was trained in fp16 with large Q/K biases; its attention
-  overflows there).
-- Matmul precision (``matmul_precision``, :func:`choose_matmul_precision`): ``auto`` runs a
-  float32 model's matrix products in TF32 on CUDA (10-bit mantissa inputs, float32
-  accumulation; Pythia's passes) where the family allows it (``Family.tf32``); ``float32``
-  keeps IEEE float32 products. Elsewhere (CPU, MPS, a bfloat16 model) it changes nothing.
-- The source's ``fetch`` brings a revision's files onto the disk (the hub: only config,
-  weights and tokenizer, by ``huggingface_hub.snapshot_download``, which resumes an
-  interrupted download and shows progress; folders: a check); ``emergence.prefetch`` runs
-  it one revision ahead of the screen, and :func:`load` reads what it fetched.
-  ``cache.evict=true`` deletes a screened hub revision afterwards (:func:`evict`).
+Where a revision lies is its model source's answer (emergence/sources/); the source's ``fetch``
+puts it on disk (``emergence.prefetch`` runs it one revision ahead) and :func:`load` reads what it
+fetched. A screen's pass switches the model to the screen's own attention (SDPA outputs, the rows
+its reducers read recomputed from Q and K: emergence/screens/attention.py), so no pass is forced
+through eager attention. ``cache.evict=true`` deletes a screened hub revision afterwards (:func:`evict`).
 """
 
 from __future__ import annotations
@@ -41,9 +25,8 @@ from emergence.config import DEVICE_HINT, MATMUL_PRECISIONS
 from emergence.adapters import ArchitectureAdapter, adapter_for, config_problem
 from emergence.revisions import Revision
 from emergence.sources import source_for
-from emergence.sources._hub import (BIN_PATTERNS, CONFIG_PATTERNS, SAFETENSORS_PATTERNS,  # noqa: F401 (re-exported)
-                                    HubUnreachable, evict, missing_revision_message, offline_message,
-                                    screen_patterns)
+from emergence.sources._hub import (HubUnreachable, evict, missing_revision_message,  # noqa: F401 (re-exported)
+                                    offline_message, screen_patterns)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -77,9 +60,8 @@ def choose_device(name: str = "auto") -> torch.device:
     mps = getattr(torch.backends, "mps", None)
     here = ["auto", "cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] \
         + (["mps"] if mps and mps.is_available() else [])
-    if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
-        raise EmergenceError(f"device={name} is not available on this machine; valid here: {', '.join(here)}")
-    if device.type == "mps" and not (mps and mps.is_available()):
+    if (device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count())
+            or device.type == "mps" and not (mps and mps.is_available())):
         raise EmergenceError(f"device={name} is not available on this machine; valid here: {', '.join(here)}")
     return device
 
@@ -127,14 +109,6 @@ def matmul_precision(name: str):
         settings.fp32_precision = saved
 
 
-def placement(device: torch.device) -> dict:
-    """``from_pretrained`` keywords that read the weights straight onto ``device`` (accelerate's
-    ``device_map``); without accelerate, none (the model is loaded to the host, then moved)."""
-    if importlib.util.find_spec("accelerate") is None:
-        return {}
-    return {"device_map": str(device) if device.index is not None or device.type != "cuda" else "cuda:0"}
-
-
 def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: str = "auto",
          toy_dir: Optional[str] = None, progress: bool = True, folder: Optional[str] = None,
          precision: str = "auto", source=None) -> LoadedModel:
@@ -160,7 +134,9 @@ def load(model_cfg, revision: Revision, known: Sequence[Revision] = (), device: 
         located = source.locate(model_cfg, revision, toy_dir, progress)
         where, rev = located.where, located.revision
     named = source.label(model_cfg, revision, where)
-    kwargs = dict(**placement(dev))
+    kwargs = {}  # the weights read straight onto the device (accelerate's device_map), else loaded, then moved
+    if importlib.util.find_spec("accelerate") is not None:
+        kwargs["device_map"] = str(dev) if dev.index is not None or dev.type != "cuda" else "cuda:0"
     if rev is not None:
         kwargs["revision"] = rev
     family, model = _from_pretrained(model_cfg, where, rev, named, known, kwargs, dev)
@@ -256,10 +232,6 @@ CUDA_FREE_FRACTION = 0.9
 LOGIT_CHUNK = 1024
 
 
-def _dtype_bytes(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
-
-
 def sequence_bytes(config, seq_len: int, dtype: torch.dtype, rows: Optional[int] = None) -> int:
     """Peak bytes one probe sequence adds to the streaming pass (one layer alive at a time):
 
@@ -278,7 +250,7 @@ def sequence_bytes(config, seq_len: int, dtype: torch.dtype, rows: Optional[int]
     f *= int(getattr(config, "num_experts_per_tok", None) or 1)
     T = int(seq_len)
     R = T if rows is None else int(rows)
-    return 16 * H * T * R + _dtype_bytes(dtype) * T * (9 * d + 3 * f)
+    return 16 * H * T * R + torch.empty((), dtype=dtype).element_size() * T * (9 * d + 3 * f)
 
 
 @dataclass

@@ -29,6 +29,7 @@ from emergence import EmergenceError
 from emergence.config import CORPUS_KINDS, XU2026_MIN_SEQ_LEN, check_corpus, check_xu2026_values
 from emergence.sources import ModelLimits
 
+
 @dataclass(frozen=True)
 class PairLayout:
     """Where the ``xu2026`` probe wrote its pair, per sequence: A at ``position`` p, B
@@ -194,9 +195,7 @@ def xu2026(n_sequences: int, seq_len: int, vocab_lo: int, vocab_hi: int, seed: i
 
 
 def limits_of(config, tokenizer=None, model: str = "the model") -> ModelLimits:
-    context = getattr(config, "max_position_embeddings", None)
-    return ModelLimits(usable_vocab_size(config, tokenizer), int(context) if context else None, model,
-                       getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None))
+    return ModelLimits.of(config, usable_vocab_size(config, tokenizer), model)
 
 
 def _check_first_token(corpus, limits: Optional[ModelLimits]) -> None:
@@ -277,12 +276,7 @@ def xu2026_shape(corpus, limits: Optional[ModelLimits] = None) -> Xu2026Shape:
     return Xu2026Shape(lo2, hi2, T2, note)
 
 
-def _model_name(config) -> str:
-    return getattr(config, "_name_or_path", "") or "the model"
-
-
 def _synthetic_induction(corpus, config, tokenizer) -> Probe:
-    check_synthetic_induction(corpus, limits_of(config, tokenizer, _model_name(config)))
     first = first_token_id(config, tokenizer, corpus.first_token)
     specials = special_token_ids(config, tokenizer) | {first}
     vocab = [i for i in range(usable_vocab_size(config, tokenizer)) if i not in specials]
@@ -291,14 +285,13 @@ def _synthetic_induction(corpus, config, tokenizer) -> Probe:
 
 
 def _text_file(corpus, config, tokenizer) -> Probe:
-    check_text_file(corpus, limits_of(config, tokenizer, _model_name(config)))
     first = first_token_id(config, tokenizer, corpus.first_token) if corpus.prepend_first_token else None
     return text_file(corpus.path, tokenizer, corpus.n_sequences, corpus.seq_len, corpus.stride,
                      first, corpus.batch_size)
 
 
 def _xu2026(corpus, config, tokenizer) -> Probe:
-    shape = xu2026_shape(corpus, limits_of(config, tokenizer, _model_name(config)))
+    shape = xu2026_shape(corpus, limits_of(config, tokenizer))
     note = " (fitted to the model)" if shape.note else ""
     return xu2026(corpus.n_sequences, shape.seq_len, shape.vocab_lo, shape.vocab_hi, corpus.seed,
                   corpus.batch_size, note)
@@ -306,14 +299,18 @@ def _xu2026(corpus, config, tokenizer) -> Probe:
 
 @dataclass(frozen=True)
 class CorpusKind:
-    """One ``corpus.kind`` (an entry of emergence/config.py ``CORPUS_KINDS``).
-
-    check: ``check(corpus config, ModelLimits or None) -> note`` ("" if none); raises on bad values.
-    build: ``build(corpus config, model config, tokenizer) -> Probe``."""
+    """One ``corpus.kind`` (an entry of emergence/config.py ``CORPUS_KINDS``)."""
 
     name: str
+    #: ``check(corpus config, ModelLimits or None) -> note`` ("" if none); raises on bad values.
     check: Callable[..., str]
-    build: Callable[..., Probe]
+    #: ``make(corpus config, model config, tokenizer) -> Probe``, once the corpus is checked.
+    make: Callable[..., Probe]
+
+    def build(self, corpus, config, tokenizer=None) -> Probe:
+        """The probe for a model's config and tokenizer, after :attr:`check` against its limits."""
+        self.check(corpus, limits_of(config, tokenizer, getattr(config, "_name_or_path", "") or "the model"))
+        return self.make(corpus, config, tokenizer)
 
 
 SYNTHETIC_INDUCTION = CorpusKind("synthetic_induction", check_synthetic_induction, _synthetic_induction)

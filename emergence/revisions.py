@@ -1,18 +1,10 @@
 """Revisions: one training checkpoint of a model (name, step, tokens), and what is done
-with lists of them.
+with lists of them: revision files (a snapshot's, a folder's ``revisions.json``), local
+checkpoint folders, and the selections of ``revision.select``.
 
-- Revision files (:func:`read_revision_file`: a snapshot's, a folder's ``revisions.json``)
-  and local checkpoint folders (:func:`folder_revisions`). A model source's own schedule
-  lives in its module: Pythia's computed one in emergence/sources/pythia.py, OLMo/OLMoE
-  branch names ``stepN-tokensXB``, the documented schedules and the snapshot files in
-  emergence/sources/snapshot.py.
-- Selections (``revision.select``): ``logspaced`` (K revisions log-spaced in tokens,
-  first and last included), ``final``, ``all``, ``named``.
-
-Which of these a model uses is its source's business (``model.revisions``, the
-package emergence/sources/); the command line over them is ``python -m
-emergence.sources``. This module imports nothing else of the project but
-``EmergenceError``.
+A model source's own schedule lives in its module (emergence/sources/); the command line
+over them is ``python -m emergence.sources``. This module imports nothing else of the
+project but ``EmergenceError``.
 """
 
 from __future__ import annotations
@@ -34,7 +26,6 @@ SELECTIONS = ("logspaced", "final", "all", "named", "refine")
 MIN_LOGSPACED = 2
 
 
-
 @dataclass(frozen=True, order=True)
 class Revision:
     """One checkpoint. Ordered by (tokens, step, name)."""
@@ -45,9 +36,6 @@ class Revision:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "step": self.step, "tokens": self.tokens}
-
-
-# --------------------------------------------------------------------------- revision files
 
 
 #: A revision name as a file or folder name and a Hydra override value (``revision.pin=<name>``):
@@ -136,9 +124,6 @@ def folder_revisions(path: Path, tokens_per_step: Optional[int]) -> List[Revisio
         raise EmergenceError(f"model folder {str(path)!r} holds no revisions.json and no step<N>/ "
                              "model folders")
     return sorted(found)
-
-
-# --------------------------------------------------------------------------- selection
 
 
 def logspaced(revisions: Sequence[Revision], k: int) -> List[Revision]:

@@ -1,14 +1,10 @@
 """Family registry: what the screen needs to know about an architecture family.
 
 A *family* is a group of Hugging Face architectures the screen handles the same way
-(METHODS section 3). Each one is a :class:`Family` in its own file of this package
-(``gpt_neox.py``, ``olmo.py``, ``olmoe.py``, ``llama.py``), named ``FAMILY``; the
-registry finds those files itself, so adding a family is one file plus its test
-(docs/families_and_sources.md). :func:`register` adds one at run time (tests, user code).
-
-A model's YAML names its family (``model.family``); the loaded model's HF
-``config.model_type`` picks the family whose :attr:`Family.model_types` holds it
-(:func:`family_for_model_type`), which gives the hook points of the screen.
+(METHODS section 3). Each one is a :class:`Family` in its own file of this package, named
+``FAMILY``; the registry finds those files itself, so adding a family is one file plus its
+test (docs/families_and_sources.md). :func:`register` adds one at run time (tests, user code).
+Which family screens a checkpoint follows from its HF ``config.model_type`` (:func:`choose`).
 
 Importing this package does not import torch or transformers (the config and help
 code import it); the functions that need them import them when called.
@@ -99,19 +95,15 @@ class Family:
         for one call: emergence/screens/prefix.py)."""
         return operator.attrgetter(self.hook_paths(model)[0])(model)
 
-    def decoder_layers(self, model) -> List[Any]:
-        """The decoder layers of a loaded causal LM of this family, in order."""
-        return list(self.layer_list(model))
-
     def attention_modules(self, model) -> List[Any]:
         """Per layer, the module whose forward output holds the attention weights."""
         get = operator.attrgetter(self.hook_paths(model)[1])
-        return [get(layer) for layer in self.decoder_layers(model)]
+        return [get(layer) for layer in self.layer_list(model)]
 
     def output_projections(self, model) -> List[Any]:
         """Per layer, the module whose input is the concatenation of the per-head outputs."""
         get = operator.attrgetter(self.hook_paths(model)[2])
-        return [get(layer) for layer in self.decoder_layers(model)]
+        return [get(layer) for layer in self.layer_list(model)]
 
 
 def _discover(table: Registry) -> None:
@@ -142,13 +134,9 @@ unregister = FAMILIES.unregister
 get = FAMILIES.get
 
 
-def families() -> Dict[str, Family]:
-    """Every registered family, by name (sorted)."""
-    return FAMILIES.entries()
-
-
-def family_names() -> Tuple[str, ...]:
-    return FAMILIES.names()
+#: Every registered family, by name (sorted).
+families = FAMILIES.entries
+family_names = FAMILIES.names
 
 
 def supported_model_types() -> Tuple[str, ...]:
@@ -158,10 +146,7 @@ def supported_model_types() -> Tuple[str, ...]:
 
 def family_for_model_type(model_type: str) -> Optional[Family]:
     """The family covering the HF ``model_type``, or None."""
-    for family in families().values():
-        if model_type in family.model_types:
-            return family
-    return None
+    return next((f for f in families().values() if model_type in f.model_types), None)
 
 
 # --- which family screens a checkpoint (``model.family: auto``, or a named one checked) ------------

@@ -1,6 +1,5 @@
 """BLOOM: HF model type ``bloom`` (BLOOM, BLOOMZ).
 
-Hooks: ``transformer.h[i].self_attention`` and ``transformer.h[i].self_attention.dense``.
 BLOOM adds ALiBi biases to its attention scores and has no SDPA path and no attention
 interface: it is loaded with eager attention, whose module always returns its attention
 probabilities as its second output; the screen reads its rows there (emergence/screens/

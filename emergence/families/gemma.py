@@ -1,7 +1,6 @@
 """Gemma 1-3: HF model types ``gemma``, ``gemma2`` and ``gemma3_text`` (Gemma3ForCausalLM).
 
-Hooks: ``model.layers[i].self_attn`` and ``model.layers[i].self_attn.o_proj`` (``head_dim`` is
-set in the config and ``num_attention_heads x head_dim`` need not equal ``hidden_size``).
+``head_dim`` is set in the config (``num_attention_heads x head_dim`` need not equal ``hidden_size``).
 Gemma 2 caps its attention logits (``attn_logit_softcapping``), which SDPA cannot do: it is
 loaded with eager attention and the screen's attention computes its rows and outputs with the
 cap (emergence/screens/attention.py). Gemma 2 and 3 alternate sliding-window and global layers;

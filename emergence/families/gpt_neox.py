@@ -1,9 +1,7 @@
 """GPT-NeoX (Pythia): parallel residual, biases, LayerNorm, rotary.
 
-Hooks: ``gpt_neox.layers[i].attention`` (its forward returns the screen's attention rows) and
-``gpt_neox.layers[i].attention.dense`` (input: the per-head outputs). Pythia was
-trained in fp16 with large Q/K biases; its attention overflows in fp16, so ``auto``
-stays float32 on a GPU too and float16 is refused. On CUDA its float32 matrix products
+Pythia was trained in fp16 with large Q/K biases; its attention overflows in fp16, so
+``auto`` stays float32 on a GPU too and float16 is refused. On CUDA its float32 matrix products
 run in TF32 (``matmul_precision: auto``; TF32 keeps float32's range, so the biases do not
 overflow; ``matmul_precision=float32`` restores IEEE float32: tests/emergence/test_precision.py
 states the tolerance).

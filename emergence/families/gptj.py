@@ -1,7 +1,6 @@
 """GPT-J: HF model type ``gptj`` (GPT-J-6B; also the layout of the ``codegen`` family's ancestor).
 
-Hooks: ``transformer.h[i].attn`` and ``transformer.h[i].attn.out_proj``. Partial rotary
-(``rotary_dim``), parallel attention and MLP, no attention biases.
+Partial rotary (``rotary_dim``), parallel attention and MLP, no attention biases.
 """
 
 from emergence.families import Family

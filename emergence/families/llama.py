@@ -1,10 +1,8 @@
 """Llama-style decoders: HF model types ``llama``, ``mistral`` and ``qwen2``.
 
-Hooks: ``model.layers[i].self_attn`` (its forward returns the screen's attention rows) and
-``model.layers[i].self_attn.o_proj`` (input: the per-head outputs). Grouped-query
-attention is fine: the weights come per query head and ``o_proj`` takes
-``num_attention_heads x head_dim`` inputs. ``auto`` is bfloat16 on a GPU. The toy
-suite does not train this family (no toy builder); a model of it is one YAML file
+Grouped-query attention is fine: the weights come per query head and ``o_proj`` takes
+``num_attention_heads x head_dim`` inputs. ``auto`` is bfloat16 on a GPU. The toy suite does
+not train this family (no toy builder); a model of it is one YAML file
 (conf/model/_llama_style.yaml, docs/families_and_sources.md).
 """
 

@@ -1,6 +1,5 @@
 """OLMo (dense): HF model types ``olmo`` (OLMo-1B-0724) and ``olmo2`` (OLMo 2).
 
-Hooks: ``model.layers[i].self_attn`` and ``model.layers[i].self_attn.o_proj``.
 ``auto`` is bfloat16 on a GPU, the dtype the models were trained in.
 """
 

@@ -1,7 +1,6 @@
 """OLMoE (mixture of experts): HF model type ``olmoe`` (OLMoE-1B-7B).
 
-Hooks: ``model.layers[i].self_attn`` and ``model.layers[i].self_attn.o_proj``; the
-experts sit in the MLP, so the attention side is the same as OLMo's.
+The experts sit in the MLP, so the attention side is the same as OLMo's.
 """
 
 from emergence.families import Family

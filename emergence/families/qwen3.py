@@ -1,7 +1,7 @@
 """Qwen3: HF model type ``qwen3`` (dense Qwen3; QK-norm, grouped-query attention).
 
-Hooks: ``model.layers[i].self_attn`` and ``model.layers[i].self_attn.o_proj``. The per-head
-RMSNorm of Q and K runs before the attention interface, so the screen's rows see normed Q and K.
+The per-head RMSNorm of Q and K runs before the attention interface, so the screen's rows
+see normed Q and K.
 """
 
 from emergence.families import Family

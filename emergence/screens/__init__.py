@@ -26,10 +26,9 @@ from emergence.common.contract import LOGGED_CLASSES_PARAM, PR_INDUCTION_MEAN_ME
 from emergence.loading import matmul_precision
 from emergence.screens.base import Reducer, ScreenPart, run_pass
 from emergence.screens.classify import all_thresholds, class_metrics, computed_classes, head_table
-from emergence.screens.recipes import build_reducers, flagged, recipe_for
+from emergence.screens.recipes import flagged, recipe_for
 
-__all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "build_reducers", "flagged",
-           "recipe_for"]
+__all__ = ["Reducer", "ScreenPart", "ScreenResult", "run_pass", "screen", "flagged", "recipe_for"]
 
 
 @dataclass
@@ -47,29 +46,25 @@ def screen(model, adapter, probe, screen_cfg, progress: bool = True, description
     ``precision``: ``tf32`` or ``float32``, the matmul precision of every pass
     (:func:`emergence.loading.matmul_precision`; a loaded model's ``matmul_precision``)."""
     with matmul_precision(precision):
-        return _screen(model, adapter, probe, screen_cfg, progress, description)
-
-
-def _screen(model, adapter, probe, screen_cfg, progress: bool, description: str) -> ScreenResult:
-    check_screen(screen_cfg)  # the screen group's schema (emergence/config.py)
-    thresholds = all_thresholds(screen_cfg.thresholds)
-    recipe = recipe_for(screen_cfg)
-    reducers = recipe.reducers(screen_cfg)
-    parts = run_pass(model, adapter, probe, reducers, progress=progress, description=description)
-    heads, metrics = {}, {}
-    for part in parts:
-        heads.update(part.heads)
-        metrics.update(part.metrics)
-    table = head_table(heads, thresholds)
-    metrics.update(class_metrics(table, adapter.n_layers))
-    induction = heads[selectivity_column("induction")] >= thresholds["induction"]
-    if "pr" in heads and induction.any():
-        metrics[PR_INDUCTION_MEAN_METRIC] = float(np.nanmean(heads["pr"][induction]))
-    if screen_cfg.ablation is not None:
-        tic = time.perf_counter()
-        metrics.update(recipe.ablate(model, adapter, probe, heads, thresholds, screen_cfg.ablation, progress,
-                                     screened=reducers))
-        metrics["ablation_seconds"] = time.perf_counter() - tic
-    params = recipe.params(screen_cfg)
-    params[LOGGED_CLASSES_PARAM] = json.dumps(computed_classes(heads))
+        check_screen(screen_cfg)  # the screen group's schema (emergence/config.py)
+        thresholds = all_thresholds(screen_cfg.thresholds)
+        recipe = recipe_for(screen_cfg)
+        reducers = recipe.reducers(screen_cfg)
+        parts = run_pass(model, adapter, probe, reducers, progress=progress, description=description)
+        heads, metrics = {}, {}
+        for part in parts:
+            heads.update(part.heads)
+            metrics.update(part.metrics)
+        table = head_table(heads, thresholds)
+        metrics.update(class_metrics(table, adapter.n_layers))
+        induction = heads[selectivity_column("induction")] >= thresholds["induction"]
+        if "pr" in heads and induction.any():
+            metrics[PR_INDUCTION_MEAN_METRIC] = float(np.nanmean(heads["pr"][induction]))
+        if screen_cfg.ablation is not None:
+            tic = time.perf_counter()
+            metrics.update(recipe.ablate(model, adapter, probe, heads, thresholds, screen_cfg.ablation, progress,
+                                         screened=reducers))
+            metrics["ablation_seconds"] = time.perf_counter() - tic
+        params = recipe.params(screen_cfg)
+        params[LOGGED_CLASSES_PARAM] = json.dumps(computed_classes(heads))
     return ScreenResult(table, metrics, params)

@@ -42,8 +42,7 @@ class AblationResult:
 
     @property
     def p_value(self) -> float:
-        R = len(self.control_effects)
-        return float((1 + np.sum(self.control_effects >= self.effect)) / (R + 1)) if R else float("nan")
+        return empirical_p(self.control_effects, self.effect)
 
     def metrics(self) -> Dict[str, float]:
         c = self.control_effects
@@ -52,13 +51,36 @@ class AblationResult:
             "ablation.loss_clean": self.loss_clean, "ablation.accuracy_clean": self.accuracy_clean,
             "ablation.loss_group": self.loss_group, "ablation.accuracy_group": self.accuracy_group,
             "ablation.effect": self.effect,
-            "ablation.control_mean": float(c.mean()) if len(c) else float("nan"),
-            "ablation.control_std": float(c.std(ddof=1)) if len(c) > 1 else float("nan"),
-            "ablation.control_max": float(c.max()) if len(c) else float("nan"),
+            **control_summary(c),
             "ablation.controls": float(len(c)),
             "ablation.control_pool": float(self.pool_size),
             "ablation.p_value": self.p_value,
         }
+
+
+def empirical_p(control_effects: np.ndarray, effect: float) -> float:
+    """(1 + #{controls with effect >= ``effect``}) / (R + 1); NaN without controls."""
+    R = len(control_effects)
+    return float((1 + np.sum(control_effects >= effect)) / (R + 1)) if R else float("nan")
+
+
+def control_summary(c: np.ndarray) -> Dict[str, float]:
+    """``ablation.control_mean``, ``_std`` and ``_max`` of the control effects ``c`` (NaN when too few)."""
+    nan = float("nan")
+    return {"ablation.control_mean": float(c.mean()) if len(c) else nan,
+            "ablation.control_std": float(c.std(ddof=1)) if len(c) > 1 else nan,
+            "ablation.control_max": float(c.max()) if len(c) else nan}
+
+
+def clean_pass(model, adapter, probe, loss_reducer, clean, means, want_means: bool):
+    """(clean metrics, head means) over ``probe``: ``clean`` and ``means`` as given where the screen's
+    pass measured them, else from one pass here (``loss_reducer``'s ``first()``; the means when
+    ``want_means``)."""
+    if clean is not None and not want_means:
+        return clean, means
+    reducers = [loss_reducer()] + ([HeadMeanReducer()] if want_means else [])
+    run_pass(model, adapter, probe, reducers, progress=False)
+    return (reducers[0].first() if clean is None else clean), (reducers[1].means if want_means else means)
 
 
 def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "mean", controls: int = 20,
@@ -72,11 +94,8 @@ def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "me
     means over ``probe``, for ``mode="mean"``) when the screen's own pass measured them;
     else they are measured here (one pass for both). The ablated passes share each batch's
     clean prefix (:func:`emergence.screens.prefix.run_ablations`)."""
-    if (mode == "mean" and means is None) or clean is None:
-        reducers = [InductionLossReducer()] + ([HeadMeanReducer()] if mode == "mean" and means is None else [])
-        run_pass(model, adapter, probe, reducers, progress=False)
-        clean = reducers[0].first() if clean is None else clean
-        means = reducers[1].means if len(reducers) > 1 else means
+    clean, means = clean_pass(model, adapter, probe, InductionLossReducer, clean, means,
+                              mode == "mean" and means is None)
     group = [tuple(h) for h in group]
     left_out = set(group) | {tuple(h) for h in exclude}
     others = [(l, h) for l in range(adapter.n_layers) for h in range(adapter.n_heads) if (l, h) not in left_out]

@@ -36,6 +36,7 @@ rows are read from its map, so every pass of a screen sees the same intervention
 from __future__ import annotations
 
 import contextlib
+import functools
 import weakref
 from typing import Iterable, Optional, Sequence, Tuple
 
@@ -49,7 +50,6 @@ SCREEN_ATTENTION = "emergence_screen"
 Rows = Optional[Tuple[int, ...]]
 
 _TAPS: "weakref.WeakKeyDictionary[torch.nn.Module, Tuple[int, ...] | None]" = weakref.WeakKeyDictionary()
-_REGISTERED = False
 
 
 def merge_rows(requests: Iterable[Rows], seq_len: int) -> Rows:
@@ -65,6 +65,13 @@ def merge_rows(requests: Iterable[Rows], seq_len: int) -> Rows:
 
 def _row_index(rows: Tuple[int, ...], T: int, device) -> torch.Tensor:
     return torch.tensor([r % T for r in rows], dtype=torch.long, device=device)
+
+
+def _pick(weights: Optional[torch.Tensor], rows: Rows) -> Optional[torch.Tensor]:
+    """The query ``rows`` of attention weights ``[B, H, T, T]`` (None for no rows or no weights)."""
+    if rows == () or weights is None:
+        return None
+    return weights if rows is None else weights.index_select(2, _row_index(rows, weights.shape[2], weights.device))
 
 
 def _causal_bias(rows: Rows, T_q: int, T_k: int, dtype, device) -> torch.Tensor:
@@ -120,15 +127,13 @@ def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optio
 
 def _eager_mask(attention_mask: Optional[torch.Tensor], query: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
     """Eager attention's additive mask (0 where attended, the dtype's min elsewhere)."""
-    low = torch.finfo(query.dtype).min
-    if attention_mask is not None and attention_mask.dtype != torch.bool:
-        return attention_mask
     if attention_mask is None:
-        T_q, T_k = query.shape[-2], key.shape[-2]
-        q_pos = torch.arange(T_q, device=query.device) + (T_k - T_q)
-        attention_mask = (torch.arange(T_k, device=query.device)[None, :] <= q_pos[:, None])[None, None]
+        return _causal_bias(None, query.shape[-2], key.shape[-2], query.dtype, query.device)[None, None]
+    if attention_mask.dtype != torch.bool:
+        return attention_mask
     zero = torch.zeros((), dtype=query.dtype, device=query.device)
-    return torch.where(attention_mask, zero, torch.full((), low, dtype=query.dtype, device=query.device))
+    return torch.where(attention_mask, zero, torch.full((), torch.finfo(query.dtype).min, dtype=query.dtype,
+                                                          device=query.device))
 
 
 def screen_attention_forward(module, query, key, value, attention_mask, dropout: float = 0.0,
@@ -142,18 +147,14 @@ def screen_attention_forward(module, query, key, value, attention_mask, dropout:
     if override is not None:
         out, weights = override(module, query, key, value, _eager_mask(attention_mask, query, key), dropout=dropout,
                                 scaling=scaling, **kwargs)
-        if rows == () or weights is None:
-            return out, None
-        return out, (weights if rows is None else weights.index_select(2, _row_index(rows, weights.shape[2],
-                                                                                       weights.device)))
+        return out, _pick(weights, rows)
     softcap = kwargs.get("softcap")
     if rows is None or softcap:  # the full map is computed anyway (SDPA cannot cap logits): the output from it
         weights = attention_rows(query, key, attention_mask, scaling, None, softcap)
         if value.shape[1] != query.shape[1]:
             value = value.repeat_interleave(query.shape[1] // value.shape[1], dim=1)
         out = torch.matmul(weights.to(value.dtype), value).transpose(1, 2).contiguous()
-        return out, (weights if rows is None else None if rows == () else
-                     weights.index_select(2, _row_index(rows, weights.shape[2], weights.device)))
+        return out, _pick(weights, rows)
     out, _ = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                     **kwargs)
     if rows == ():
@@ -161,17 +162,14 @@ def screen_attention_forward(module, query, key, value, attention_mask, dropout:
     return out, attention_rows(query, key, attention_mask, scaling, rows)
 
 
+@functools.cache
 def register() -> None:
     """Register ``emergence_screen`` with transformers (once a process)."""
-    global _REGISTERED
-    if _REGISTERED:
-        return
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
     from transformers.modeling_utils import AttentionInterface
 
     AttentionInterface.register(SCREEN_ATTENTION, screen_attention_forward)
     AttentionMaskInterface.register(SCREEN_ATTENTION, sdpa_mask)
-    _REGISTERED = True
 
 
 def uses_interface(model: torch.nn.Module) -> bool:
@@ -188,12 +186,8 @@ def eager_taps(modules: Sequence[torch.nn.Module], rows: Rows):
     output becomes the rows ``rows`` in float32 (None when ``rows`` is ``()``), before any other
     hook reads it."""
     def tap(_module, _args, output):
-        weights = output[1]
-        if rows == () or weights is None:
-            return (output[0], None) + tuple(output[2:])
-        picked = weights if rows is None else weights.index_select(2, _row_index(rows, weights.shape[2],
-                                                                                   weights.device))
-        return (output[0], picked.float()) + tuple(output[2:])
+        picked = _pick(output[1], rows)
+        return (output[0], None if picked is None else picked.float()) + tuple(output[2:])
 
     handles = [m.register_forward_hook(tap, prepend=True) for m in modules]
     try:

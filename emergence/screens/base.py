@@ -19,7 +19,7 @@ in ``finish``, so a pass on an accelerator is not stalled by a copy per layer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 import torch
@@ -72,10 +72,17 @@ class Reducer:
         raise NotImplementedError
 
 
-def exact_matmuls():
-    """Reducers sum in IEEE float32/float64 even inside a TF32 pass: only the model's own
-    products run in the pass's matmul precision (emergence/loading.py, ``matmul_precision``)."""
-    return matmul_precision("float32")
+class RowsReducer(Reducer):
+    """A reducer that tracks which probe rows the current batch holds (:attr:`rows`: start, stop)."""
+
+    def begin(self, adapter: ArchitectureAdapter, probe: Probe) -> None:
+        super().begin(adapter, probe)
+        self.offset = 0
+        self.rows = (0, 0)
+
+    def start_batch(self, input_ids: torch.Tensor) -> None:
+        self.rows = (self.offset, self.offset + input_ids.shape[0])
+        self.offset += input_ids.shape[0]
 
 
 def accumulator(device: torch.device) -> torch.device:
@@ -103,11 +110,10 @@ def base_model(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def run_pass(model: torch.nn.Module, adapter: ArchitectureAdapter, probe: Probe,
-             reducers: Sequence[Reducer], device: Optional[torch.device] = None,
-             progress: bool = True, description: str = "screen") -> List[ScreenPart]:
+             reducers: Sequence[Reducer], progress: bool = True, description: str = "screen") -> List[ScreenPart]:
     """Run the probe through ``model`` once, feeding every reducer; hooks are always removed
     and the model's attention implementation restored."""
-    device = device or next(model.parameters()).device
+    device = next(model.parameters()).device
     for r in reducers:
         r.begin(adapter, probe)
     handles = []
@@ -117,29 +123,27 @@ def run_pass(model: torch.nn.Module, adapter: ArchitectureAdapter, probe: Probe,
     rows = rows_for(reducers, probe.seq_len) if want_attention else ()
     delivery = [(r, _deliver(r, rows, probe.seq_len)) for r in want_attention]
     try:
-        for layer, module in enumerate(adapter.attention_modules):
-            if want_attention:
-                def on_attention(_mod, _args, output, layer=layer):
-                    weights = output[1]
-                    if weights is None:
-                        raise RuntimeError(f"layer {layer}'s attention returned no weights: its module does not "
-                                           "use transformers' attention interface")
-                    with exact_matmuls():
-                        for r, index in delivery:
-                            r.attention(layer, weights if index is None else
-                                        weights.index_select(2, index.to(weights.device)))
+        for layer, module in enumerate(adapter.attention_modules if want_attention else ()):
+            def on_attention(_mod, _args, output, layer=layer):
+                weights = output[1]
+                if weights is None:
+                    raise RuntimeError(f"layer {layer}'s attention returned no weights: its module does not "
+                                       "use transformers' attention interface")
+                with matmul_precision("float32"):  # reducers sum in IEEE float32 even in a TF32 pass
+                    for r, index in delivery:
+                        r.attention(layer, weights if index is None else
+                                    weights.index_select(2, index.to(weights.device)))
 
-                handles.append(module.register_forward_hook(on_attention))
-        for layer, module in enumerate(adapter.output_projections):
-            if want_heads:
-                def on_heads(_mod, args, layer=layer):
-                    x = args[0]
-                    z = x.view(*x.shape[:-1], adapter.n_heads, adapter.head_dim)
-                    with exact_matmuls():
-                        for r in want_heads:
-                            r.head_outputs(layer, z)
+            handles.append(module.register_forward_hook(on_attention))
+        for layer, module in enumerate(adapter.output_projections if want_heads else ()):
+            def on_heads(_mod, args, layer=layer):
+                x = args[0]
+                z = x.view(*x.shape[:-1], adapter.n_heads, adapter.head_dim)
+                with matmul_precision("float32"):
+                    for r in want_heads:
+                        r.head_outputs(layer, z)
 
-                handles.append(module.register_forward_pre_hook(on_heads))
+            handles.append(module.register_forward_pre_hook(on_heads))
         decoder = base_model(model)
         batches = tqdm(list(probe.batches()), desc=description, unit="batch", disable=bars_disabled(progress),
                        leave=False)

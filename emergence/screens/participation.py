@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from emergence.screens.base import Reducer, ScreenPart, accumulator
+from emergence.screens.base import RowsReducer, ScreenPart, accumulator
 from emergence.screens.selectivity import copy_masks
 
 
@@ -46,13 +46,7 @@ def participation_ratio(W: np.ndarray, samples: int, corrected: bool = False) ->
         return np.where(b > 0, np.clip(pr, 1.0, d), np.nan)
 
 
-def query_positions(input_ids: torch.Tensor) -> torch.Tensor:
-    """Boolean [N, T]: the second-half queries (positions with an earlier copy of their token)."""
-    duplicate, _ = copy_masks(input_ids)
-    return duplicate.any(-1)
-
-
-class ParticipationRatioReducer(Reducer):
+class ParticipationRatioReducer(RowsReducer):
     needs_head_outputs = True
 
     def __init__(self, samples: int = 2000, seed: int = 0):
@@ -61,7 +55,7 @@ class ParticipationRatioReducer(Reducer):
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
-        eligible = query_positions(probe.input_ids)
+        eligible = copy_masks(probe.input_ids)[0].any(-1)  # [N, T]: queries with an earlier copy of their token
         flat = eligible.flatten().nonzero().flatten().numpy()
         rng = np.random.default_rng(self.seed)
         take = rng.choice(flat, size=min(self.samples, len(flat)), replace=False)
@@ -71,12 +65,10 @@ class ParticipationRatioReducer(Reducer):
         self.n_samples = int(chosen.sum())
         self.shape = (adapter.n_layers, adapter.n_heads, adapter.head_dim)
         self.sums = None  # (sum z, sum z z^T) float64 on the head outputs' device, made at the first layer
-        self.offset = 0
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
-        B = input_ids.shape[0]
-        self.mask = self.chosen[self.offset:self.offset + B]
-        self.offset += B
+        super().start_batch(input_ids)
+        self.mask = self.chosen[self.rows[0]:self.rows[1]]
 
     def head_outputs(self, layer: int, z: torch.Tensor) -> None:
         if not self.mask.any():

@@ -16,7 +16,7 @@ are ``screen.recipe``'s choices.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -40,14 +40,6 @@ def flagged(heads, thresholds, head_class: str) -> List[tuple]:
             for ix in np.argwhere(heads[selectivity_column(head_class)] >= thresholds[head_class])]
 
 
-def ablation_group(heads, thresholds, cfg) -> List[tuple]:
-    return flagged(heads, thresholds, "induction") if cfg.group == "induction" else parse_heads(cfg.heads)
-
-
-def control_exclusions(heads, thresholds, cfg) -> List[tuple]:
-    return sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
-
-
 class ScreenRecipe:
     """One way of screening heads. Subclasses set the PR definition and the corpora they need."""
 
@@ -56,6 +48,9 @@ class ScreenRecipe:
     pr_definition = ""
     #: Corpus kinds the recipe can read; None: any.
     corpora: Optional[Sequence[str]] = None
+    #: The reducer of the clean metrics the ablation compares with, and the ablation function.
+    loss_reducer: type
+    ablation: Callable
 
     def check(self, screen_cfg, corpus_cfg) -> None:
         """The corpus the recipe needs, before any model is loaded."""
@@ -70,8 +65,17 @@ class ScreenRecipe:
 
     def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool,
                screened: Sequence[Reducer] = ()) -> Dict[str, float]:
-        """The group ablation's metrics; ``screened``: the finished reducers of the screen's pass."""
-        raise NotImplementedError
+        """The group ablation's metrics (:attr:`ablation` over the first ``cfg.n_sequences``);
+        ``screened``: the finished reducers of the screen's pass (its clean metrics and head means)."""
+        subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
+        loss = found(screened, self.loss_reducer)
+        group = flagged(heads, thresholds, "induction") if cfg.group == "induction" else parse_heads(cfg.heads)
+        exclude = sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
+        result = self.ablation(model, adapter, subset, group, cfg.mode, cfg.controls, cfg.seed,
+                                exclude=exclude, progress=progress,
+                                clean=loss.first(subset.n_sequences) if loss else None,
+                                means=screened_means(screened, cfg))
+        return result.metrics()
 
     def attention_rows(self, screen_cfg, seq_len: int) -> Optional[int]:
         """How many attention rows a sequence's pass computes (None: the full map, every query;
@@ -86,25 +90,22 @@ class ScreenRecipe:
 class ProjectRecipe(ScreenRecipe):
     name = "project"
     pr_definition = "covariance_trace_ratio"
+    loss_reducer = InductionLossReducer
+    ablation = staticmethod(group_ablation)
 
     def reducers(self, screen_cfg) -> List[Reducer]:
-        return build_reducers(screen_cfg) + ablation_reducers(screen_cfg)
-
-    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool,
-               screened: Sequence[Reducer] = ()) -> Dict[str, float]:
-        subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
-        loss = found(screened, InductionLossReducer)
-        result = group_ablation(model, adapter, subset, ablation_group(heads, thresholds, cfg), cfg.mode,
-                                cfg.controls, cfg.seed, progress, exclude=control_exclusions(heads, thresholds, cfg),
-                                clean=loss.first(subset.n_sequences) if loss else None,
-                                means=screened_means(screened, cfg))
-        return result.metrics()
+        reducers: List[Reducer] = [SelectivityReducer(screen_cfg.local_window), InductionLossReducer()]
+        if screen_cfg.participation_ratio:
+            reducers.append(ParticipationRatioReducer(screen_cfg.pr.samples, screen_cfg.pr.seed))
+        return reducers + ablation_reducers(screen_cfg)
 
 
 class Xu2026Recipe(ScreenRecipe):
     name = "xu2026"
     pr_definition = "exp_entropy_last_position"
     corpora = ("xu2026",)
+    loss_reducer = LastPositionLossReducer
+    ablation = staticmethod(matched_ablation)
 
     def check(self, screen_cfg, corpus_cfg) -> None:
         super().check(screen_cfg, corpus_cfg)
@@ -123,16 +124,6 @@ class Xu2026Recipe(ScreenRecipe):
             out.append(ExpEntropyPRReducer(x.pr_sequences))
         return out + ablation_reducers(screen_cfg)
 
-    def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool,
-               screened: Sequence[Reducer] = ()) -> Dict[str, float]:
-        subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
-        loss = found(screened, LastPositionLossReducer)
-        result = matched_ablation(model, adapter, subset, ablation_group(heads, thresholds, cfg), cfg.mode,
-                                  cfg.controls, cfg.seed, exclude=control_exclusions(heads, thresholds, cfg),
-                                  progress=progress, clean=loss.first(subset.n_sequences) if loss else None,
-                                  means=screened_means(screened, cfg))
-        return result.metrics()
-
 
 def ablation_reducers(screen_cfg) -> List[Reducer]:
     """What the screen's pass adds for a mean ablation: the head means over the ablation's
@@ -150,14 +141,6 @@ def screened_means(screened: Sequence[Reducer], cfg) -> Optional[dict]:
     """The head means the screen's pass measured over the ablation's sequences, if it did."""
     means = found(screened, HeadMeanReducer)
     return means.means if means is not None and cfg.mode == "mean" and means.limit == cfg.n_sequences else None
-
-
-def build_reducers(screen_cfg) -> List[Reducer]:
-    """The project recipe's reducers."""
-    reducers: List[Reducer] = [SelectivityReducer(screen_cfg.local_window), InductionLossReducer()]
-    if screen_cfg.participation_ratio:
-        reducers.append(ParticipationRatioReducer(screen_cfg.pr.samples, screen_cfg.pr.seed))
-    return reducers
 
 
 #: The recipes, entries of emergence/config.py ``SCREEN_RECIPES``.

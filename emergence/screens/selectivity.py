@@ -45,7 +45,7 @@ only on position. Queries whose baseline is empty (e.g. ``self`` at q = 1) are l
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -87,21 +87,17 @@ def class_masks(input_ids: torch.Tensor, classes: Sequence[HeadClass], settings:
 
 
 class SelectivityReducer(Reducer):
-    """Accumulates, per layer and head, the numerator and denominator of every S_c.
-
-    ``classes``: the head classes to compute (default: every registered class, at
-    :meth:`begin`); ``local_window``: the window w of the ``local`` class.
-    """
+    """Accumulates, per layer and head, the numerator and denominator of S_c of every registered
+    class (as registered at :meth:`begin`); ``local_window``: the window w of the ``local`` class."""
 
     needs_attention = True
 
-    def __init__(self, local_window: int = local.DEFAULT_WINDOW, classes: Optional[Sequence[HeadClass]] = None):
+    def __init__(self, local_window: int = local.DEFAULT_WINDOW):
         self.local_window = local_window
-        self.fixed_classes = None if classes is None else tuple(classes)
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
-        self.classes = self.fixed_classes or head_classes.classes()
+        self.classes = head_classes.classes()
         self.settings = {"local_window": self.local_window}
         #: 1.0 for a class whose key 0 is left out of the baseline, else 0.0.
         self.drop_key0 = torch.tensor([1.0 if c.excludes_key0 else 0.0 for c in self.classes])

@@ -64,7 +64,7 @@ import torch
 from emergence import EmergenceError
 from emergence.common import head_classes
 from emergence.common.contract import FIRST_TOKEN_COLUMN, selectivity_column
-from emergence.screens.base import Reducer, ScreenPart, accumulator
+from emergence.screens.base import RowsReducer, ScreenPart, accumulator
 from emergence.screens.selectivity import class_masks
 
 #: The classes whose targets the study defines itself (the table above).
@@ -101,20 +101,7 @@ def probe_layout(probe):
     return probe.layout
 
 
-class _Rows(Reducer):
-    """Tracks which probe rows the current batch holds."""
-
-    def begin(self, adapter, probe) -> None:
-        super().begin(adapter, probe)
-        self.offset = 0
-        self.rows = (0, 0)
-
-    def start_batch(self, input_ids: torch.Tensor) -> None:
-        self.rows = (self.offset, self.offset + input_ids.shape[0])
-        self.offset += input_ids.shape[0]
-
-
-class Xu2026SelectivityReducer(_Rows):
+class Xu2026SelectivityReducer(RowsReducer):
     """Sums, per layer and head, the last query's attention on each class's targets and
     on the baseline keys (float64, on the attention's device); ``finish`` forms S_c. Only
     the last query's row is computed in the pass (``attention_rows = (-1,)``)."""
@@ -218,7 +205,7 @@ def exp_entropy_pr(gram: np.ndarray) -> np.ndarray:
     return np.exp(-(p * np.log(p + 1e-12)).sum(-1))
 
 
-class ExpEntropyPRReducer(_Rows):
+class ExpEntropyPRReducer(RowsReducer):
     """The study's participation ratio at the last position over the first n sequences."""
 
     needs_head_outputs = True
@@ -253,7 +240,7 @@ LAST_POSITION_METRICS = {"loss": "induction_loss", "top1": "induction_accuracy",
                          "logit_b": "induction_logit_b"}
 
 
-class LastPositionLossReducer(_Rows):
+class LastPositionLossReducer(RowsReducer):
     """Cross-entropy, top-1/top-5 accuracy and the logit of B at the last position.
 
     Per-sequence values are kept (on the logits' device until ``finish``), so the metrics of

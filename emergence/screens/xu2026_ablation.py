@@ -25,11 +25,10 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from emergence.screens.base import run_pass
-from emergence.screens.head_ablation import Head, HeadMeanReducer
+from emergence.screens.ablation import clean_pass, control_summary, empirical_p
+from emergence.screens.head_ablation import Head
 from emergence.screens.prefix import run_ablations
 from emergence.screens.xu2026 import LAST_POSITION_METRICS, LastPositionLossReducer
-METRICS = ("loss", "top1", "top5", "logit_b")
 
 
 def by_layer(heads: Sequence[Head]) -> Dict[int, List[int]]:
@@ -82,8 +81,7 @@ class MatchedAblationResult:
 
     @property
     def p_value(self) -> float:
-        c = self.control_effects
-        return float((1 + np.sum(c >= self.effect)) / (len(c) + 1)) if len(c) else float("nan")
+        return empirical_p(self.control_effects, self.effect)
 
     def metrics(self) -> Dict[str, float]:
         c = self.control_effects
@@ -91,13 +89,11 @@ class MatchedAblationResult:
         m = {"ablation.group_size": float(len(self.group)), "ablation.effect": self.effect,
              "ablation.controls": float(len(c)),
              "ablation.control_size": float(np.mean([len(s) for s in self.control_sets])) if self.control_sets else nan,
-             "ablation.control_mean": float(c.mean()) if len(c) else nan,
-             "ablation.control_std": float(c.std(ddof=1)) if len(c) > 1 else nan,
-             "ablation.control_max": float(c.max()) if len(c) else nan,
+             **control_summary(c),
              "ablation.p_value": self.p_value,
              "ablation.upper_bound_size": float(self.upper_size),
              "ablation.effect_upper_bound": (self.upper["loss"] - self.clean["loss"]) if self.upper else nan}
-        for k in METRICS:
+        for k in LAST_POSITION_METRICS:
             m[f"ablation.{k}_clean"] = self.clean[k]
             m[f"ablation.{k}_group"] = self.ablated[k]
             m[f"ablation.{k}_upper_bound"] = self.upper[k] if self.upper else nan
@@ -114,17 +110,14 @@ def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "
                      means: Optional[dict] = None) -> MatchedAblationResult:
     """Clean, group, matched controls and whole-layer upper bound, at the last position.
 
-    ``clean`` (the metrics of :data:`METRICS` over ``probe``) and ``means`` (per-position
-    head means, for ``mode="mean"``) when the screen's own pass measured them; else they
-    are measured here (one pass for both). The group, the controls and the bound share
+    ``clean`` (the metrics of :data:`~emergence.screens.xu2026.LAST_POSITION_METRICS` over
+    ``probe``) and ``means`` (per-position head means, for ``mode="mean"``) when the screen's own
+    pass measured them; else they are measured here (one pass for both). The group, the controls and the bound share
     each batch's clean prefix below the group's first layer
     (:func:`emergence.screens.prefix.run_ablations`)."""
     group = sorted({tuple(int(i) for i in h) for h in group})
-    if clean is None or (mode == "mean" and group and means is None):
-        reducers = [LastPositionLossReducer()] + ([HeadMeanReducer()] if mode == "mean" and means is None else [])
-        run_pass(model, adapter, probe, reducers, progress=False)
-        clean = reducers[0].first() if clean is None else clean
-        means = reducers[1].means if len(reducers) > 1 else means
+    clean, means = clean_pass(model, adapter, probe, LastPositionLossReducer, clean, means,
+                              mode == "mean" and bool(group) and means is None)
     if not group:
         return MatchedAblationResult([], clean, dict(clean))
     sets = matched_controls(group, adapter.n_heads, controls, seed, exclude)

@@ -1,23 +1,9 @@
 """Model sources: where a model's revisions come from and where each one lies on disk.
 
-A model config picks its source with ``model.revisions`` (the key's values are the
-source names). Each source is a :class:`ModelSource` in its own file of this package,
-named ``SOURCE``; the registry finds those files itself, so adding a source is one
-file plus its test (docs/families_and_sources.md). :func:`register` adds one at run
-time.
-
-- ``pythia``: a hub repo with Pythia's computed schedule (emergence/sources/pythia.py).
-- ``snapshot``: a hub repo with a committed snapshot of its branch list (snapshot.py).
-- ``folder``: local folders, one HF model folder per revision (folder.py).
-- ``toy``: the toy suite the project trains itself (toy.py).
-- ``polypythia``: the PolyPythias seed suites, repo computed from size, seed and seed kind
-  (polypythia.py).
-
-A source answers, for a model config: its revisions (ordered by tokens), a check of
-the config before any work, the location of one revision (what ``from_pretrained``
-gets) and the fetch that puts it on disk, the vocabulary and context the model
-declares before loading, what a dry run would download, eviction after a screen, and
-which training run of a seed suite the model is (:meth:`ModelSource.run_seed`).
+A model config picks its source with ``model.revisions``. Each source is a :class:`ModelSource`
+in its own file of this package, named ``SOURCE`` (``pythia``, ``snapshot``, ``folder``, ``toy``,
+``polypythia``, ``crfm_gpt2``); the registry finds those files itself, so adding a source is one
+file plus its test (docs/families_and_sources.md). :func:`register` adds one at run time.
 
 Importing this package does not import torch or transformers.
 """
@@ -44,6 +30,13 @@ class ModelLimits:
     model: str = "the model"
     layers: Optional[int] = None
     heads: Optional[int] = None
+
+    @classmethod
+    def of(cls, config, vocab: int, model: str) -> "ModelLimits":
+        """The limits an HF ``config`` declares, with ``vocab`` its usable vocabulary."""
+        context = getattr(config, "max_position_embeddings", None)
+        return cls(vocab, int(context) if context else None, model, getattr(config, "num_hidden_layers", None),
+                   getattr(config, "num_attention_heads", None))
 
 
 @dataclass(frozen=True)
@@ -154,9 +147,7 @@ class ModelSource:
             config = AutoConfig.from_pretrained(found[0], **found[1])
         except Exception:  # noqa: BLE001  (not cached, or no config yet: checked after loading instead)
             return None
-        context = getattr(config, "max_position_embeddings", None)
-        return ModelLimits(int(config.vocab_size), int(context) if context else None, model.name,
-                           getattr(config, "num_hidden_layers", None), getattr(config, "num_attention_heads", None))
+        return ModelLimits.of(config, int(config.vocab_size), model.name)
 
     def download_sizes(self, model, revisions: Sequence[Revision]) -> Dict[str, str]:
         """Per revision name, for a dry run: what a screen of it would download, as far as
@@ -190,6 +181,11 @@ def model_get(model, key: str, default=None):
     return default if value is None else value
 
 
+def tokens_per_step(model, default=None):
+    """``model.tokens.tokens_per_step``, or ``default`` when unset."""
+    return model_get(model_get(model, "tokens", {}), "tokens_per_step", default)
+
+
 def _discover(table: Registry) -> None:
     """Import every module of this package and register its ``SOURCE``, then user code's."""
     for source in package_entries(__name__, __path__, "SOURCE", ModelSource):
@@ -210,15 +206,9 @@ SOURCES = Registry("revision source", discover=_discover, check=_check, order=la
 register = SOURCES.register
 #: Remove a source added with :func:`register` (tests clean up with it).
 unregister = SOURCES.unregister
-
-
-def sources() -> Dict[str, ModelSource]:
-    """Every registered source, by name (sorted)."""
-    return SOURCES.entries()
-
-
-def source_names() -> Tuple[str, ...]:
-    return SOURCES.names()
+#: Every registered source, by name (sorted).
+sources = SOURCES.entries
+source_names = SOURCES.names
 
 
 def source_for(model) -> ModelSource:

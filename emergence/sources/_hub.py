@@ -8,6 +8,7 @@ evicted from it with ``scan_cache_dir().delete_revisions`` when ``cache.evict=tr
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Dict, Optional, Sequence
@@ -38,19 +39,10 @@ class HubUnreachable(EmergenceError):
     every later revision would fail alike, so the job stops at the first (emergence/screening.py)."""
 
 
+@functools.cache
 def hub_problem() -> Optional[str]:
     """Why the hub cannot be used now (``HF_HUB_OFFLINE`` set, or no answer from ``HF_ENDPOINT``
     within :data:`HUB_TIMEOUT_S`, one try), or None when it answers. Asked once a process."""
-    global _HUB_PROBLEM
-    if _HUB_PROBLEM is None:
-        _HUB_PROBLEM = (_probe_hub(),)
-    return _HUB_PROBLEM[0]
-
-
-_HUB_PROBLEM: Optional[tuple] = None
-
-
-def _probe_hub() -> Optional[str]:
     import urllib.error
     import urllib.request
 
@@ -101,14 +93,6 @@ def evict(repo: str, revision: str) -> int:
     return int(strategy.expected_freed_size)
 
 
-def cached_file(repo: str, revision: str, filename: str) -> Optional[str]:
-    """The path of ``filename`` of ``repo`` at ``revision`` in the local HF cache, or None."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(repo, filename, revision=revision)
-    return found if isinstance(found, str) else None
-
-
 def hub_file(repo: str, revision: str, filename: str) -> str:
     """Download one file of ``repo`` at ``revision`` (one try, no retries: ``etag_timeout`` short),
     or raise the one-line :class:`EmergenceError` saying what failed and what to do."""
@@ -146,6 +130,10 @@ class HubSource(ModelSource):
         if not model_get(model, "repo"):
             raise EmergenceError(f"model {model.name!r} has revisions: {self.name} but no model.repo "
                                  "(the hub repo id)")
+        self.refuse_path(model)
+
+    def refuse_path(self, model) -> None:
+        """A hub source reads no ``model.path``: one given is refused."""
         if model_get(model, "path"):
             raise EmergenceError(f"model {model.name!r} has revisions: {self.name}, which reads the hub, and "
                                  f"model.path={model.path!r}; for local checkpoint folders set "
@@ -202,7 +190,10 @@ class HubSource(ModelSource):
         (:func:`offline_message`), so a job stops at its first revision in one line."""
         import json
 
-        path = cached_file(self.repo(model), revision.name, "config.json")
+        from huggingface_hub import try_to_load_from_cache
+
+        path = try_to_load_from_cache(self.repo(model), "config.json", revision=revision.name)
+        path = path if isinstance(path, str) else None
         if path is None and network:
             path = hub_file(self.repo(model), revision.name, "config.json")
         return json.loads(open(path).read()) if path else None
@@ -235,3 +226,22 @@ class HubSource(ModelSource):
 
     def evict(self, model, revision: Revision) -> int:
         return evict(self.repo(model), revision.name)
+
+
+class SeedSuiteSource(HubSource):
+    """A hub seed suite: the repo of a run is computed from ``model.size`` and ``model.seed``."""
+
+    #: The keys a run is picked with, as a message shows them (``model.size=small model.seed=21``).
+    example = ""
+
+    def check(self, model) -> None:
+        """A run needs ``model.size`` and ``model.seed`` (subclasses add what else they refuse)."""
+        for key in ("size", "seed"):
+            if model_get(model, key) is None:
+                raise EmergenceError(f"model {model.name!r} has revisions: {self.name} but no model.{key} "
+                                     f"(e.g. {self.example})")
+
+    def download_sizes(self, model, revisions: Sequence[Revision]) -> Dict[str, str]:
+        """The HF cache's answer (:meth:`HubSource.download_sizes`), naming the run's repo."""
+        repo = self.repo(model)
+        return {name: f"{repo}: {size}" for name, size in super().download_sizes(model, revisions).items()}

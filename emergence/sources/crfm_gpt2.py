@@ -20,13 +20,13 @@ sweeps seeds. Every run logs its seed (``seed``, ``seed_kind: both``, ``seed_gro
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence
+from typing import Dict, List
 
 from emergence import EmergenceError
 from emergence import revisions as rv
 from emergence.common.contract import RunSeed
-from emergence.sources import model_get
-from emergence.sources._hub import HubSource
+from emergence.sources import model_get, tokens_per_step
+from emergence.sources._hub import SeedSuiteSource
 
 OWNER = "stanford-crfm"
 #: size -> seed -> run name.
@@ -60,18 +60,16 @@ def repo_for(size: str, seed: int) -> str:
     return f"{OWNER}/{RUNS[size][seed]}-gpt2-{size}-x{seed}"
 
 
-class CrfmGpt2Source(HubSource):
+class CrfmGpt2Source(SeedSuiteSource):
     name = "crfm_gpt2"
     description = "Stanford CRFM GPT-2 seed suites: repo from model.size and model.seed; checkpoint-N branches"
+    example = f"model.size=small model.seed=21; sizes: {', '.join(SIZES)}"
 
     def repo(self, model) -> str:
         return repo_for(str(model_get(model, "size", "")), int(model_get(model, "seed", 0)))
 
     def check(self, model) -> None:
-        for key in ("size", "seed"):
-            if model_get(model, key) is None:
-                raise EmergenceError(f"model {model.name!r} has revisions: crfm_gpt2 but no model.{key} "
-                                     f"(e.g. model.size=small model.seed=21; sizes: {', '.join(SIZES)})")
+        super().check(model)
         for key in ("repo", "path"):
             if model_get(model, key):
                 raise EmergenceError(f"model {model.name!r} has revisions: crfm_gpt2, which computes the repo from "
@@ -79,15 +77,11 @@ class CrfmGpt2Source(HubSource):
         self.repo(model)
 
     def revisions(self, model) -> List[rv.Revision]:
-        per_step = int(model_get(model_get(model, "tokens", {}), "tokens_per_step", TOKENS_PER_STEP))
+        per_step = int(tokens_per_step(model, TOKENS_PER_STEP))
         return [rv.Revision(step * per_step, step, f"checkpoint-{step}") for step in checkpoint_steps()]
 
     def run_seed(self, model) -> RunSeed:
         return RunSeed(str(int(model.seed)), "both", str(model.name))
-
-    def download_sizes(self, model, revisions: Sequence[rv.Revision]) -> Dict[str, str]:
-        repo = self.repo(model)
-        return {name: f"{repo}: {size}" for name, size in super().download_sizes(model, revisions).items()}
 
 
 SOURCE = CrfmGpt2Source()

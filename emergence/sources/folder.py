@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence
 
 from emergence import EmergenceError
 from emergence import revisions as rv
-from emergence.sources import Location, ModelSource, folder_bytes, model_get, size_text
+from emergence.sources import Location, ModelSource, folder_bytes, model_get, size_text, tokens_per_step
 
 
 class FolderSource(ModelSource):
@@ -31,8 +31,7 @@ class FolderSource(ModelSource):
 
     def revisions(self, model) -> List[rv.Revision]:
         self.check(model)
-        tokens = model_get(model, "tokens", {})
-        return rv.folder_revisions(Path(model.path), model_get(tokens, "tokens_per_step"))
+        return rv.folder_revisions(Path(model.path), tokens_per_step(model))
 
     def selection_problem(self, model, revisions: Sequence[rv.Revision]) -> Optional[str]:
         """The selected revisions whose folder (with its ``config.json``) is missing, in one line."""

@@ -27,13 +27,13 @@ seeds, one job per (seed, revision). Every run logs :class:`emergence.common.con
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Tuple
 
 from emergence import EmergenceError
-from emergence import revisions as rv
 from emergence.common.contract import SEED_KINDS, RunSeed
 from emergence.sources import model_get
-from emergence.sources.pythia import PYTHIA_TOKENS_PER_STEP, PythiaSource, pythia_revisions
+from emergence.sources._hub import SeedSuiteSource
+from emergence.sources.pythia import PythiaSource
 
 OWNER = "EleutherAI"
 #: Model sizes of the suite.
@@ -80,41 +80,29 @@ def suite_repos() -> List[Tuple[str, str, int, str]]:
             for size in SIZES for kind in SEED_KINDS for seed in suite_seeds(size, kind)]
 
 
-class PolyPythiaSource(PythiaSource):
+class PolyPythiaSource(SeedSuiteSource):
     name = "polypythia"
     description = ("PolyPythias seed suites: repo from model.size, model.seed, model.seed_kind; Pythia's "
                    "154 branches")
+    example = f"model.size=160m model.seed=1; sizes: {', '.join(SIZES)}"
 
     def repo(self, model) -> str:
         return repo_for(str(model_get(model, "size", "")), int(model_get(model, "seed", 0)),
                         str(model_get(model, "seed_kind", "both")))
 
     def check(self, model) -> None:
-        for key in ("size", "seed"):
-            if model_get(model, key) is None:
-                raise EmergenceError(f"model {model.name!r} has revisions: polypythia but no model.{key} "
-                                     f"(e.g. model.size=160m model.seed=1; sizes: {', '.join(SIZES)})")
+        super().check(model)
         if model_get(model, "repo"):
             raise EmergenceError(f"model {model.name!r} has revisions: polypythia, which computes the repo from "
                                  f"model.size, model.seed and model.seed_kind, and model.repo={model.repo!r}; "
                                  "drop model.repo, or use revisions: pythia for a repo of your own")
-        if model_get(model, "path"):
-            raise EmergenceError(f"model {model.name!r} has revisions: polypythia, which reads the hub, and "
-                                 f"model.path={model.path!r}; for local checkpoint folders set model.revisions=folder")
+        self.refuse_path(model)
         self.repo(model)  # the size, seed and kind name a run of the suite
 
-    def revisions(self, model) -> List[rv.Revision]:
-        """Pythia's 154 branches (never ``main``: the final checkpoint is ``step143000``)."""
-        return pythia_revisions(int(model_get(model_get(model, "tokens", {}), "tokens_per_step",
-                                              PYTHIA_TOKENS_PER_STEP)))
+    revisions = PythiaSource.revisions
 
     def run_seed(self, model) -> RunSeed:
         return RunSeed(str(int(model.seed)), str(model_get(model, "seed_kind", "both")), str(model.name))
-
-    def download_sizes(self, model, revisions: Sequence[rv.Revision]) -> Dict[str, str]:
-        """The HF cache's answer (:meth:`HubSource.download_sizes`), naming the run's repo."""
-        repo = self.repo(model)
-        return {name: f"{repo}: {size}" for name, size in super().download_sizes(model, revisions).items()}
 
 
 SOURCE = PolyPythiaSource()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List
 
 from emergence import revisions as rv
-from emergence.sources import model_get
+from emergence.sources import tokens_per_step
 from emergence.sources._hub import HubSource
 
 #: Pythia's tokens a step: 1024 sequences x 2048 tokens.
@@ -29,9 +29,8 @@ class PythiaSource(HubSource):
     description = "hub repo, Pythia's computed schedule (154 branches, tokens = step x tokens_per_step)"
 
     def revisions(self, model) -> List[rv.Revision]:
-        tokens = model_get(model, "tokens", {})
-        per_step = model_get(tokens, "tokens_per_step", PYTHIA_TOKENS_PER_STEP)
-        return pythia_revisions(int(per_step))
+        """Pythia's 154 branches (never ``main``: the final checkpoint is ``step143000``)."""
+        return pythia_revisions(int(tokens_per_step(model, PYTHIA_TOKENS_PER_STEP)))
 
 
 SOURCE = PythiaSource()

@@ -44,11 +44,6 @@ def revisions_from_branches(branches: Iterable[str]) -> List[rv.Revision]:
     return sorted(r for r in parsed if r is not None)
 
 
-def _branch_name(step: int, tokens: float, prefix: str = "", rounding: str = "floor") -> str:
-    billions = math.ceil(tokens / 10**9) if rounding == "ceil" else int(tokens // 10**9)
-    return f"{prefix}step{step}-tokens{billions}B"
-
-
 #: Documented checkpoint schedules (METHODS section 2), used to derive a snapshot
 #: where the hub cannot be reached. Keys are model names (files of conf/model/).
 DERIVED_SCHEDULES = {
@@ -74,6 +69,7 @@ DERIVED_SCHEDULES = {
 
 
 def derived_revisions(model: str) -> List[rv.Revision]:
+    """The revisions a documented schedule (:data:`DERIVED_SCHEDULES`) gives ``model``."""
     try:
         sched = DERIVED_SCHEDULES[model]
     except KeyError:
@@ -83,13 +79,10 @@ def derived_revisions(model: str) -> List[rv.Revision]:
     out = []
     steps = [s for s in range(sched["start"], sched["stop"] + 1, sched["every"]) if s not in sched.get("missing", ())]
     for step in steps + ([sched["final"]] if sched.get("final") else []):
-        name = _branch_name(step, step * sched["tokens_per_step"], sched.get("prefix", ""), sched.get("rounding", "floor"))
-        out.append(parse_branch(name))
+        tokens = step * sched["tokens_per_step"]
+        billions = math.ceil(tokens / 10**9) if sched.get("rounding") == "ceil" else int(tokens // 10**9)
+        out.append(parse_branch(f"{sched.get('prefix', '')}step{step}-tokens{billions}B"))
     return out
-
-
-
-# --------------------------------------------------------------------------- snapshots
 
 
 def snapshot_path(model: str) -> Path:
@@ -98,19 +91,13 @@ def snapshot_path(model: str) -> Path:
 
 def write_snapshot(model: str, repo: str, revisions: Sequence[rv.Revision], source: str, note: str = "",
                    path: Optional[Path] = None) -> Path:
+    """Write the snapshot file (one revision a line), atomically."""
     path = path or snapshot_path(model)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "model": model,
-        "repo": repo,
-        "source": source,
-        "created": _dt.date.today().isoformat(),
-        "note": note,
-        "revisions": [r.as_dict() for r in sorted(revisions)],
-    }
+    fields = {"model": model, "repo": repo, "source": source, "created": _dt.date.today().isoformat(), "note": note}
+    head = json.dumps(fields, indent=1)[:-2]  # drop the closing brace, keep the fields
+    rows = ",\n".join("  " + json.dumps(r.as_dict()) for r in sorted(revisions))
     tmp = path.with_suffix(".json.tmp")
-    rows = ",\n".join("  " + json.dumps(r) for r in payload.pop("revisions"))
-    head = json.dumps(payload, indent=1)[:-2]  # drop the closing brace, keep the fields
     tmp.write_text(f'{head},\n "revisions": [\n{rows}\n ]\n}}\n')
     tmp.replace(path)
     return path
