@@ -27,8 +27,15 @@ def template_path() -> Path:
     return Path(tempfile.gettempdir()) / f"emergence-tests-mlflow-{mlflow.__version__}.db"
 
 
-def _make_template(initialize_tables) -> Path:
-    """The template, made once (by MLflow's own ``_initialize_tables``) and put in place atomically."""
+def _mlflow_initialize_tables():
+    """MLflow's own table creation (also after :func:`install` replaced it)."""
+    import mlflow.store.db.utils as db_utils
+
+    return getattr(db_utils._initialize_tables, "original", db_utils._initialize_tables)
+
+
+def _template() -> Path:
+    """The template, made once (by MLflow's own table creation) and put in place atomically."""
     import sqlalchemy
 
     path = template_path()
@@ -37,7 +44,7 @@ def _make_template(initialize_tables) -> Path:
         os.close(fd)
         engine = sqlalchemy.create_engine(f"sqlite:///{partial}")
         try:
-            initialize_tables(engine)
+            _mlflow_initialize_tables()(engine)
         finally:
             engine.dispose()
         os.replace(partial, path)
@@ -47,10 +54,7 @@ def _make_template(initialize_tables) -> Path:
 def new_store(path: Path) -> None:
     """Put a new, migrated SQLite store at ``path`` (a copy of the template): for a store another
     program opens, e.g. ``mlflow server``'s backend."""
-    import mlflow.store.db.utils as db_utils
-
-    shutil.copyfile(_make_template(getattr(db_utils._initialize_tables, "original", db_utils._initialize_tables)),
-                    path)
+    shutil.copyfile(_template(), path)
 
 
 def installed() -> bool:
@@ -64,12 +68,12 @@ def install() -> None:
     import mlflow.store.db.utils as db_utils
     from mlflow.store.model_registry import sqlalchemy_store as registry_store
 
-    original = getattr(db_utils._initialize_tables, "original", db_utils._initialize_tables)
+    original = _mlflow_initialize_tables()
 
     def initialize_tables(engine):
         if engine.url.get_backend_name() != "sqlite" or engine.url.database in (None, "", ":memory:"):
             return original(engine)
-        template = sqlite3.connect(_make_template(original))
+        template = sqlite3.connect(_template())
         target = engine.raw_connection()
         try:
             template.backup(target.driver_connection)

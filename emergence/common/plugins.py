@@ -115,7 +115,7 @@ class Registry:
 
     def __contains__(self, name) -> bool:
         self._ensure()
-        return name in tuple(self._entries)  # (a value that is no name, a list, is in no table)
+        return isinstance(name, str) and name in self._entries  # (a value that is no name, a list, is in none)
 
     def get(self, name):
         """The entry called ``name``; ``error`` naming the valid choices otherwise."""
