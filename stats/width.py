@@ -146,43 +146,54 @@ def width_verdict(width: float, ci, grid: Optional[dict], criterion: float, revi
                           + (f" ({where})" if where else "") + f" or more heads would tell{misfit}"), ev
 
 
-def _profile_fits(x, y, w, slopes, midpoints: int = 161) -> tuple:
-    """The least weighted squared error of ``floor + amplitude expit(s (x - x50))`` for each of
-    ``slopes`` and ``midpoints`` midpoints (over the range and a range's width either side), for a
-    rise of fractions ``y``, and its fitted values, under ``floor >= 0``, ``amplitude >= 0``,
-    ``floor + amplitude <= 1``. ``w``: weights a revision (or also a slope and midpoint). Given the
-    shape this is a two-parameter weighted least squares under three linear constraints: the
-    unconstrained solution where feasible, else the best on an edge (clipped) or a vertex."""
+def _logistic_basis(x, slopes, midpoints: int = 161) -> np.ndarray:
+    """``expit(s (x - x50))`` (slopes, midpoints, revisions) for each of ``slopes`` and ``midpoints``
+    midpoints over the range of ``x`` and a range's width either side: the shapes
+    :func:`_profile_fits` fits, computed once for every fit on the same grid."""
     span = max(float(x[-1] - x[0]), 0.1)
     x50 = np.linspace(x[0] - span, x[-1] + span, midpoints)
-    g = 1.0 / (1.0 + np.exp(-np.clip(slopes[:, None, None] * (x[None, None, :] - x50[None, :, None]), -50, 50)))
+    return 1.0 / (1.0 + np.exp(-np.clip(slopes[:, None, None] * (x[None, None, :] - x50[None, :, None]), -50, 50)))
+
+
+def _profile_fits(g, y, w) -> tuple:
+    """The least weighted squared error of ``floor + amplitude g`` for each shape ``g`` of
+    :func:`_logistic_basis` (a slope and a midpoint), for a rise of fractions ``y``, and its fitted
+    values, under ``floor >= 0``, ``amplitude >= 0``, ``floor + amplitude <= 1``. ``w``: weights a
+    revision (or also a slope and midpoint). Given the shape this is a two-parameter weighted least
+    squares under three linear constraints: the unconstrained solution where feasible, else the
+    best on an edge (clipped) or a vertex."""
     w = np.broadcast_to(w, g.shape)
-    sw, swg, swgg = w.sum(-1), (w * g).sum(-1), (w * g * g).sum(-1)
-    swy, swgy = (w * y).sum(-1), (w * g * y).sum(-1)
+    wg = w * g
+    sw, swg, swgg = w.sum(-1), wg.sum(-1), (wg * g).sum(-1)
+    wy = w * y
+    swy, swgy, swyy = wy.sum(-1), (wg * y).sum(-1), (wy * y).sum(-1)
     det = sw * swgg - swg**2
     ok = det > 1e-12 * sw * sw
     c = np.where(ok, (sw * swgy - swg * swy) / np.where(ok, det, 1.0), 0.0)
     a = (swy - c * swg) / sw
-    h = 1.0 - g  # on the edge floor + amplitude = 1: y - g = floor (1 - g)
-    swhh = (w * h * h).sum(-1)
-    edge_top = np.clip((w * h * (y - g)).sum(-1) / np.maximum(swhh, 1e-300), 0.0, 1.0)
+    # on the edge floor + amplitude = 1: y - g = floor (1 - g), by sums of w (1 - g)^2 and w (1 - g) (y - g)
+    swhh = sw - 2 * swg + swgg
+    edge_top = np.clip((swy - swg - swgy + swgg) / np.maximum(swhh, 1e-300), 0.0, 1.0)
     candidates = [(a, c),  # interior
                   (np.zeros_like(a), np.clip(swgy / np.maximum(swgg, 1e-300), 0.0, 1.0)),  # floor 0
                   (np.clip(swy / sw, 0.0, 1.0), np.zeros_like(a)),  # flat
                   (edge_top, 1.0 - edge_top)]  # reaching 1
-    best, fitted = np.full(a.shape, np.inf), np.zeros(g.shape)
-    for fa, fc in candidates:
+    best, chosen = np.full(a.shape, np.inf), np.full(a.shape, -1)
+    for i, (fa, fc) in enumerate(candidates):  # sum w (y - fa - fc g)^2, expanded in the sums above
         feasible = (fa >= -1e-12) & (fc >= -1e-12) & (fa + fc <= 1 + 1e-12)
-        mu = fa[..., None] + fc[..., None] * g
-        ss = np.where(feasible, (w * (y - mu) ** 2).sum(-1), np.inf)
+        ss = swyy - 2 * (fa * swy + fc * swgy) + fa * fa * sw + 2 * fa * fc * swg + fc * fc * swgg
+        ss = np.where(feasible, ss, np.inf)
         better = ss < best
-        best, fitted = np.where(better, ss, best), np.where(better[..., None], mu, fitted)
+        best, chosen = np.where(better, ss, best), np.where(better, i, chosen)
+    fa = np.choose(np.maximum(chosen, 0), [fa for fa, _ in candidates])
+    fc = np.choose(np.maximum(chosen, 0), [fc for _, fc in candidates])
+    fitted = np.where((chosen >= 0)[..., None], fa[..., None] + fc[..., None] * g, 0.0)
     return best, fitted
 
 
-def _profile_deviance(x, y, n, p, slopes, rounds: int = 2) -> tuple:
-    """The binomial deviance of the best logistic rise for each of ``slopes`` and midpoint
-    (:func:`_profile_fits`) for fractions ``y`` of ``n`` heads, and its fitted levels. For each slope
+def _profile_deviance(g, y, n, p, rounds: int = 2) -> tuple:
+    """The binomial deviance of the best logistic rise for each shape ``g`` (a slope and midpoint:
+    :func:`_profile_fits`) for fractions ``y`` of ``n`` heads, and its fitted levels. For each slope
     and midpoint the floor and amplitude are fitted by iterated reweighting: weighted least squares
     with weights ``n / (mu (1 - mu))``, first at the levels ``p``, then ``rounds`` times at the
     candidate's own fitted levels ``mu`` (kept half a head from 0 and from ``n``), whose fixed point
@@ -190,20 +201,20 @@ def _profile_deviance(x, y, n, p, slopes, rounds: int = 2) -> tuple:
     / n (1 - mu))]`` of the last fit is its likelihood ratio against the saturated model, so that a
     candidate that puts heads where the counts are zero pays what the likelihood charges (a weighted
     squared error charges a zero count half of it)."""
-    w = n / (p * (1 - p))
-    for _ in range(rounds + 1):
-        _, mu = _profile_fits(x, y, w, slopes)
+    _, mu = _profile_fits(g, y, n / (p * (1 - p)))
+    for _ in range(rounds):
         m = np.clip(mu, 0.5 / n, 1 - 0.5 / n)
-        w = n / (m * (1 - m))
+        _, mu = _profile_fits(g, y, n / (m * (1 - m)))
     mu = np.clip(mu, 1e-12, 1 - 1e-12)
     return (2 * n * (xlogy(y, y) - xlogy(y, mu) + xlogy(1 - y, 1 - y) - xlogy(1 - y, 1 - mu))).sum(-1), mu
 
 
-def _boundary_stat(x, y, n, slopes, held) -> tuple:
-    """The deviance by which the best rise of the ``held`` slopes (a mask of ``slopes``) fits the rise
-    ``y`` worse than the best of all, and the held fit's levels; the reweighted fits start from the
-    non-decreasing fit's levels (:func:`stats.isotonic.isotonic_fit`), kept in [0.01, 0.99]."""
-    dev, mu = _profile_deviance(x, y, n, np.clip(isotonic_fit(y, n)[0], 0.01, 0.99), slopes)
+def _boundary_stat(g, y, n, held) -> tuple:
+    """The deviance by which the best rise of the ``held`` slopes (a mask of the first axis of the
+    shapes ``g``) fits the rise ``y`` worse than the best of all, and the held fit's levels; the
+    reweighted fits start from the non-decreasing fit's levels (:func:`stats.isotonic.isotonic_fit`),
+    kept in [0.01, 0.99]."""
+    dev, mu = _profile_deviance(g, y, n, np.clip(isotonic_fit(y, n)[0], 0.01, 0.99))
     dev_held, mu_held = dev[held], mu[held]
     best = np.unravel_index(int(np.argmin(dev_held)), dev_held.shape)
     return max(float(dev_held[best] - dev.min()), 0.0), mu_held[best]
@@ -239,7 +250,8 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
     steep = np.geomspace(s_c, 2 * np.log(9.0) / 1e-3, 16)
     slopes = np.concatenate([gentle, steep])
     held = np.arange(slopes.size) < gentle.size if shape == "sharp" else np.arange(slopes.size) >= gentle.size
-    stat, mu = _boundary_stat(x, y, n, slopes, held)
+    g = _logistic_basis(x, slopes)
+    stat, mu = _boundary_stat(g, y, n, held)
     if stat <= 0:
         return 1.0
     rng = np.random.default_rng(0) if rng is None else rng
@@ -251,7 +263,7 @@ def boundary_p(tokens, k, n, phi: float, criterion: float, shape: str,
             r = np.maximum(rho, 1e-12)
             level = np.where(rho > 0, rng.beta(mu * (1 - r) / r, (1 - mu) * (1 - r) / r), mu)
         y_sim = rng.binomial(n.astype(int), np.clip(level, 0.0, 1.0)) / n
-        reached += _boundary_stat(x, y_sim, n, slopes, held)[0] >= stat
+        reached += _boundary_stat(g, y_sim, n, held)[0] >= stat
         if reached >= stop_after:
             return reached / draw
     return (1 + reached) / (1 + n_sim)
