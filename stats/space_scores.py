@@ -224,7 +224,7 @@ def factor_table(records: list, columns: dict, factors=FACTORS) -> list:
 
 
 def _bin_order(label: str):
-    order = ("yes", "no", "log", "linear", "pythia", "before", "first", "inside", "last", "after", "identity", "aggregate",
+    order = ("yes", "no", "grid", "noise", "log", "linear", "pythia", "before", "first", "inside", "last", "after", "identity", "aggregate",
              "sharp", "borderline", "gradual", "flat")
     if label in order:
         return (0, order.index(label), 0)

@@ -164,9 +164,8 @@ def _profile_fits(g, y, w) -> tuple:
     best on an edge (clipped) or a vertex."""
     w = np.broadcast_to(w, g.shape)
     wg = w * g
-    sw, swg, swgg = w.sum(-1), wg.sum(-1), (wg * g).sum(-1)
-    wy = w * y
-    swy, swgy, swyy = wy.sum(-1), (wg * y).sum(-1), (wy * y).sum(-1)
+    sw, swg, swgg = w.sum(-1), wg.sum(-1), np.einsum("...k,...k->...", wg, g)
+    swy, swgy, swyy = w @ y, wg @ y, w @ (y * y)
     det = sw * swgg - swg**2
     ok = det > 1e-12 * sw * sw
     c = np.where(ok, (sw * swgy - swg * swy) / np.where(ok, det, 1.0), 0.0)
