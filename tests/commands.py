@@ -40,6 +40,13 @@ _SERVER = r"""
 import atexit, json, os, runpy, signal, sys, threading, traceback
 import torch, transformers, mlflow, hydra, omegaconf, pandas, matplotlib  # noqa: F401  (the warm part)
 import emergence.job, emergence.parent_run, emergence.console, stats.api  # noqa: F401
+# What nearly every command imports next (about 4 s more on 2 cores): transformers' model code and the
+# tiny families' model classes, MLflow's SQL store (with alembic and SQLite's dialect), the figures.
+import transformers.modeling_utils, transformers.masking_utils, transformers.activations  # noqa: F401,E401
+import mlflow.store.tracking.sqlalchemy_store, alembic.command, sqlalchemy.dialects.sqlite  # noqa: F401,E401
+import stats.figures, matplotlib.backends.backend_agg  # noqa: F401,E401
+for _family in ("gpt_neox", "olmo", "olmoe"):
+    transformers.AutoModelForCausalLM._model_mapping[transformers.CONFIG_MAPPING[_family]]  # imports its module
 sys.path.insert(0, TESTS)
 import store_template  # a new SQLite store is a copy of a migrated one (tests/store_template.py)
 store_template.install()
