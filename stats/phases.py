@@ -26,7 +26,7 @@ A decline is reported (and the rise alone is fitted) when it is material and rea
   against its distribution under the non-decreasing fit, rejected at ``alpha``: for
   counts that follow the same heads, ``T`` over residual permutations around that
   fit (the flicker of single heads near the threshold as exchangeable noise, the
-  assumption of :func:`stats.shape.level_change_test`); for aggregate counts,
+  assumption of :func:`stats.change.change_test`); for aggregate counts,
   over binomial draws from it (their own sampling noise: permuted residuals of a
   pooled fit understate it, and with 20 revisions called 7.5 % of rising curves a
   decline). With ten revisions a decline of one or two heads of a small circuit is

@@ -155,10 +155,10 @@ def _logistic_basis(x, slopes, midpoints: int = 161) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(slopes[:, None, None] * (x[None, None, :] - x50[None, :, None]), -50, 50)))
 
 
-def _profile_fits(g, y, w) -> tuple:
-    """The least weighted squared error of ``floor + amplitude g`` for each shape ``g`` of
-    :func:`_logistic_basis` (a slope and a midpoint), for a rise of fractions ``y``, and its fitted
-    values, under ``floor >= 0``, ``amplitude >= 0``, ``floor + amplitude <= 1``. ``w``: weights a
+def _profile_fits(g, y, w) -> np.ndarray:
+    """The fitted values of the least weighted squared error fit of ``floor + amplitude g`` for each
+    shape ``g`` of :func:`_logistic_basis` (a slope and a midpoint) to a rise of fractions ``y``,
+    under ``floor >= 0``, ``amplitude >= 0``, ``floor + amplitude <= 1``. ``w``: weights a
     revision (or also a slope and midpoint). Given the shape this is a two-parameter weighted least
     squares under three linear constraints: the unconstrained solution where feasible, else the
     best on an edge (clipped) or a vertex."""
@@ -177,17 +177,13 @@ def _profile_fits(g, y, w) -> tuple:
                   (np.zeros_like(a), np.clip(swgy / np.maximum(swgg, 1e-300), 0.0, 1.0)),  # floor 0
                   (np.clip(swy / sw, 0.0, 1.0), np.zeros_like(a)),  # flat
                   (edge_top, 1.0 - edge_top)]  # reaching 1
-    best, chosen = np.full(a.shape, np.inf), np.full(a.shape, -1)
-    for i, (fa, fc) in enumerate(candidates):  # sum w (y - fa - fc g)^2, expanded in the sums above
+    best, floor, amplitude = np.full(a.shape, np.inf), np.zeros_like(a), np.zeros_like(a)
+    for fa, fc in candidates:  # sum w (y - fa - fc g)^2, expanded in the sums above
         feasible = (fa >= -1e-12) & (fc >= -1e-12) & (fa + fc <= 1 + 1e-12)
         ss = swyy - 2 * (fa * swy + fc * swgy) + fa * fa * sw + 2 * fa * fc * swg + fc * fc * swgg
-        ss = np.where(feasible, ss, np.inf)
-        better = ss < best
-        best, chosen = np.where(better, ss, best), np.where(better, i, chosen)
-    fa = np.choose(np.maximum(chosen, 0), [fa for fa, _ in candidates])
-    fc = np.choose(np.maximum(chosen, 0), [fc for _, fc in candidates])
-    fitted = np.where((chosen >= 0)[..., None], fa[..., None] + fc[..., None] * g, 0.0)
-    return best, fitted
+        better = feasible & (ss < best)
+        best, floor, amplitude = np.where(better, ss, best), np.where(better, fa, floor), np.where(better, fc, amplitude)
+    return floor[..., None] + amplitude[..., None] * g
 
 
 def _profile_deviance(g, y, n, p, rounds: int = 2) -> tuple:
@@ -200,10 +196,10 @@ def _profile_deviance(g, y, n, p, rounds: int = 2) -> tuple:
     / n (1 - mu))]`` of the last fit is its likelihood ratio against the saturated model, so that a
     candidate that puts heads where the counts are zero pays what the likelihood charges (a weighted
     squared error charges a zero count half of it)."""
-    _, mu = _profile_fits(g, y, n / (p * (1 - p)))
+    mu = _profile_fits(g, y, n / (p * (1 - p)))
     for _ in range(rounds):
         m = np.clip(mu, 0.5 / n, 1 - 0.5 / n)
-        _, mu = _profile_fits(g, y, n / (m * (1 - m)))
+        mu = _profile_fits(g, y, n / (m * (1 - m)))
     mu = np.clip(mu, 1e-12, 1 - 1e-12)
     return (2 * n * (xlogy(y, y) - xlogy(y, mu) + xlogy(1 - y, 1 - y) - xlogy(1 - y, 1 - mu))).sum(-1), mu
 

@@ -66,7 +66,7 @@ class JumpDetector:
         return {"history": [asdict(o) for o in self.history]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.history = [Observation(**d) for d in state["history"]]
+        self.history = [Observation(**d) for d in state.get("history", [])]
 
 
 def _largest_change(values: List[Optional[float]], sign: float) -> float:

@@ -184,9 +184,12 @@ def _locked(folder: Path):
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(folder / ".lock", "w") as fh:  # closing the file releases the lock
+    with open(folder / ".lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
+        try:
+            yield
+        finally:  # released here, not at close: a process forked meanwhile shares the open file
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
