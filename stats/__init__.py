@@ -45,13 +45,9 @@ from stats.analysis import analyse
 __version__ = "0.1.0"
 
 
-def _help_template() -> str:
-    return help_text().replace("$", "$$")  # Hydra's template is a string.Template
-
-
 register_resolvers()  # ${project_root:}, ${emergence_home:} (emergence/common/paths.py)
 if not OmegaConf.has_resolver("stats_help"):  # `python -m stats --help` (conf/stats.yaml, hydra.help)
-    OmegaConf.register_new_resolver("stats_help", _help_template)
+    OmegaConf.register_new_resolver("stats_help", lambda: help_text().replace("$", "$$"))  # a string.Template
 
 __all__ = [
     "PROJECT_ROOT",

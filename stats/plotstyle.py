@@ -20,7 +20,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from emergence.common.tokenaxis import ReadableLogLocator, share_axis, token_axis  # noqa: E402,F401  (re-exported)
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+from emergence.common.tokenaxis import share_axis, token_axis  # noqa: E402,F401  (re-exported)
 from stats.units import format_tokens  # noqa: E402,F401  (re-exported for the figures)
 
 logging.getLogger("fontTools").setLevel(logging.WARNING)  # its font subsetting logs INFO lines for every PDF
@@ -60,8 +61,6 @@ def fraction_axis(ax, top: float) -> None:
 
 def count_axis(ax, top: float) -> None:
     """A count axis (heads) from 0 to a little above ``top``, with whole-number ticks."""
-    from matplotlib.ticker import MaxNLocator
-
     ax.set_ylim(0.0, max(1.0, 1.1 * float(top)))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, nbins=6))
 

@@ -22,6 +22,7 @@ from typing import Optional
 import numpy as np
 
 from stats.results import Results
+from stats.units import format_number as _num
 
 #: The study's per-head table (gzip CSV; see ``stats/data/README.md``).
 XU2026_HEADS = Path(__file__).resolve().parent / "data" / "xu2026_heads.csv.gz"
@@ -251,10 +252,6 @@ def _gaps(rep, study, model):
     reported = "induction first, BOS later (separable)" if value is not None else text
     rep.add("F3 gap", model, f"fitted gap t50({g.late_class}) / {g.formation}({g.early_class}), H0 ratio <= 1", reported,
             tool, agrees, "" if value is not None else "the study reports no separation for this model")
-
-
-def _num(v):
-    return "-" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.3g}"
 
 
 #: The study's claim on where BOS heads appear first (every model).
