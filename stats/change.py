@@ -221,9 +221,8 @@ def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str 
 
 
 #: How the change test is named in a reason.
-TEST_NAMES = {"headwise_permutation": "head-wise permutation test", "quasi_likelihood_bootstrap":
-              "quasi-likelihood bootstrap test", "monotone_change_permutation":
-              "monotone-change permutation test"}
+TEST_NAMES = {"headwise_permutation": "head-wise permutation test",
+              "quasi_likelihood_bootstrap": "quasi-likelihood bootstrap test"}
 
 
 def test_label(change: TestResult) -> str:

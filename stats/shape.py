@@ -120,10 +120,6 @@ def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) ->
     return [lo, hi]
 
 
-def _pct(v):
-    return f"{100 * v:.0f}%"
-
-
 def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, level: float = 0.95) -> dict:
     """The largest adjacent change in the direction of the rise, its share and interval: ``identity``,
     of the observed fractions (``J`` of ``R`` heads, Clopper-Pearson); ``aggregate``, of the fitted
@@ -176,8 +172,8 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
     at ``alpha``, dispersion ``phi``, simulated from ``rng``): the parametric bootstrap refits draws
     from the fitted curve, so a step fitted to noise bootstraps as a step."""
     x = np.log10(np.asarray(tokens, float))
-    direction = 1.0 if ev.get("max_jump", 1.0) is None or not np.isfinite(ev.get("max_jump", 1.0)) \
-        else float(np.sign(ev.get("max_jump", 1.0)) or 1.0)
+    jump = ev.get("max_jump")
+    direction = float(np.sign(jump) or 1.0) if jump is not None and np.isfinite(jump) else 1.0
     width, ci, grid = float("nan"), None, None
     if times is not None:
         width, ci = times.width_decades, times.width_ci
@@ -212,7 +208,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
                    + ", and ".join(why[k] for k in why if unseen in (k, "both")) + "): the width has no upper bound")
     if ev.get("max_jump_revisions"):
         a, b = ev["max_jump_revisions"]
-        reason += f"; the largest jump ({a} -> {b}) holds {_pct(ev['max_jump_share'])} of the rise"
+        reason += f"; the largest jump ({a} -> {b}) holds {100 * ev['max_jump_share']:.0f}% of the rise"
     return ShapeVerdict(shape, reason, ev)
 
 

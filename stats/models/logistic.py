@@ -103,10 +103,8 @@ class LogisticModel(CurveModel):
 
     name = "logistic"
     param_names = ("floor", "ceiling", "log10_t50", "slope")
-
-    def __init__(self, n_refine: int = 3, max_iter: int = 200):
-        self.n_refine = n_refine
-        self.max_iter = max_iter
+    #: The best starts by likelihood refined (besides the best of each kind).
+    n_refine = 3
 
     def mean(self, theta, x, ref=None):
         return logistic_mean(np.atleast_2d(theta), np.asarray(x, float))
@@ -155,13 +153,12 @@ class LogisticModel(CurveModel):
         )
         return np.clip(cand, lo, hi)
 
-    def fit_batch(self, x, k, n, init=None, n_refine=None) -> BatchFit:
+    def fit_batch(self, x, k, n, init=None) -> BatchFit:
         """Fit B replicate curves ``k`` (B, m) at once; ``init`` (q,) or (B, q) is an extra start."""
         x = np.asarray(x, float)
         k, n = batch_counts(k, n)
         B, m = k.shape
         lo, hi = logistic_bounds(x)
-        R = self.n_refine if n_refine is None else n_refine
         const = log_binom_coef(k, n).sum(-1)
         if m < 2:
             th = np.tile(np.array([logit(k.sum() / max(n.sum(), 1)), logit(k.sum() / max(n.sum(), 1)), x[0], lo[3]]), (B, 1))
@@ -170,8 +167,7 @@ class LogisticModel(CurveModel):
         S = cand.shape[1]
         p0 = logistic_mean(cand.reshape(-1, 4), x).reshape(B, S, m)
         ll0 = binomial_loglik(k[:, None, :], n[:, None, :], p0, const=0.0)
-        R = min(R, S)
-        top = np.argsort(-ll0, axis=1)[:, :R]
+        top = np.argsort(-ll0, axis=1)[:, :min(self.n_refine, S)]
         # ... and the best start of each kind (steep, moderate, gentle): with many revisions the
         # steep step starts fill the top R, and from the step limit a gradual rise is not reached
         G = S // 3
@@ -188,9 +184,7 @@ class LogisticModel(CurveModel):
         unique = np.ones((B, Rt), bool)
         unique[:, :T] = ~((top[:, :, None] == top[:, None, :]) & earlier).any(-1)
         rows = np.repeat(np.arange(B), Rt).reshape(B, Rt)[unique]
-        th, ll_u = levenberg_marquardt(
-            lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows], max_iter=self.max_iter,
-        )
+        th, ll_u = levenberg_marquardt(lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows])
         theta = np.zeros((B, Rt, 4))
         ll = np.full((B, Rt), -np.inf)
         theta[unique], ll[unique] = th, ll_u
