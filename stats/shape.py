@@ -88,9 +88,6 @@ class ShapeVerdict(Results):
         evidence = out.pop("evidence")
         return out | evidence
 
-    def summary(self) -> str:
-        return f"{self.shape}: {self.reason}"
-
 
 def jump_share(values, direction: Optional[float] = None) -> dict:
     """Largest adjacent change of ``values`` in ``direction`` (> 0 a rise, < 0 a fall; by default the
@@ -187,10 +184,9 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
             ci = None if ci is None else [ci[0], float("inf")]
         if grid is not None and (unseen is not None or (times is not None and _beyond_range(times, x))):
             grid = grid | {"upper": float("inf"), "beyond": True}
-    elif times is not None:
-        if times.width_is_bound and times.bracket_tokens is not None:
-            j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
-            grid = {"lower": 0.0, "upper": float(x[j + 1] - x[j]), "low_between": [j, j + 1], "high_between": [j, j + 1]}
+    elif times is not None and times.width_is_bound and times.bracket_tokens is not None:
+        j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
+        grid = {"lower": 0.0, "upper": float(x[j + 1] - x[j]), "low_between": [j, j + 1], "high_between": [j, j + 1]}
     shape, reason, wev = width_verdict(width, ci, grid, cfg.sharp_width_decades, [str(r) for r in revisions])
     ev.update(wev)
     if regime != "identity" and shape in ("sharp", "gradual"):  # fresh draws: the claim must exclude its boundary
@@ -273,9 +269,7 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     ev.update(jump_evidence(f, n_ref, direction, regime, None if fits is None else fits["logistic"], boot, level))
     ev.update(jump_location(tokens, revisions, ev.pop("_index")))
     if times is not None:
-        ev["width_decades"] = times.width_decades
-        ev["width_is_bound"] = times.width_is_bound
-        ev["spacing_decades"] = times.spacing_decades
+        ev.update({key: getattr(times, key) for key in ("width_decades", "width_is_bound", "spacing_decades")})
     ev["p_step"] = p_step
     ev["pure_step"] = None if p_step is None else bool(p_step >= alpha)
     ev["p_change"] = None if change is None else change.p_value

@@ -19,8 +19,9 @@ Starts: for every gap between adjacent revisions, the step fitted there (levels 
 pooled fractions on each side) at the steepest slope, the same levels at a moderate
 slope, and the observed extremes at a gentle slope; the best few by likelihood, and
 the best of each of the three kinds, are refined by Levenberg-Marquardt and the best
-result kept (from the step limit the slope's gradient vanishes, so a gradual rise
-must be reached from a moderate or gentle start).
+result kept (with many revisions the steep starts fill the best few, and from the step
+limit the slope's gradient vanishes, so a gradual rise must be reached from a moderate
+or gentle start).
 """
 
 from __future__ import annotations
@@ -168,8 +169,7 @@ class LogisticModel(CurveModel):
         p0 = logistic_mean(cand.reshape(-1, 4), x).reshape(B, S, m)
         ll0 = binomial_loglik(k[:, None, :], n[:, None, :], p0, const=0.0)
         top = np.argsort(-ll0, axis=1)[:, :min(self.n_refine, S)]
-        # ... and the best start of each kind (steep, moderate, gentle): with many revisions the
-        # steep step starts fill the top R, and from the step limit a gradual rise is not reached
+        # ... and the best of each kind (steep, moderate, gentle: module docstring)
         G = S // 3
         per_kind = np.stack([k * G + np.argmax(ll0[:, k * G:(k + 1) * G], axis=1) for k in range(3)], axis=1)
         top = np.concatenate([top, per_kind], axis=1)
