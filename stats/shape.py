@@ -161,13 +161,11 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
                      switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0,
                      unseen: Optional[str] = None, rng: Optional[np.random.Generator] = None) -> ShapeVerdict:
-    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise: the
-    fitted width's interval (``times``), narrowed for ``identity`` counts by the grid's bounds of
-    the settled heads' rise (``switched``, :func:`stats.switching.switched_counts`), and for
-    aggregate counts bounded by the spacing where the fitted rise lies inside one checkpoint
-    interval. An aggregate claim must besides exclude its boundary (:func:`stats.width.boundary_p`
-    at ``alpha``, dispersion ``phi``, simulated from ``rng``): the parametric bootstrap refits draws
-    from the fitted curve, so a step fitted to noise bootstraps as a step."""
+    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the fitted width's
+    interval (``times``) and, for ``identity`` counts, the settled heads' rise (``switched``). An
+    aggregate claim must besides exclude its boundary (:func:`stats.width.boundary_p` at ``alpha``,
+    dispersion ``phi``, simulated from ``rng``): the parametric bootstrap refits draws from the fitted
+    curve, so a step fitted to noise bootstraps as a step."""
     x = np.log10(np.asarray(tokens, float))
     jump = ev.get("max_jump")
     direction = float(np.sign(jump) or 1.0) if jump is not None and np.isfinite(jump) else 1.0

@@ -9,12 +9,11 @@ probability ``p(x; theta)`` and is fitted by binomial maximum likelihood::
 Overdispersion (quasi-likelihood, McCullagh & Nelder 1989): the Pearson statistic
 ``X2 = sum_i (k_i - n_i p_i)^2 / (n_i p_i (1 - p_i))`` of the most flexible model
 (the logistic) on ``df = m - K_eff`` degrees of freedom (``K_eff``: its parameters
-not at a bound of their box) estimates the dispersion
-``phi = X2 / df``. Overdispersion is *present* when ``X2`` exceeds the 0.95 quantile of
-chi-square(df); then ``phi = X2 / df`` is used, otherwise ``phi = 1``. Where present,
-standard errors are scaled by ``sqrt(phi)``, model comparison uses QAICc and the
-parametric bootstrap draws beta-binomial counts with the same variance inflation
-(``var = phi n p (1 - p)``, intra-class correlation ``rho = (phi - 1) / (n - 1)``).
+not at a bound of their box) estimates the dispersion. Overdispersion is *present* when
+``X2`` exceeds the 0.95 quantile of chi-square(df); then ``phi = X2 / df``, otherwise
+``phi = 1``. Where present, standard errors are scaled by ``sqrt(phi)``, model comparison
+uses QAICc and the parametric bootstrap draws beta-binomial counts of variance
+``phi n p (1 - p)`` (:mod:`stats.bootstrap`).
 
 Model comparison by AICc (m is about 10, so the small-sample correction matters)::
 
