@@ -121,17 +121,24 @@ def _replicates(draw, stat: float, n_perm: int) -> tuple:
     return (1.0 + hits) / (used + 1.0), used
 
 
-def _headwise(flags: np.ndarray, n: np.ndarray, shape: str, n_perm: int, rng: np.random.Generator) -> tuple:
-    """``(statistic, p, B)`` of the head-wise permutation test on ``flags`` (m revisions x heads)."""
-    f = np.asarray(flags, bool)
+def _statistic(k, n, flags, shape: str) -> float:
+    """The observed statistic: with ``flags`` (m revisions x heads, booleans) ``SS_p0 - SS_f`` of the heads
+    on, else ``T`` of the counts ``k``."""
+    if flags is not None:
+        return float(explained_ss(flags.sum(1).astype(float), n, shape)[0])
+    return float(quasi_lr(k, n, shape)[0][0])
+
+
+def _headwise(f: np.ndarray, n: np.ndarray, shape: str, n_perm: int, rng: np.random.Generator) -> tuple:
+    """``(statistic, p, B, details)`` of the head-wise permutation test on the flags ``f`` (m x heads)."""
     m = f.shape[0]
     on = f.sum(0)
     vary = (on > 0) & (on < m)
     base = f[:, ~vary].sum(1).astype(float)
     fv = f[:, vary]
-    stat = float(explained_ss(f.sum(1).astype(float), n, shape)[0])
+    stat = _statistic(None, n, f, shape)
     if not vary.any() or stat <= 0:
-        return stat, 1.0, 0
+        return stat, 1.0, 0, {}
 
     def draw(size):
         idx = rng.random((size, m, fv.shape[1])).argsort(axis=1)
@@ -139,15 +146,15 @@ def _headwise(flags: np.ndarray, n: np.ndarray, shape: str, n_perm: int, rng: np
         return explained_ss(perm.sum(2) + base, n, shape)
 
     p, used = _replicates(draw, stat, n_perm)
-    return stat, p, used
+    return stat, p, used, {}
 
 
 def _aggregate(k: np.ndarray, n: np.ndarray, shape: str, n_perm: int, rng: np.random.Generator) -> tuple:
-    """``(statistic, p, B, phi)`` of the quasi-likelihood bootstrap test."""
+    """``(statistic, p, B, details)`` of the quasi-likelihood bootstrap test (details: its ``phi``)."""
     t, phi, x2, df = quasi_lr(k, n, shape)
     stat, phi, x2, df = float(t[0]), float(phi[0]), float(x2[0]), int(df[0])
     if stat <= 0:
-        return stat, 1.0, 0, phi
+        return stat, 1.0, 0, {"phi": phi}
     p0 = np.full(len(k), k.sum() / n.sum())
 
     def draw(size):
@@ -155,7 +162,7 @@ def _aggregate(k: np.ndarray, n: np.ndarray, shape: str, n_perm: int, rng: np.ra
         return quasi_lr(simulate_counts(p0, np.round(n).astype(int), size, rng, phi_b), n, shape)[0]
 
     p, used = _replicates(draw, stat, n_perm)
-    return stat, p, used, phi
+    return stat, p, used, {"phi": phi}
 
 
 NULLS = {"headwise_permutation": "no change: each head's flags exchangeable over the revisions, heads independent",
@@ -163,18 +170,8 @@ NULLS = {"headwise_permutation": "no change: each head's flags exchangeable over
 
 
 def _test(k, n, flags, shape, n_perm, rng) -> tuple:
-    if flags is not None:
-        stat, p, used = _headwise(flags, n, shape, n_perm, rng)
-        return "headwise_permutation", stat, p, used, {}
-    stat, p, used, phi = _aggregate(k, n, shape, n_perm, rng)
-    return "quasi_likelihood_bootstrap", stat, p, used, {"phi": phi}
-
-
-def _statistic_without(k, n, flags, shape, j) -> float:
-    keep = np.arange(len(k)) != j
-    if flags is not None:
-        return float(explained_ss(np.asarray(flags, bool)[keep].sum(1).astype(float), n[keep], shape)[0])
-    return float(quasi_lr(k[keep], n[keep], shape)[0][0])
+    """``(statistic, p, B, details)``: head-wise with ``flags``, else the quasi-likelihood bootstrap."""
+    return _headwise(flags, n, shape, n_perm, rng) if flags is not None else _aggregate(k, n, shape, n_perm, rng)
 
 
 def _alone(k, n, j: int) -> bool:
@@ -196,22 +193,26 @@ def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str 
     rng = np.random.default_rng(0) if rng is None else rng
     k = np.asarray(k, float)
     n = np.asarray(n, float)
+    flags = None if flags is None else np.asarray(flags, bool)
     revisions = [str(r) for r in revisions]
     m = len(k)
+    name = "headwise_permutation" if flags is not None else "quasi_likelihood_bootstrap"
     if m < 2 or np.ptp(k / np.where(n > 0, n, 1)) == 0:
-        name = "headwise_permutation" if flags is not None else "quasi_likelihood_bootstrap"
         return TestResult(name, NULLS[name], 0.0, 1.0, 0)
-    name, stat, p, used, details = _test(k, n, flags, shape, n_perm, rng)
+    stat, p, used, details = _test(k, n, flags, shape, n_perm, rng)
     if details.get("phi", 1.0) > 1.0 and m <= FEW_REVISIONS:
         details["note"] = (f"overdispersion (phi = {details['phi']:.2g}) estimated from {m} revisions: the change "
                            "test's size may exceed alpha (about 0.12 at phi = 4 with 5 revisions)")
+
+    def without(j: int) -> tuple:  # the curve less revision j
+        keep = np.arange(m) != j
+        return k[keep], n[keep], None if flags is None else flags[keep]
+
     if p <= alpha and m >= MIN_REVISIONS_PERSISTENCE:
-        j = 1 + int(np.argmin([_statistic_without(k, n, flags, shape, j) for j in range(1, m)]))
+        j = 1 + int(np.argmin([_statistic(*without(j), shape) for j in range(1, m)]))
         if not _alone(k, n, j):
             return TestResult(name, NULLS[name], stat, p, used, details)
-        keep = np.arange(m) != j
-        p_without = _test(k[keep], n[keep], None if flags is None else np.asarray(flags, bool)[keep], shape, n_perm,
-                          rng)[2]
+        p_without = _test(*without(j), shape, n_perm, rng)[1]
         details["p_without_most_influential"] = p_without
         details["most_influential"] = revisions[j]
         if p_without > alpha:
@@ -221,9 +222,8 @@ def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str 
 
 
 #: How the change test is named in a reason.
-TEST_NAMES = {"headwise_permutation": "head-wise permutation test", "quasi_likelihood_bootstrap":
-              "quasi-likelihood bootstrap test", "monotone_change_permutation":
-              "monotone-change permutation test"}
+TEST_NAMES = {"headwise_permutation": "head-wise permutation test",
+              "quasi_likelihood_bootstrap": "quasi-likelihood bootstrap test"}
 
 
 def test_label(change: TestResult) -> str:

@@ -199,8 +199,7 @@ def unimodal_ss(y, w) -> tuple:
 def weighted_fractions(k, n) -> tuple:
     """``(n, w, y, pooled)`` of rows ``k`` (B, m) of ``n``: ``n`` broadcast to the rows, the weights
     (``n``, 0 where not positive), the fractions ``k / n`` and each row's pooled fraction (B, 1)."""
-    k = np.atleast_2d(np.asarray(k, float))
-    n = np.broadcast_to(np.asarray(n, float), k.shape)
+    k, n = _rows(k, n)
     w = np.where(n > 0, n, 0.0)
     y = k / np.where(n > 0, n, 1)
     return n, w, y, (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)

@@ -88,9 +88,6 @@ class ShapeVerdict(Results):
         evidence = out.pop("evidence")
         return out | evidence
 
-    def summary(self) -> str:
-        return f"{self.shape}: {self.reason}"
-
 
 def jump_share(values, direction: Optional[float] = None) -> dict:
     """Largest adjacent change of ``values`` in ``direction`` (> 0 a rise, < 0 a fall; by default the
@@ -118,10 +115,6 @@ def share_interval(jump_heads: float, rise_heads: float, level: float = 0.95) ->
     lo = 0.0 if j == 0 else float(sps.beta.ppf(a / 2, j, r - j + 1))
     hi = 1.0 if j == r else float(sps.beta.ppf(1 - a / 2, j + 1, r - j))
     return [lo, hi]
-
-
-def _pct(v):
-    return f"{100 * v:.0f}%"
 
 
 def jump_evidence(f, n_ref: float, direction, regime: str, fit=None, boot=None, level: float = 0.95) -> dict:
@@ -168,16 +161,14 @@ def _none_reason(ev: dict, cfg: ShapeConfig, fits, change, alpha: float) -> Opti
 def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime: str, times=None,
                      switched=None, alpha: float = DEFAULTS.alpha, phi: float = 1.0,
                      unseen: Optional[str] = None, rng: Optional[np.random.Generator] = None) -> ShapeVerdict:
-    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the rise: the
-    fitted width's interval (``times``), narrowed for ``identity`` counts by the grid's bounds of
-    the settled heads' rise (``switched``, :func:`stats.switching.switched_counts`), and for
-    aggregate counts bounded by the spacing where the fitted rise lies inside one checkpoint
-    interval. An aggregate claim must besides exclude its boundary (:func:`stats.width.boundary_p`
-    at ``alpha``, dispersion ``phi``, simulated from ``rng``): the parametric bootstrap refits draws
-    from the fitted curve, so a step fitted to noise bootstraps as a step."""
+    """Rules 2-4 of the module docstring: the width rule of :mod:`stats.width` on the fitted width's
+    interval (``times``) and, for ``identity`` counts, the settled heads' rise (``switched``). An
+    aggregate claim must besides exclude its boundary (:func:`stats.width.boundary_p` at ``alpha``,
+    dispersion ``phi``, simulated from ``rng``): the parametric bootstrap refits draws from the fitted
+    curve, so a step fitted to noise bootstraps as a step."""
     x = np.log10(np.asarray(tokens, float))
-    direction = 1.0 if ev.get("max_jump", 1.0) is None or not np.isfinite(ev.get("max_jump", 1.0)) \
-        else float(np.sign(ev.get("max_jump", 1.0)) or 1.0)
+    jump = ev.get("max_jump")
+    direction = float(np.sign(jump) or 1.0) if jump is not None and np.isfinite(jump) else 1.0
     width, ci, grid = float("nan"), None, None
     if times is not None:
         width, ci = times.width_decades, times.width_ci
@@ -191,10 +182,9 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
             ci = None if ci is None else [ci[0], float("inf")]
         if grid is not None and (unseen is not None or (times is not None and _beyond_range(times, x))):
             grid = grid | {"upper": float("inf"), "beyond": True}
-    elif times is not None:
-        if times.width_is_bound and times.bracket_tokens is not None:
-            j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
-            grid = {"lower": 0.0, "upper": float(x[j + 1] - x[j]), "low_between": [j, j + 1], "high_between": [j, j + 1]}
+    elif times is not None and times.width_is_bound and times.bracket_tokens is not None:
+        j = int(np.clip(np.searchsorted(x, np.log10(times.bracket_tokens[0]) - 1e-9), 0, len(x) - 2))
+        grid = {"lower": 0.0, "upper": float(x[j + 1] - x[j]), "low_between": [j, j + 1], "high_between": [j, j + 1]}
     shape, reason, wev = width_verdict(width, ci, grid, cfg.sharp_width_decades, [str(r) for r in revisions])
     ev.update(wev)
     if regime != "identity" and shape in ("sharp", "gradual"):  # fresh draws: the claim must exclude its boundary
@@ -212,7 +202,7 @@ def sharp_or_gradual(ev: dict, cfg: ShapeConfig, tokens, k, n, revisions, regime
                    + ", and ".join(why[k] for k in why if unseen in (k, "both")) + "): the width has no upper bound")
     if ev.get("max_jump_revisions"):
         a, b = ev["max_jump_revisions"]
-        reason += f"; the largest jump ({a} -> {b}) holds {_pct(ev['max_jump_share'])} of the rise"
+        reason += f"; the largest jump ({a} -> {b}) holds {100 * ev['max_jump_share']:.0f}% of the rise"
     return ShapeVerdict(shape, reason, ev)
 
 
@@ -277,9 +267,7 @@ def classify_shape(tokens, k, n, revisions, fits: Optional[dict], times=None, p_
     ev.update(jump_evidence(f, n_ref, direction, regime, None if fits is None else fits["logistic"], boot, level))
     ev.update(jump_location(tokens, revisions, ev.pop("_index")))
     if times is not None:
-        ev["width_decades"] = times.width_decades
-        ev["width_is_bound"] = times.width_is_bound
-        ev["spacing_decades"] = times.spacing_decades
+        ev.update({key: getattr(times, key) for key in ("width_decades", "width_is_bound", "spacing_decades")})
     ev["p_step"] = p_step
     ev["pure_step"] = None if p_step is None else bool(p_step >= alpha)
     ev["p_change"] = None if change is None else change.p_value

@@ -29,10 +29,9 @@ MODELS = {"logistic": LogisticModel, "step": StepModel, "ramp": RampModel, "cons
 
 def fit_all(tokens, k, n, overdispersion: bool = DEFAULTS.fit.overdispersion,
             level: float = DEFAULTS.fit.dispersion_level):
-    """Fit the four models to one curve; return ``(fits, dispersion)``. The dispersion is estimated
-    from the logistic's Pearson statistic (:mod:`stats.models.base`) on ``m - K_eff`` degrees of
-    freedom (:func:`~stats.models.logistic.effective_params`) and, with ``overdispersion`` on and
-    overdispersion present, applied to every model (standard errors, QAICc)."""
+    """Fit the four models to one curve; return ``(fits, dispersion)``. The logistic's dispersion
+    (:mod:`stats.models.base`, ``K_eff``: :func:`~stats.models.logistic.effective_params`) is applied,
+    with ``overdispersion`` on and overdispersion present, to every model (standard errors, QAICc)."""
     fits = {name: model().fit(tokens, k, n) for name, model in MODELS.items()}
     logistic = fits["logistic"]
     k_eff = int(effective_params(logistic.theta, logistic.x)[0])

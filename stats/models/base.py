@@ -9,12 +9,11 @@ probability ``p(x; theta)`` and is fitted by binomial maximum likelihood::
 Overdispersion (quasi-likelihood, McCullagh & Nelder 1989): the Pearson statistic
 ``X2 = sum_i (k_i - n_i p_i)^2 / (n_i p_i (1 - p_i))`` of the most flexible model
 (the logistic) on ``df = m - K_eff`` degrees of freedom (``K_eff``: its parameters
-not at a bound of their box) estimates the dispersion
-``phi = X2 / df``. Overdispersion is *present* when ``X2`` exceeds the 0.95 quantile of
-chi-square(df); then ``phi = X2 / df`` is used, otherwise ``phi = 1``. Where present,
-standard errors are scaled by ``sqrt(phi)``, model comparison uses QAICc and the
-parametric bootstrap draws beta-binomial counts with the same variance inflation
-(``var = phi n p (1 - p)``, intra-class correlation ``rho = (phi - 1) / (n - 1)``).
+not at a bound of their box) estimates the dispersion. Overdispersion is *present* when
+``X2`` exceeds the 0.95 quantile of chi-square(df); then ``phi = X2 / df``, otherwise
+``phi = 1``. Where present, standard errors are scaled by ``sqrt(phi)``, model comparison
+uses QAICc and the parametric bootstrap draws beta-binomial counts of variance
+``phi n p (1 - p)`` (:mod:`stats.bootstrap`).
 
 Model comparison by AICc (m is about 10, so the small-sample correction matters)::
 
@@ -310,12 +309,8 @@ class FitResults:
         return {"params": {k: float(v) for k, v in self.params.items()}, "loglik": self.loglik, "aicc": self.aicc}
 
     @property
-    def n_obs(self) -> int:
-        return len(self.tokens)
-
-    @property
     def aicc(self) -> float:
-        return information_criterion(self.loglik, self.n_params, self.n_obs, self.dispersion)
+        return information_criterion(self.loglik, self.n_params, len(self.tokens), self.dispersion)
 
     @property
     def fitted(self) -> np.ndarray:
@@ -357,7 +352,7 @@ class FitResults:
         crit = "QAICc" if self.dispersion > 1 else "AICc"
         lines = [
             f"{self.model.name} model, binomial ML on log10 tokens",
-            f"  revisions: {self.n_obs}   parameters: {self.n_params}   "
+            f"  revisions: {len(self.tokens)}   parameters: {self.n_params}   "
             f"log-likelihood: {self.loglik:.3f}   {crit}: {self.aicc:.3f}   dispersion: {self.dispersion:.3f}",
             f"  {'parameter':<12}{'estimate':>14}{'95% lower':>14}{'95% upper':>14}",
         ]
@@ -374,7 +369,8 @@ class CurveModel:
     """Base of the curve models: ``fit(tokens, k, n)`` returns a :class:`FitResults`.
 
     Subclasses define the internal parameters ``theta`` (unconstrained or boxed),
-    ``mean(theta, x)``, ``natural(theta, x)`` and ``fit_batch(x, k, n)``.
+    ``mean(theta, x, ref=None)``, ``natural(theta, x)``, ``information(theta, x, n)`` (the expected
+    Fisher information of the internal parameters, (q, q)) and ``fit_batch(x, k, n, init=None)``.
     """
 
     name: str = "base"
@@ -384,19 +380,9 @@ class CurveModel:
     def n_params(self) -> int:
         return len(self.param_names)
 
-    def mean(self, theta, x, ref=None):  # pragma: no cover - abstract
-        raise NotImplementedError
-
     def natural(self, theta, x):
         """The natural parameters (B, q) of internal ones: here probabilities from their logits."""
         return expit(np.atleast_2d(theta))
-
-    def fit_batch(self, x, k, n, init=None) -> BatchFit:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def information(self, theta, x, n):  # pragma: no cover - abstract
-        """Expected Fisher information of the internal parameters (q, q)."""
-        raise NotImplementedError
 
     def fit(self, tokens, k, n, dispersion: float = 1.0) -> FitResults:
         """Fit one curve (``tokens`` > 0, ``k``, ``n``: one value a revision, sorted by tokens) by

@@ -64,17 +64,6 @@ class StepModel(CurveModel):
     def _at_bound(self, theta, x):
         return np.array([abs(theta[0]) >= 17.9, abs(theta[1]) >= 17.9, True])
 
-    def split_logliks(self, k, n):
-        """Log-likelihood (without constants) of every split: (B, m - 1), and the levels."""
-        k, n = batch_counts(k, n)
-        ck, cn = np.cumsum(k, -1), np.cumsum(n, -1)
-        kl, nl = ck[:, :-1], cn[:, :-1]
-        kr, nr = ck[:, -1:] - kl, cn[:, -1:] - nl
-        a = kl / np.where(nl > 0, nl, 1)
-        b = kr / np.where(nr > 0, nr, 1)
-        ll = _level_loglik(kl, nl, a) + _level_loglik(kr, nr, b)
-        return ll, a, b
-
     def fit_batch(self, x, k, n, init=None) -> BatchFit:
         k, n = batch_counts(k, n)
         B, m = k.shape
@@ -83,7 +72,12 @@ class StepModel(CurveModel):
             p = k.sum(-1) / np.maximum(n.sum(-1), 1)
             th = np.column_stack([logit(p), logit(p), np.zeros(B)])
             return BatchFit(th, binomial_loglik(k, n, p[:, None]))
-        ll, a, b = self.split_logliks(k, n)
+        ck, cn = np.cumsum(k, -1), np.cumsum(n, -1)
+        kl, nl = ck[:, :-1], cn[:, :-1]
+        kr, nr = ck[:, -1:] - kl, cn[:, -1:] - nl
+        a = kl / np.where(nl > 0, nl, 1)
+        b = kr / np.where(nr > 0, nr, 1)
+        ll = _level_loglik(kl, nl, a) + _level_loglik(kr, nr, b)  # every split's, without constants: (B, m - 1)
         j = np.argmax(ll, axis=1)
         r = np.arange(B)
         th = np.column_stack([logit(a[r, j]), logit(b[r, j]), j.astype(float)])
