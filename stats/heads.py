@@ -183,8 +183,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: 
     if df.empty:
         raise StatsError(f"{where} has no rows")
     df = df.copy()
-    df["model"] = df["model"].astype(str)
-    df["revision"] = df["revision"].astype(str)
+    df[["model", "revision"]] = df[["model", "revision"]].astype(str)
     df["tokens"] = _tokens(df, where)
     for col in ("layer", "head"):
         vals = _numeric(df, col, where, allow_nan=False)
