@@ -188,28 +188,15 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
     return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
 
 
-def _after_last_but_one(curve: Curve, single: str) -> Censoring:
-    """The censoring of a change seen at the last revision alone: whether the start of a rise or an
-    outlier, the midpoint lies after the revision before the last (``t50 > r_{m-1}``), a lower bound."""
-    return Censoring("right", f"{single}; t50 > {curve.revisions[-2]} (the revision before the last)",
-                     bound_tokens=float(curve.tokens[-2]))
-
-
-def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
-    """The count of the curve's heads switched on (:func:`stats.switching.switched_counts` over the whole
-    curve, heads on before training left out) at its first ``stop`` revisions; None without flags."""
-    return None if curve.flags is None else switched_counts(curve.trained_flags)[:stop]
-
-
 def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
                      share: float = 0.1) -> Optional[str]:
-    """Which end of the followed heads' rise (``switched``: :func:`_switched`) the range does not show
-    (``"start"``, ``"end"``, ``"both"``), or None; then the heads bound the width from below only
-    (:func:`stats.shape.sharp_or_gradual`). The start is unseen where step 0 is known and heads off
-    then and on at the first revision hold at least ``share`` of the heads switched by the rise's end
-    (its 10 % point may lie before the range; without step 0 such heads are the rise's floor). The
-    end is unseen where no decline follows and heads still arrive at the last revision
-    (:func:`_still_arriving`)."""
+    """Which end of the followed heads' rise (``switched``: the heads switched on by each revision,
+    heads on before training left out) the range does not show (``"start"``, ``"end"``, ``"both"``), or
+    None; then the heads bound the width from below only (:func:`stats.shape.sharp_or_gradual`). The
+    start is unseen where step 0 is known and heads off then and on at the first revision hold at least
+    ``share`` of the heads switched by the rise's end (its 10 % point may lie before the range; without
+    step 0 such heads are the rise's floor). The end is unseen where no decline follows and heads still
+    arrive at the last revision (:func:`_still_arriving`)."""
     c = switched
     if c is None or c.size < 2 or c[-1] <= 0:
         return None
@@ -274,7 +261,7 @@ def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: Tes
     ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
     ev.update({"n_points": len(rise), "p_change": change.p_value,
                **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
-    switched = _switched(curve, len(rise))
+    switched = None if curve.flags is None else switched_counts(curve.trained_flags)[:len(rise)]
     verdict = sharp_or_gradual(ev, cfg.shape, rise.tokens, rise.k, rise.n, rise.revisions, "identity",
                                switched=switched, unseen=_rise_end_unseen(curve, rise, switched))
     return CurveAnalysis(curve, verdict, times=times, change=change, **parts)
@@ -314,8 +301,11 @@ def _analyse(curve: Curve, cfg: AnalysisConfig, rng: np.random.Generator,
         notes.append(test.details["note"])
     parts = dict(notes=notes, regime=regime, phases=phases, change=test)
     if single is not None and test.details["single_at"] == "last":
+        # a change seen at the last revision alone, the start of a rise or an outlier: t50 > r_{m-1}, a lower bound
         pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
-        return _censored(curve, _after_last_but_one(curve, single), pre, cfg, **parts)
+        censor = Censoring("right", f"{single}; t50 > {curve.revisions[-2]} (the revision before the last)",
+                           bound_tokens=float(curve.tokens[-2]))
+        return _censored(curve, censor, pre, cfg, **parts)
     censor = censoring_without_rise(curve, phases, change, sc.min_rise_heads, cfg.alpha, regime, sc.background_share)
     if censor is not None:
         pre = classify_shape(rise.tokens, rise.k, rise.n, rise.revisions, fits=None, change=change, **rule)
@@ -343,7 +333,7 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, **parts)
-    switched = _switched(curve, len(rise))
+    switched = None if curve.flags is None else switched_counts(curve.trained_flags)[:len(rise)]
     unseen = _rise_end_unseen(curve, rise, switched)
     if rule["regime"] == "identity" and switched is not None and unseen not in ("end", "both"):
         censor = censoring_from_heads(rise, cfg.n_boot, rng, cfg.level)  # most heads switched on before the range

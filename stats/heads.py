@@ -88,22 +88,14 @@ def resolve_units(heads: pd.DataFrame, declared: Optional[Mapping] = None, defau
     return {c: declared[c] if declared.get(c, AUTO) in UNITS else found for c in columns}
 
 
-def declared_units(units) -> dict:
-    """``{class: unit}`` of the classes whose unit ``units`` (a ``UnitsConfig``, a mapping or None)
-    sets, ``auto`` left out."""
-    if units is None:
-        return {}
-    if is_dataclass(units):
-        units = asdict(units)
-    return {str(c): str(u) for c, u in dict(units).items() if str(u) != AUTO}
-
-
 def with_units(results: TrackedResults, units=None, default: Optional[str] = None) -> TrackedResults:
-    """``results`` with each per-head column's unit (:func:`resolve_units`) in ``source["units"]``, and
-    a note for each column read as a score from its values."""
+    """``results`` with each per-head column's unit (:func:`resolve_units`; ``units``: a ``UnitsConfig``, a
+    mapping or None, ``auto`` left out) in ``source["units"]``, and a note for each column read as a
+    score from its values."""
     if results.heads is None:
         return results
-    declared = declared_units(units)
+    units = asdict(units) if is_dataclass(units) else units
+    declared = {str(c): str(u) for c, u in dict(units or {}).items() if str(u) != AUTO}
     unit_map = resolve_units(results.heads, declared, default)
     notes = [f"{c}: every per-head value lies in [0, 1]: read as a score in [0, 1], thresholds in (0, 1] "
              f"(source.units.{c}=auto; set source.units.{c}=ratio for a selectivity)" for c, u in unit_map.items()
@@ -130,27 +122,19 @@ def selectivity_columns(columns) -> dict:
     return out
 
 
-def _show(v) -> str:
-    return repr(v) if isinstance(v, str) else str(v)
-
-
 def _refuse(df: pd.DataFrame, col: str, bad, where: str, why) -> None:
     """Refuse the first row of ``bad`` in one line naming the table, the row and the column;
     ``why(row)`` says what is wrong with its value."""
     if bad.any():
         row = int(np.flatnonzero(np.asarray(bad))[0])
-        raise StatsError(f"{where}: column {col!r} row {row}: {_show(df[col].iloc[row])} {why(row)}")
+        v = df[col].iloc[row]
+        raise StatsError(f"{where}: column {col!r} row {row}: {repr(v) if isinstance(v, str) else str(v)} {why(row)}")
 
 
 def _numeric(df: pd.DataFrame, col: str, where: str, allow_nan: bool) -> pd.Series:
     vals = pd.to_numeric(df[col], errors="coerce")
     _refuse(df, col, vals.isna() & (df[col].notna() if allow_nan else True), where, lambda row: "is not a number")
     return vals.astype(float)
-
-
-def _head_at(df: pd.DataFrame, row: int) -> str:
-    r = df.iloc[row]
-    return f"model {r['model']!r}, revision {r['revision']!r}, layer {r['layer']}, head {r['head']}"
 
 
 def _selectivity(df: pd.DataFrame, col: str, where: str, allow_inf: bool) -> pd.Series:
@@ -163,7 +147,9 @@ def _selectivity(df: pd.DataFrame, col: str, where: str, allow_inf: bool) -> pd.
 
     def why(row: int) -> str:
         what = "is not a number" if text.iloc[row] else "is negative" if vals.iloc[row] < 0 else "is not finite"
-        return f"{what} ({_head_at(df, row)}); a selectivity is a finite number >= 0 (an empty cell: not measured)"
+        r = df.iloc[row]
+        return (f"{what} (model {r['model']!r}, revision {r['revision']!r}, layer {r['layer']}, head {r['head']}); "
+                "a selectivity is a finite number >= 0 (an empty cell: not measured)")
 
     _refuse(df, col, text | (vals < 0) | (np.isinf(vals) & (not allow_inf)), where, why)
     return vals
@@ -197,8 +183,7 @@ def normalise_heads(df: pd.DataFrame, where: str = "per-head table", allow_inf: 
     if df.empty:
         raise StatsError(f"{where} has no rows")
     df = df.copy()
-    df["model"] = df["model"].astype(str)
-    df["revision"] = df["revision"].astype(str)
+    df[["model", "revision"]] = df[["model", "revision"]].astype(str)
     df["tokens"] = _tokens(df, where)
     for col in ("layer", "head"):
         vals = _numeric(df, col, where, allow_nan=False)

@@ -29,7 +29,6 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from emergence.common.contract import selectivity_column
 from stats.config import MilestoneRuleConfig, check_milestone_rules, check_options
 from stats.heads import class_counts
 from stats.results import HEAD_CLASS_KEY, Results
@@ -194,11 +193,10 @@ def compute_milestones(results, rules, thresholds: dict) -> list:
     units = results.source.get("units") or {}
     for model in results.models:
         for rule in rules:
-            if rule.threshold is not None:
-                if results.heads is None or selectivity_column(rule.head_class) not in results.heads.columns:
+            if rule.threshold is not None:  # without the class's selectivities its counts are empty
+                if results.heads is None:
                     continue
-                h = results.heads[results.heads["model"] == model]
-                d = class_counts(h, rule.head_class, rule.threshold)
+                d = class_counts(results.heads[results.heads["model"] == model], rule.head_class, rule.threshold)
                 thr = rule.threshold
             else:
                 c = results.curves

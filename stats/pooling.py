@@ -42,23 +42,20 @@ q = 1 with fewer than two points): without bounds the likelihood is quadratic in
 this is exactly the Hartung-Knapp interval (with the ML ``tau^2``); with bounds it follows
 their one-sided shape. An end the likelihood never reaches is open. ``df`` is the runs
 observed as points less one (at least 1; ``k - 1`` when every run is a bound): a bound
-carries less information than a point, so it is not credited with a degree of freedom (an
-uninformative bound, far on its side, leaves the interval as the points alone give it).
-(Profiling ``tau`` out instead, with the same t cutoff, is not used: the profile falls only
-logarithmically as ``tau`` grows with ``|mu|``, so with few runs its interval spans many
-decades; on five toy seeds, three points and two bounds, it read [2e-5, 6e8]x.)
+carries less information than a point, so it earns no degree of freedom (an uninformative
+bound, far on its side, leaves the interval as the points alone give it). Not profiling
+``tau`` out: that profile falls only logarithmically as ``tau`` grows with ``|mu|``, so with
+few runs its interval spans many decades ([2e-5, 6e8]x on five toy seeds, two of them bounds).
 The test is the signed root ``r = sign(mu_hat) sqrt(2 (l_max - l(0, tau_hat)) / max(1, q))``
-against ``t_df``;
-``I^2 = tau^2 / (tau^2 + s^2)`` with the typical within-run variance ``s^2`` (Higgins &
-Thompson 2002); the prediction interval ``mu +- t_{df-1} sqrt(tau^2 + se^2)`` with ``se`` =
-half the interval / ``t_df``. The likelihood assumes the censoring carries no information on
-the gap (where the censored transition lies beyond the range is flat a priori). When
-every informative run is a bound on the same side, ``mu`` has no finite estimate: the
-pooled ratio is itself a one-sided bound (``bound``, ``ratio`` None, the interval one-sided
-at ``level``), a bound on the mean of these runs with ``tau = 0``: from bounds alone the
-between-run variance cannot be estimated (with it free, bounds exclude no mean), so there
-is no prediction interval. A run whose gap is unbounded both ways (both sides censored the same way)
-or that has no transition carries nothing on ``mu``: left out, with a note.
+against ``t_df``; ``I^2 = tau^2 / (tau^2 + s^2)`` with the typical within-run variance ``s^2``
+(Higgins & Thompson 2002); the prediction interval ``mu +- t_{df-1} sqrt(tau^2 + se^2)`` with
+``se`` = half the interval / ``t_df``. The likelihood assumes the censoring carries no
+information on the gap. When every informative run is a bound on the same side, ``mu`` has
+no finite estimate: the pooled ratio is a one-sided bound (``bound``, ``ratio`` None, the
+interval one-sided at ``level``) on the mean of these runs with ``tau = 0`` (with ``tau``
+free, bounds exclude no mean), and there is no prediction interval. A run whose gap is
+unbounded both ways (both sides censored the same way) or that has no transition carries
+nothing on ``mu``: left out, with a note.
 
 Which runs are pooled: runs of kind ``both`` (independent runs) when there are at least
 ``min_seeds`` of them, else the runs of the one kind present, else all runs (with a note:
@@ -165,9 +162,8 @@ def q_profile(y, v, level: float = 0.95) -> list:
 
 
 def hartung_knapp(y, v, level: float = 0.95, method: str = DEFAULTS.pooling.tau2_method) -> MetaAnalysis:
-    """Random-effects pooling of points ``y`` with within-run variances ``v`` (module docstring):
-    tau^2 from statsmodels' ``combine_effects`` (``pm``: Paule-Mandel, ``dl``: DerSimonian-Laird,
-    truncated at 0), the Hartung-Knapp t interval with its scale truncated at 1."""
+    """Random-effects pooling of points ``y`` with within-run variances ``v`` (module docstring); ``method``:
+    statsmodels' ``combine_effects`` tau^2 estimator (``pm``: Paule-Mandel, ``dl``: DerSimonian-Laird)."""
     from statsmodels.stats.meta_analysis import combine_effects  # statsmodels (heavy) only when runs are pooled
 
     y, v = np.asarray(y, float), np.maximum(np.asarray(v, float), MIN_VARIANCE)
@@ -483,12 +479,11 @@ def pooled_table(groups: Sequence[PooledGap]):
 
     rows = []
     for g in groups:
-        d = g.to_dict()
         for r in g.per_seed:
             row = {k: v for k, v in r.items() if not isinstance(v, (list, dict))}
-            rows.append({"group": g.model, **row, "ratio_lo": (r["ci"] or [None, None])[0],
-                         "ratio_hi": (r["ci"] or [None, None])[1], "pooled_ratio": d["ratio"],
-                         "pooled_lo": d["ci"][0], "pooled_hi": d["ci"][1], "pooled_p": d["p_value"],
-                         "prediction_lo": d["prediction_interval"][0], "prediction_hi": d["prediction_interval"][1],
-                         "tau2": d["tau2"], "i2": d["i2"], "pooled_bound": d["bound"]})
+            lo, hi = r["ci"] or [None, None]
+            rows.append({"group": g.model, **row, "ratio_lo": lo, "ratio_hi": hi, "pooled_ratio": g.ratio,
+                         "pooled_lo": g.ci[0], "pooled_hi": g.ci[1], "pooled_p": g.p_value,
+                         "prediction_lo": g.prediction_interval[0], "prediction_hi": g.prediction_interval[1],
+                         "tau2": g.tau2, "i2": g.i2, "pooled_bound": g.bound})
     return pd.DataFrame(rows)

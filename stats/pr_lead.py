@@ -43,18 +43,15 @@ _PC = DEFAULTS.pr_lead
 
 
 def elevation_threshold(heads: pd.DataFrame, column: str = _PC.column, k_mad: float = _PC.k_mad) -> pd.DataFrame:
-    """Per revision: median PR, robust SD and the elevation threshold (revision, tokens, ...)."""
-    rows = []
-    for (rev, tok), g in heads.groupby(["revision", "tokens"], sort=False):
-        v = g[column].to_numpy(float)
-        v = v[np.isfinite(v)]
-        if v.size == 0:
-            continue
-        med = float(np.median(v))
-        sd = 1.4826 * float(np.median(np.abs(v - med)))
-        rows.append((rev, float(tok), med, sd, med + k_mad * sd))
-    frame = pd.DataFrame(rows, columns=["revision", "tokens", "median", "robust_sd", "threshold"])
-    return frame.sort_values("tokens").reset_index(drop=True)
+    """Per revision: median PR, robust SD and the elevation threshold (revision, tokens, ...), finite PRs only."""
+    h = heads[np.isfinite(heads[column].to_numpy(float))]
+    keys = [h["revision"], h["tokens"].astype(float)]
+    v = h[column].astype(float)
+    by = v.groupby(keys, sort=False)
+    frame = by.median().rename("median").to_frame()
+    frame["robust_sd"] = 1.4826 * (v - by.transform("median")).abs().groupby(keys, sort=False).median()
+    frame["threshold"] = frame["median"] + k_mad * frame["robust_sd"]
+    return frame.reset_index().sort_values("tokens").reset_index(drop=True)
 
 
 @dataclass

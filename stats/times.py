@@ -36,19 +36,15 @@ induction formation point, itself the induction curve's t50, or its onset with
 paired replicates of the two independent curve bootstraps, and its separation test
 is :func:`stats.hypotheses.separation_test`, ``p = P*(log ratio <= 0)``.
 
-A censored side makes the ratio a one-sided bound (``bound``): the early class
-formed at or before ``t_1`` (left) or the late one after ``t_m`` (right) gives
-``ratio >= t_late / t_early`` with the bound values (``bound = "lower"``; e.g.
-t50(BOS) / t_1); the opposite censorings give an upper bound. The interval is then
-one-sided at ``level`` (``[lower limit, None]`` or ``[None, upper limit]``), from
-the free side's bootstrap against the bound. The test stays valid: with the early
-class at or before ``t_1``, H0 ``t_late <= t_early`` implies ``t_late <= t_1``, so
-``p = P*(t_late <= t_1)`` (the late t50's lower confidence limit against the
-bound) tests a null that contains H0. An upper bound cannot show a ratio above 1 (the
-true ratio may lie anywhere below the bound): its test is not run and ``p = 1``, whatever
-the bound (with a bound drawn as a point, ``P*(log ratio <= 0)`` would read the bound as the
-ratio and reject where nothing was shown). Censorings on both sides in opposite
-directions (both left, or both right) leave the ratio unbounded: no ratio.
+A censored side makes the ratio a one-sided bound (``bound``): the early class formed at or before
+``t_1`` (left) or the late one after ``t_m`` (right) gives ``ratio >= t_late / t_early`` with the bound
+values (``bound = "lower"``; e.g. t50(BOS) / t_1); the opposite censorings an upper bound. The interval
+is then one-sided at ``level``, from the free side's bootstrap against the bound. The test stays valid:
+with the early class at or before ``t_1``, H0 ``t_late <= t_early`` implies ``t_late <= t_1``, so
+``p = P*(t_late <= t_1)`` tests a null that contains H0. An upper bound cannot show a ratio above 1 (the
+true ratio may lie anywhere below it): no test, ``p = 1`` (drawn as a point, the bound would read as the
+ratio and reject where nothing was shown). Censorings on both sides in the same direction (both left, or
+both right) leave the ratio unbounded: no ratio.
 """
 
 from __future__ import annotations
@@ -138,10 +134,8 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
     if unresolved:
         bracket = [float(10 ** pt["gap_lo"]), float(10 ** pt["gap_hi"])]
         notes.append("transition narrower than the checkpoint spacing: width is an upper bound, times are bracketed")
-    if bound == "upper":
-        notes.append("t50 before the first revision: reported t50 is an upper bound")
-    elif bound == "lower":
-        notes.append("t50 after the last revision: reported t50 is a lower bound")
+    notes += {"upper": ["t50 before the first revision: reported t50 is an upper bound"],
+              "lower": ["t50 after the last revision: reported t50 is a lower bound"]}.get(bound, [])
     cis = dict.fromkeys(("onset", "t50", "saturation"), [nan, nan])
     draws_t50 = draws_onset = None
     width_ci = [0.0, width] if unresolved else [nan, nan]

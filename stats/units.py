@@ -63,10 +63,6 @@ class Unit:
             return False
         return math.isfinite(v) and v > 0 and (self.upper is None or v <= self.upper)
 
-    @property
-    def range_text(self) -> str:
-        return "a finite number > 0" if self.upper is None else f"in (0, {self.upper:g}]"
-
     def to_dict(self) -> dict:
         return {"unit": self.name, "description": self.description, "suffix": self.suffix, "upper": self.upper}
 
@@ -100,5 +96,6 @@ def threshold_problem(key: str, value, head_class: str, unit: str, why: str = ""
     u = get_unit(unit)
     if u.admits(value):
         return None
+    valid = "a finite number > 0" if u.upper is None else f"in (0, {u.upper:g}]"
     return (f"{key}={value!r}: outside the range of {head_class}'s values, a {u.description}{why}; "
-            f"a {u.name} threshold must be {u.range_text}")
+            f"a {u.name} threshold must be {valid}")
