@@ -252,11 +252,6 @@ class TrackedResults(Results):
                 f"{self.curves['class'].nunique()} class(es), {per_head}{seeds}; {len(self.notes)} note(s)")
 
 
-def empty_table(cols) -> pd.DataFrame:
-    """An empty table with ``cols`` (object columns)."""
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-
-
 def dedupe_tokens(curves: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, class, tokens); ties in tokens are refused.
 
@@ -305,14 +300,9 @@ def label_seeds(df: pd.DataFrame, where: str) -> tuple:
                          f"{', '.join(SEED_KINDS)}")
     runs = [None if pd.isna(v) or str(v) == "" else RunSeed(_seed_text(v), k, str(m))
             for v, k, m in zip(df["seed"], kinds, df["model"])]
-    seeds, labels = {}, []
     per_model = {m: len({r for r, mm in zip(runs, df["model"]) if mm == m and r is not None}) for m in df["model"].unique()}
-    for run, model in zip(runs, df["model"]):
-        label = seed_label(model, run, per_model[model])
-        labels.append(label)
-        if run is not None:
-            seeds[label] = run
-    df["model"] = labels
+    df["model"] = [seed_label(model, run, per_model[model]) for run, model in zip(runs, df["model"])]
+    seeds = {label: run for label, run in zip(df["model"], runs) if run is not None}
     return df.drop(columns=[c for c in ("seed", "seed_kind") if c in df.columns]), seeds
 
 
