@@ -88,8 +88,10 @@ def read_mlflow(tracking_uri: str, experiment: str = "emergence", filter_string:
             tokens = _point_rows(model, identity.revision, group, rows, known_index)
             if read_heads:
                 heads = combined_heads([f for f in (_read_heads(client, r, tmp) for r in group) if f is not None])
-                if heads is not None:
-                    rows["heads"].append(_keyed_heads(heads, model, identity.revision, tokens))
+                if heads is not None:  # the point's model, revision and tokens in front
+                    for column, value in (("tokens", tokens), ("revision", identity.revision), ("model", model)):
+                        heads.insert(0, column, value)
+                    rows["heads"].append(heads)
     if not rows["curves"]:
         raise StatsError(f"runs in {what} have no count.<class> metrics; classes expected: {list(head_classes.names())}")
     curves = dedupe_tokens(pd.DataFrame(rows["curves"], columns=CURVE_COLUMNS))
@@ -173,13 +175,6 @@ def _point_rows(model: str, revision: str, group: list, rows: dict, known_index:
     return tokens
 
 
-def _keyed_heads(heads: pd.DataFrame, model: str, revision: str, tokens: float) -> pd.DataFrame:
-    """One point's per-head table with its model, revision and tokens in front."""
-    for column, value in (("tokens", tokens), ("revision", revision), ("model", model)):
-        heads.insert(0, column, value)
-    return heads
-
-
 def _run_heads(frames: list, read_heads: bool) -> tuple:
     """``(heads, notes)``: the points' per-head tables as one table, checked (:func:`normalise_heads`)
     when it holds selectivities; None without any."""
@@ -232,10 +227,8 @@ def group_runs(runs) -> tuple:
         probes = sorted({i.probe for i in points if i.model == model})
         kinds = [probe_kind(p) for p in probes]
         for probe in probes:
-            if len(probes) == 1:
-                base = model
-            else:
-                base = f"{model} [{probe_kind(probe) if kinds.count(probe_kind(probe)) == 1 else probe}]"
+            kind = probe_kind(probe)
+            base = model if len(probes) == 1 else f"{model} [{kind if kinds.count(kind) == 1 else probe}]"
             runs_of = list(dict.fromkeys(i.seed for i in points if i.model == model and i.probe == probe))
             n_seeds = len([s for s in runs_of if s is not None])
             for seed in runs_of:
