@@ -59,23 +59,19 @@ def read_mlflow(tracking_uri: str, experiment: str = "emergence", filter_string:
                 status: Optional[str] = STATUS_COMPLETE, read_heads: bool = True) -> TrackedResults:
     """Read the screen runs of an MLflow experiment into tidy tables.
 
-    ``filter_string`` is an MLflow search filter; ``sweep`` keeps the runs tagged
-    ``emergence.sweep`` with that id (``latest``: the sweep of the newest run);
-    ``models`` keeps those registry names; ``status`` the runs whose
-    ``emergence.status`` tag equals it (None: all). ``read_heads`` downloads each
-    run's ``heads.csv`` artifact for the per-head analyses.
+    ``filter_string``: an MLflow search filter; ``sweep``: keep the runs tagged ``emergence.sweep`` with
+    that id (``latest``: the newest run's); ``models``: keep those registry names; ``status``: keep the
+    runs whose ``emergence.status`` tag equals it (None: all); ``read_heads``: read each run's
+    ``heads.csv`` artifact for the per-head analyses.
 
     Runs are points of curves by their identity (:class:`emergence.common.contract.RunIdentity`):
     model, revision, probe and seed. Several runs of one point (a ``screen=bos`` run after a
-    ``screen=all`` one, a forced rerun) are combined: per metric and per ``heads.csv``
-    column, the newest run that has it (so an old run that logged only ``count.bos``
-    loses nothing), with a note. A model screened on several probes gets one set of
-    curves per probe, named ``<model> [<corpus kind>]`` (``[<probe key>]`` when two
-    probes share a kind), and one per training run when it is a seed suite (the runs'
-    ``seed`` params, :func:`emergence.common.contract.run_seed`), named ``<model> [seed 3]``. Runs
-    of one model and probe measured with different screen settings
-    (:func:`emergence.common.contract.measure_key`: the recipe, the local window, ...) are refused
-    in one line.
+    ``screen=all`` one, a forced rerun) are combined: per metric and per ``heads.csv`` column, the
+    newest run that has it (so an old run that logged only ``count.bos`` loses nothing), with a note.
+    A model gets one set of curves per probe and per training run of a seed suite (the runs' ``seed``
+    params, :func:`emergence.common.contract.run_seed`), named by :func:`group_runs`. Runs of one model
+    and probe measured with different screen settings (:func:`emergence.common.contract.measure_key`:
+    the recipe, the local window, ...) are refused in one line.
     """
     client = _client(tracking_uri)
     runs, what, sweep = select_runs(client, tracking_uri, experiment, filter_string, sweep, models, status)
@@ -192,8 +188,8 @@ def group_runs(runs) -> tuple:
 
     ``points``: :class:`RunIdentity` -> its runs, newest first; ``labels``: (model, probe
     key, seed) -> the model name used in the tables (the bare name when the model has one
-    probe and one seed; else ``<model> [<corpus kind>]`` and ``... [seed 3]``, see
-    :func:`seed_label`); ``seeds``: that name -> its :class:`RunSeed`, whose group is the
+    probe and one seed; else ``<model> [<corpus kind>]`` (``[<probe key>]`` when two probes share
+    a kind) and ``... [seed 3]``, see :func:`seed_label`); ``seeds``: that name -> its :class:`RunSeed`, whose group is the
     model's (probe) name unless the runs logged another ``seed_group``. Refuses
     (:class:`StatsError`) runs of one model and probe whose measure settings differ, and runs
     of one point whose head layout (n_layers, n_heads) differs.
