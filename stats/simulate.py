@@ -307,35 +307,28 @@ class SimulatedCurve:
                      flags_at_init=None if self.flags is None or keep.all() else self.flags[~keep][0])
 
 
-def population_truth(pop: "SimulatedPopulation", n_decline: int = 0) -> Truth:
-    """The :class:`Truth` of a simulated head population: t50 is the median switch-on time
-    of the switching heads (the midpoint of their rise above the always-on floor)."""
-    if pop.switch_log10.size == 0:
-        return _flat_truth(n_decline > 0)
-    x50 = float(np.median(pop.switch_log10))
-    return _rise_truth(float(10**x50), x50, np.log10(pop.tokens), pop.truth()["max_share"], n_decline > 0)
-
-
 def simulate_population(pop: "HeadPopulation", tokens, rng: np.random.Generator, n_decline: int = 0,
                         decline_t50: Optional[float] = None, decline_spread: float = 0.1,
                         switch_log10=None) -> SimulatedCurve:
     """A :class:`HeadPopulation` as a :class:`SimulatedCurve`; ``n_decline`` of its switching
     heads switch off again at ``log10 ~ Normal(log10 decline_t50, decline_spread)`` (never
     before their own switch-on): a rise then a partial decline. ``switch_log10`` fixes the
-    switch-on times (:meth:`HeadPopulation.simulate`)."""
+    switch-on times (:meth:`HeadPopulation.simulate`). Its truth's t50 is the median switch-on time of
+    the switching heads (the midpoint of their rise above the always-on floor)."""
     sim = pop.simulate(tokens, rng, switch_log10)
     flags = sim.flags.copy()
+    x = np.log10(sim.tokens)
     if n_decline:
-        x = np.log10(sim.tokens)
         off = np.maximum(rng.normal(np.log10(decline_t50), decline_spread, n_decline), sim.switch_log10[:n_decline])
         flags[:, :n_decline] &= x[:, None] < off[None, :]
+    if sim.switch_log10.size == 0:
+        truth = _flat_truth(n_decline > 0)
+    else:
+        x50 = float(np.median(sim.switch_log10))
+        truth = _rise_truth(float(10**x50), x50, x, sim.truth()["max_share"], n_decline > 0)
     k = flags.sum(1)
-    return SimulatedCurve(sim.tokens, k, np.full(len(k), flags.shape[1]),
-                          population_truth(sim, n_decline), identity=True, flags=flags, switch_log10=sim.switch_log10)
-
-
-def _t50_between(x, lo: int, hi: int, rng) -> float:
-    return float(10 ** rng.uniform(x[lo], x[hi]))
+    return SimulatedCurve(sim.tokens, k, np.full(len(k), flags.shape[1]), truth, identity=True, flags=flags,
+                          switch_log10=sim.switch_log10)
 
 
 def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
@@ -352,7 +345,7 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
     x = np.log10(tokens)
     m = len(x)
     d = float(np.median(np.diff(x)))
-    inside = _t50_between(x, 2, m - 3, rng)
+    inside = float(10 ** rng.uniform(x[2], x[m - 3]))
     lo, hi = rng.uniform(0.0, 0.05), rng.uniform(0.4, 0.8)
     regime, kind = name.split("/")
     # every family's parameters are drawn, whichever is asked for: the draws' order fixes each family's stream
@@ -369,7 +362,7 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
             "right-censored": dict(kind="logistic", width_decades=rng.uniform(0.5, 2.0) * d, floor=rng.uniform(0, 0.01),
                                    t50=10 ** (x[-1] + rng.uniform(1.5, 3.0) * d)),
             "rise-decline": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d,
-                                 t50=_t50_between(x, 1, m // 2 - 1, rng), decline_to=None),
+                                 t50=float(10 ** rng.uniform(x[1], x[m // 2 - 1]))),
             "unequal-n": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d),
         }[kind]
         spec = {"floor": lo, "ceiling": hi, "t50": inside, **spec}
@@ -387,7 +380,7 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
         "flat": dict(n_switch=0, spread_decades=0.1, n_always=int(rng.integers(0, 61))),
         "left-censored": dict(t50=10 ** (x[0] - rng.uniform(1.5, 3.0) * d)),
         "right-censored": dict(t50=10 ** (x[-1] + rng.uniform(1.5, 3.0) * d)),
-        "rise-decline": dict(t50=_t50_between(x, 1, m // 2 - 1, rng)),
+        "rise-decline": dict(t50=float(10 ** rng.uniform(x[1], x[m // 2 - 1]))),
         "circuit-3-of-256": dict(n_switch=3, spread_decades=0.05, n_flicker=2, flicker_p=0.2, dropout=0.05),
     }[kind]
     pop = HeadPopulation(**(common | spec))
@@ -410,13 +403,11 @@ FAMILIES = tuple(f"aggregate/{k}" for k in ("logistic-sharp", "logistic-gradual"
 def score(analysis, truth: Truth) -> dict:
     """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against its truth.
 
-    ``shape``: the verdict equals the true shape (``none`` for a censored truth: no
-    transition inside the range), or is ``unresolved`` for a sharp or gradual truth (the data
-    could not tell, which is not a wrong verdict; the benchmarks count resolution apart);
-    ``censored``: the censoring flag equals the truth's
-    (None for a flat truth, which has no side); ``covers``: the reported t50 interval
-    contains the true t50 (an open end reaches to 0 or infinity; a censored bound
-    covers when the truth lies on its side), None for a flat truth.
+    ``shape``: the verdict equals the true shape (``none`` for a censored truth: no transition inside
+    the range), or is ``unresolved`` for a sharp or gradual truth (not a wrong verdict; the benchmarks
+    count resolution apart); ``censored``: the censoring flag equals the truth's; ``covers``: the
+    reported t50 interval contains the true t50 (:func:`t50_covered`: a censored bound covers when the
+    truth lies on its side). Both None for a flat truth, which has no side.
     """
     expected = "none" if truth.censored else truth.shape
     shape = analysis.verdict.shape == expected or (expected in ("sharp", "gradual")

@@ -24,10 +24,9 @@ FACTORS = ("grid", "revisions", "position", "switching heads", "regime", "true w
 def score_study(analysis, study: SampledStudy) -> dict:
     """How a curve analysis (:class:`stats.curve_analysis.CurveAnalysis`) fares against a sampled
     study's truth: ``shape`` (the verdict is one :meth:`StudyTruth.accepted`), ``changed`` (any
-    verdict but ``none``), ``censored`` (the censoring side is the truth's; None for flat
-    truths), ``covers`` (the reported t50 interval holds the true t50, an open end reaching to 0
-    or infinity, so that a censored bound covers when the truth lies on its side; None for flat
-    truths and where no t50 is reported: ``timed`` says which).
+    verdict but ``none``), ``censored`` (the censoring side is the truth's), ``covers``
+    (:func:`stats.simulate.t50_covered`; None where no t50 is reported: ``timed`` says which); the
+    last two None for flat truths.
 
     Two readings of the data are as right as the truth's side: a rise in the last interval read
     as a lower bound after the revision before the last (``right``, :mod:`stats.censoring`), and,
@@ -153,9 +152,9 @@ def pair_bins(early: SampledStudy, late: SampledStudy) -> dict:
     of the two, the wider true width of the two, and ``detectable``: both changes are detectable, a
     revision lies between the two t50s (else the checkpoints cannot order them) and the gap is at
     least :data:`~stats.study_space.DETECTABLE_Z` oracle standard errors of both t50s
-    (:func:`~stats.study_space.oracle_t50_se` for aggregate counts, a gap the counts' noise hides;
-    :func:`~stats.study_space.oracle_median_se` for followed heads, a gap the spread of a few heads'
-    median hides: neither is one a test can find, whatever the grid)."""
+    (:func:`~stats.study_space.oracle_t50_se` for aggregate counts,
+    :func:`~stats.study_space.oracle_median_se` for followed heads): a smaller gap the noise or the
+    spread of a few heads' median hides, whatever the grid."""
     bins, other = factor_bins(early), factor_bins(late)
     del bins["shape seen"]  # a pair is judged by its separation, not by a shape
     order = ("sharp", "borderline", "gradual")

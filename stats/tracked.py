@@ -179,8 +179,7 @@ class TrackedResults(Results):
         df = self.curves if model is None else self.curves[self.curves["model"] == model]
         present = set(df["class"].unique())
         known = head_classes.names()
-        ordered = [c for c in known if c in present]
-        return ordered + sorted(present - set(known))
+        return [c for c in known if c in present] + sorted(present - set(known))
 
     def corpus(self, model: str) -> str:
         vals = self.curves.loc[self.curves["model"] == model, "pretraining_corpus"].dropna().unique()
@@ -201,30 +200,25 @@ class TrackedResults(Results):
         return curve
 
     def follow_heads(self, curve: Curve, df: pd.DataFrame, threshold: Optional[float] = None) -> Curve:
-        """Set ``curve``'s heads' flags (:meth:`head_flags`) and, where ``df`` (its counts) has a revision
-        at 0 tokens, their flags there (``flags_at_init``)."""
+        """Set ``curve``'s heads' flags, (revisions x heads) in the order of its revisions, columns the
+        (layer, head) pairs (a head missing at a revision is unflagged; with ``threshold``: flagged at
+        ``selectivity >= threshold`` instead of the table's flags) and, where ``df`` (its counts) has a
+        revision at 0 tokens, their flags there (``flags_at_init``)."""
         init = df.loc[df["tokens"] == 0, "revision"].astype(str).iloc[:1].tolist()
-        flags = self.head_flags(curve.model, curve.head_class, [*curve.revisions, *init], threshold)
-        curve.flags = flags[: len(curve.revisions)]
-        curve.flags_at_init = flags[-1] if init else None
-        return curve
-
-    def head_flags(self, model: str, head_class: str, revisions, threshold: Optional[float] = None) -> np.ndarray:
-        """(revisions x heads) flags of ``model``'s heads for ``head_class``, rows in the order of
-        ``revisions``, columns the (layer, head) pairs; a head missing at a revision is unflagged.
-        With ``threshold``: flagged at ``selectivity >= threshold`` instead of the table's flags."""
-        h = self.model_heads(model)
-        if threshold is None:
-            flag = np.nan_to_num(h[flag_column(head_class)].to_numpy(float), nan=0.0) > 0
-        else:
-            flag = np.nan_to_num(h[selectivity_column(head_class)].to_numpy(float), nan=0.0) >= threshold
+        revisions = [*curve.revisions, *init]
+        h = self.model_heads(curve.model)
+        column = flag_column(curve.head_class) if threshold is None else selectivity_column(curve.head_class)
+        values = np.nan_to_num(h[column].to_numpy(float), nan=0.0)
+        flag = values > 0 if threshold is None else values >= threshold
         layer, head = h["layer"].to_numpy(), h["head"].to_numpy()
         columns, _ = pd.factorize(pd.MultiIndex.from_arrays([layer, head]), sort=True)  # (layer, head) pairs, sorted
         rows = pd.Index([str(r) for r in revisions]).get_indexer(h["revision"].astype(str).to_numpy())
-        grid = np.zeros((len(revisions), int(columns.max()) + 1 if len(columns) else 0), bool)
+        flags = np.zeros((len(revisions), int(columns.max()) + 1 if len(columns) else 0), bool)
         keep = (rows >= 0) & flag
-        grid[rows[keep], columns[keep]] = True  # a head flagged in any of its rows at a revision
-        return grid
+        flags[rows[keep], columns[keep]] = True  # a head flagged in any of its rows at a revision
+        curve.flags = flags[: len(curve.revisions)]
+        curve.flags_at_init = flags[-1] if init else None
+        return curve
 
     def model_heads(self, model: str) -> pd.DataFrame:
         """The per-head rows of ``model`` (split once per table: the analysis asks for each model's
@@ -250,11 +244,6 @@ class TrackedResults(Results):
         seeds = f", {len(self.seed_groups())} seed suite(s)" if self.seeds else ""
         return (f"{kind}: {len(self.models)} model(s), {len(self.curves)} count rows over "
                 f"{self.curves['class'].nunique()} class(es), {per_head}{seeds}; {len(self.notes)} note(s)")
-
-
-def empty_table(cols) -> pd.DataFrame:
-    """An empty table with ``cols`` (object columns)."""
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 
 def dedupe_tokens(curves: pd.DataFrame) -> pd.DataFrame:
@@ -305,14 +294,9 @@ def label_seeds(df: pd.DataFrame, where: str) -> tuple:
                          f"{', '.join(SEED_KINDS)}")
     runs = [None if pd.isna(v) or str(v) == "" else RunSeed(_seed_text(v), k, str(m))
             for v, k, m in zip(df["seed"], kinds, df["model"])]
-    seeds, labels = {}, []
     per_model = {m: len({r for r, mm in zip(runs, df["model"]) if mm == m and r is not None}) for m in df["model"].unique()}
-    for run, model in zip(runs, df["model"]):
-        label = seed_label(model, run, per_model[model])
-        labels.append(label)
-        if run is not None:
-            seeds[label] = run
-    df["model"] = labels
+    df["model"] = [seed_label(model, run, per_model[model]) for run, model in zip(runs, df["model"])]
+    seeds = {label: run for label, run in zip(df["model"], runs) if run is not None}
     return df.drop(columns=[c for c in ("seed", "seed_kind") if c in df.columns]), seeds
 
 

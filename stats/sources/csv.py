@@ -16,7 +16,7 @@ import pandas as pd
 from emergence.common import head_classes
 from stats.errors import StatsError
 from stats.sources import Source, needs_path, path_logged, read_table, resolved
-from stats.tracked import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens, empty_table, label_seeds
+from stats.tracked import CURVE_COLUMNS, LAYER_COLUMNS, TrackedResults, dedupe_tokens, label_seeds
 
 CSV_REQUIRED = ("model", "class", "tokens", "k", "n")
 CSV_OPTIONAL = ("layer", "revision", "pretraining_corpus", "seed", "seed_kind")
@@ -114,7 +114,7 @@ def whole_and_layer_counts(df: pd.DataFrame, where: str) -> tuple:
                          f"({r['model']!r}, {r['class']!r}, {r['tokens']:.6g}, {int(r['layer'])}); keep one row per layer")
     whole = df[df["layer"].isna()].copy()
     if per_layer.empty:
-        return whole, empty_table(LAYER_COLUMNS)
+        return whole, pd.DataFrame({c: pd.Series(dtype=object) for c in LAYER_COLUMNS})  # no per-layer rows
     layers = per_layer.assign(layer=per_layer["layer"].astype(int))[LAYER_COLUMNS]
     have = set(zip(whole["model"], whole["class"]))
     summed = per_layer.groupby(["model", "class", "tokens"], as_index=False).agg(

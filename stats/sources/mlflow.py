@@ -59,23 +59,19 @@ def read_mlflow(tracking_uri: str, experiment: str = "emergence", filter_string:
                 status: Optional[str] = STATUS_COMPLETE, read_heads: bool = True) -> TrackedResults:
     """Read the screen runs of an MLflow experiment into tidy tables.
 
-    ``filter_string`` is an MLflow search filter; ``sweep`` keeps the runs tagged
-    ``emergence.sweep`` with that id (``latest``: the sweep of the newest run);
-    ``models`` keeps those registry names; ``status`` the runs whose
-    ``emergence.status`` tag equals it (None: all). ``read_heads`` downloads each
-    run's ``heads.csv`` artifact for the per-head analyses.
+    ``filter_string``: an MLflow search filter; ``sweep``: keep the runs tagged ``emergence.sweep`` with
+    that id (``latest``: the newest run's); ``models``: keep those registry names; ``status``: keep the
+    runs whose ``emergence.status`` tag equals it (None: all); ``read_heads``: read each run's
+    ``heads.csv`` artifact for the per-head analyses.
 
     Runs are points of curves by their identity (:class:`emergence.common.contract.RunIdentity`):
     model, revision, probe and seed. Several runs of one point (a ``screen=bos`` run after a
-    ``screen=all`` one, a forced rerun) are combined: per metric and per ``heads.csv``
-    column, the newest run that has it (so an old run that logged only ``count.bos``
-    loses nothing), with a note. A model screened on several probes gets one set of
-    curves per probe, named ``<model> [<corpus kind>]`` (``[<probe key>]`` when two
-    probes share a kind), and one per training run when it is a seed suite (the runs'
-    ``seed`` params, :func:`emergence.common.contract.run_seed`), named ``<model> [seed 3]``. Runs
-    of one model and probe measured with different screen settings
-    (:func:`emergence.common.contract.measure_key`: the recipe, the local window, ...) are refused
-    in one line.
+    ``screen=all`` one, a forced rerun) are combined: per metric and per ``heads.csv`` column, the
+    newest run that has it (so an old run that logged only ``count.bos`` loses nothing), with a note.
+    A model gets one set of curves per probe and per training run of a seed suite (the runs' ``seed``
+    params, :func:`emergence.common.contract.run_seed`), named by :func:`group_runs`. Runs of one model
+    and probe measured with different screen settings (:func:`emergence.common.contract.measure_key`:
+    the recipe, the local window, ...) are refused in one line.
     """
     client = _client(tracking_uri)
     runs, what, sweep = select_runs(client, tracking_uri, experiment, filter_string, sweep, models, status)
@@ -88,8 +84,10 @@ def read_mlflow(tracking_uri: str, experiment: str = "emergence", filter_string:
             tokens = _point_rows(model, identity.revision, group, rows, known_index)
             if read_heads:
                 heads = combined_heads([f for f in (_read_heads(client, r, tmp) for r in group) if f is not None])
-                if heads is not None:
-                    rows["heads"].append(_keyed_heads(heads, model, identity.revision, tokens))
+                if heads is not None:  # the point's model, revision and tokens in front
+                    for column, value in (("tokens", tokens), ("revision", identity.revision), ("model", model)):
+                        heads.insert(0, column, value)
+                    rows["heads"].append(heads)
     if not rows["curves"]:
         raise StatsError(f"runs in {what} have no count.<class> metrics; classes expected: {list(head_classes.names())}")
     curves = dedupe_tokens(pd.DataFrame(rows["curves"], columns=CURVE_COLUMNS))
@@ -173,13 +171,6 @@ def _point_rows(model: str, revision: str, group: list, rows: dict, known_index:
     return tokens
 
 
-def _keyed_heads(heads: pd.DataFrame, model: str, revision: str, tokens: float) -> pd.DataFrame:
-    """One point's per-head table with its model, revision and tokens in front."""
-    for column, value in (("tokens", tokens), ("revision", revision), ("model", model)):
-        heads.insert(0, column, value)
-    return heads
-
-
 def _run_heads(frames: list, read_heads: bool) -> tuple:
     """``(heads, notes)``: the points' per-head tables as one table, checked (:func:`normalise_heads`)
     when it holds selectivities; None without any."""
@@ -197,8 +188,8 @@ def group_runs(runs) -> tuple:
 
     ``points``: :class:`RunIdentity` -> its runs, newest first; ``labels``: (model, probe
     key, seed) -> the model name used in the tables (the bare name when the model has one
-    probe and one seed; else ``<model> [<corpus kind>]`` and ``... [seed 3]``, see
-    :func:`seed_label`); ``seeds``: that name -> its :class:`RunSeed`, whose group is the
+    probe and one seed; else ``<model> [<corpus kind>]`` (``[<probe key>]`` when two probes share
+    a kind) and ``... [seed 3]``, see :func:`seed_label`); ``seeds``: that name -> its :class:`RunSeed`, whose group is the
     model's (probe) name unless the runs logged another ``seed_group``. Refuses
     (:class:`StatsError`) runs of one model and probe whose measure settings differ, and runs
     of one point whose head layout (n_layers, n_heads) differs.
@@ -232,10 +223,8 @@ def group_runs(runs) -> tuple:
         probes = sorted({i.probe for i in points if i.model == model})
         kinds = [probe_kind(p) for p in probes]
         for probe in probes:
-            if len(probes) == 1:
-                base = model
-            else:
-                base = f"{model} [{probe_kind(probe) if kinds.count(probe_kind(probe)) == 1 else probe}]"
+            kind = probe_kind(probe)
+            base = model if len(probes) == 1 else f"{model} [{kind if kinds.count(kind) == 1 else probe}]"
             runs_of = list(dict.fromkeys(i.seed for i in points if i.model == model and i.probe == probe))
             n_seeds = len([s for s in runs_of if s is not None])
             for seed in runs_of:
