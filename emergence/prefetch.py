@@ -49,12 +49,9 @@ class Fetched(Generic[T]):
 
 
 class Pipeline(Generic[T]):
-    """Iterate ``items`` with ``fetch`` running one item ahead in a background thread.
-
-    ``evict(item, value)`` is called for an item once the caller has moved past it and its fetch
-    succeeded. Leaving the loop early does not wait for the fetch in flight; it is evicted when it
-    lands. ``ahead=0`` fetches each item only when it is asked for (no overlap; for comparison).
-    """
+    """Iterate ``items`` with ``fetch`` running one item ahead (module docstring). An item is evicted
+    only when its fetch succeeded. Leaving the loop early does not wait for the fetch in flight; it is
+    evicted when it lands. ``ahead=0`` fetches each item only when it is asked for (no overlap; for comparison)."""
 
     def __init__(self, items: Sequence[T], fetch: Callable[[T], Any],
                  evict: Optional[Callable[[T, Any], None]] = None, ahead: int = 1,
