@@ -102,7 +102,6 @@ class Pipeline(Generic[T]):
     def __iter__(self) -> Iterator[Fetched]:
         pending: Optional[Future] = None
         current: Optional[Fetched] = None
-        n = len(self.items)
         try:
             for idx, item in enumerate(self.items):
                 if pending is None:
@@ -111,7 +110,7 @@ class Pipeline(Generic[T]):
                 current = pending.result()  # Ctrl-C while waiting propagates; a fetch's error is in it
                 current.waited_s = time.perf_counter() - tic
                 pending = None
-                if self.ahead and idx + 1 < n:  # start i+1 before handing out i
+                if self.ahead and idx + 1 < len(self.items):  # start i+1 before handing out i
                     pending = self._start(self.items[idx + 1])
                 yield current
                 done, current = current, None
