@@ -49,12 +49,9 @@ class Fetched(Generic[T]):
 
 
 class Pipeline(Generic[T]):
-    """Iterate ``items`` with ``fetch`` running one item ahead in a background thread.
-
-    ``evict(item, value)`` is called for an item once the caller has moved past it and its fetch
-    succeeded. Leaving the loop early does not wait for the fetch in flight; it is evicted when it
-    lands. ``ahead=0`` fetches each item only when it is asked for (no overlap; for comparison).
-    """
+    """Iterate ``items`` with ``fetch`` running one item ahead (module docstring). An item is evicted
+    only when its fetch succeeded. Leaving the loop early does not wait for the fetch in flight; it is
+    evicted when it lands. ``ahead=0`` fetches each item only when it is asked for (no overlap; for comparison)."""
 
     def __init__(self, items: Sequence[T], fetch: Callable[[T], Any],
                  evict: Optional[Callable[[T, Any], None]] = None, ahead: int = 1,
@@ -105,7 +102,6 @@ class Pipeline(Generic[T]):
     def __iter__(self) -> Iterator[Fetched]:
         pending: Optional[Future] = None
         current: Optional[Fetched] = None
-        n = len(self.items)
         try:
             for idx, item in enumerate(self.items):
                 if pending is None:
@@ -114,7 +110,7 @@ class Pipeline(Generic[T]):
                 current = pending.result()  # Ctrl-C while waiting propagates; a fetch's error is in it
                 current.waited_s = time.perf_counter() - tic
                 pending = None
-                if self.ahead and idx + 1 < n:  # start i+1 before handing out i
+                if self.ahead and idx + 1 < len(self.items):  # start i+1 before handing out i
                     pending = self._start(self.items[idx + 1])
                 yield current
                 done, current = current, None

@@ -22,11 +22,9 @@ __all__ = ["LiveMonitor", "LiveCallback", "folder_config", "live_view", "plain"]
 
 def __getattr__(name):  # (torch and transformers only when a monitor is asked for: importing the package does not)
     if name == "LiveMonitor":
-        from emergence.live.monitor import LiveMonitor
-
-        return LiveMonitor
-    if name == "LiveCallback":
-        from emergence.live.callback import LiveCallback
-
-        return LiveCallback
-    raise AttributeError(f"module 'emergence.live' has no attribute {name!r}")
+        from emergence.live.monitor import LiveMonitor as found
+    elif name == "LiveCallback":
+        from emergence.live.callback import LiveCallback as found
+    else:
+        raise AttributeError(f"module 'emergence.live' has no attribute {name!r}")
+    return found

@@ -14,7 +14,6 @@ lookback copies.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -22,21 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
 
-REVISIONS_FILE = "revisions.json"
-
-
-@contextlib.contextmanager
-def _quiet():
-    """No "Writing model shards" bar for each checkpoint (the training loop has its own)."""
-    from transformers.utils import logging as hf_logging
-
-    shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if shown:
-            hf_logging.enable_progress_bar()
+from emergence.toy.train import REVISIONS_FILE, quiet_hf_bars
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -72,7 +57,7 @@ class CheckpointFolder:
         final, tmp = self.folder / name, self.folder / f".tmp-{name}-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
-        with _quiet():
+        with quiet_hf_bars():
             model.save_pretrained(tmp, state_dict=state_dict)
         if config is not None:  # the config as it was when the held weights were screened
             config.save_pretrained(tmp)

@@ -17,7 +17,6 @@ from typing import Optional, Sequence
 from emergence import EmergenceError
 from emergence.catalog import load_model_config, model_revisions
 from emergence.sources import polypythia, snapshot, source_for
-from emergence.sources.snapshot import SnapshotSource
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -30,7 +29,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         spec = load_model_config(args.model)
-        if args.action in ("refresh", "derive") and not isinstance(source_for(spec), SnapshotSource):
+        if args.action in ("refresh", "derive") and not isinstance(source_for(spec), snapshot.SnapshotSource):
             raise EmergenceError(f"model {spec.name!r} has revisions: {spec.revisions}; {args.action} writes the "
                                  "snapshot of a revisions: snapshot model")
         if args.action == "repos":

@@ -1,10 +1,7 @@
 """``revisions: crfm_gpt2``: Stanford CRFM's GPT-2 seed suites (the Mistral project, 2021).
 
 Five GPT-2 small (124M) and five GPT-2 medium (355M) runs on OpenWebText that differ only in
-their seed, 400,000 steps each, on the hub as ``stanford-crfm/<run>-gpt2-<size>-x<seed>``:
-
-- small: alias (seed 21), battlestar (49), caprica (81), darkmatter (343), expanse (777);
-- medium: arwen (21), beren (49), celebrimbor (81), durin (343), eowyn (777).
+their seed (:data:`RUNS`), 400,000 steps each, on the hub as ``stanford-crfm/<run>-gpt2-<size>-x<seed>``.
 
 Their checkpoints are the branches ``checkpoint-N`` of each repo, at the steps of the training
 config's ``checkpoint_frequency`` (stanford-crfm/mistral, conf/gpt2-mistral-{small,medium}-config.yaml):

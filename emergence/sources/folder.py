@@ -56,12 +56,9 @@ class FolderSource(ModelSource):
 
     def download_sizes(self, model, revisions: Sequence[rv.Revision]) -> Dict[str, str]:
         """``local, <size>`` for each revision folder present (nothing is downloaded)."""
-        out = {r.name: "unknown" for r in revisions}
-        for r in revisions:
-            folder = Path(model.path) / r.name
-            if folder.is_dir():
-                out[r.name] = f"local, {size_text(folder_bytes(folder))}"
-        return out
+        folders = {r.name: Path(model.path) / r.name for r in revisions}
+        return {name: f"local, {size_text(folder_bytes(folder))}" if folder.is_dir() else "unknown"
+                for name, folder in folders.items()}
 
 
 SOURCE = FolderSource()

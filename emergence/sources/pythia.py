@@ -1,9 +1,5 @@
-"""``revisions: pythia``: a hub repo with Pythia's computed checkpoint schedule.
-
-Branches ``step0, step1, step2, step4 .. step512`` then ``step1000 .. step143000`` every
-1000 (154 in all); tokens = step x ``model.tokens.tokens_per_step`` (2,097,152 for every
-Pythia model: 1024 sequences x 2048 tokens). No hub call is needed to list them.
-"""
+"""``revisions: pythia``: a hub repo with Pythia's checkpoint schedule (:func:`pythia_revisions`),
+computed, so no hub call is needed to list them; tokens = step x ``model.tokens.tokens_per_step``."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """Toy models, built from transformers' own config classes.
 
 Each family of the registry (emergence/families/) that has a toy builder
-(``Family.toy_config``) can be trained; today:
-
-- ``gpt_neox``: ``GPTNeoXConfig`` (dense, like Pythia: parallel residual, biases,
-  LayerNorm), full rotary (``rotary_pct=1.0``).
-- ``olmo``: ``OlmoConfig`` (dense, like OLMo-1B: non-parametric LayerNorm, SwiGLU,
-  optional ``clip_qkv``).
-- ``olmoe``: ``OlmoeConfig`` (mixture of experts, like OLMoE-1B-7B: QK-norm over the
-  full width, ``n_experts`` experts, ``top_k`` per token, router load-balancing loss).
+(``Family.toy_config``, whose docstring says what its toy is) can be trained; today
+``gpt_neox`` (dense, like Pythia), ``olmo`` (dense, like OLMo-1B) and ``olmoe`` (mixture
+of experts, like OLMoE-1B-7B).
 
 ``bos_token_id = eos_token_id = recipe.corpus.first_token``, no pad token, vocabulary
 ``recipe.corpus.vocab_size``, untied embeddings, no dropout. The saved config is a

@@ -146,22 +146,11 @@ def is_complete(folder: Path, recipe=None, digest: Optional[str] = None) -> bool
                                    and (folder / r["name"] / "model.safetensors").is_file() for r in revisions)
 
 
-def _write_failed(path: Path, tmp: Path, exc: Exception) -> OutputError:
-    """Remove the partial ``tmp`` and say in one line what could not be written and why (a full disk
-    makes ``torch.save`` raise a RuntimeError of its own, hence the free space)."""
-    shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
-    cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip().splitlines()[0][:200]
-    try:
-        free = f"; {shutil.disk_usage(path.parent).free / 2**20:.1f} MiB free there"
-    except OSError:
-        free = ""
-    return OutputError(f"cannot write the toy checkpoint {str(path)!r} (cache.toy_dir): {cause}{free}; free some "
-                       "space or set cache.toy_dir=DIR, then rerun (training resumes from its last whole checkpoint)")
-
-
 def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """Write the file or folder ``path`` through a temporary name and a rename: whole or not at all
-    (a folder left by a run that died after its rename, before its resume state, is replaced)."""
+    (a folder left by a run that died after its rename, before its resume state, is replaced). A
+    failure removes the partial write and says in one line what could not be written and why (a full
+    disk makes ``torch.save`` raise a RuntimeError of its own, hence the free space)."""
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
     try:
         write(tmp)
@@ -172,7 +161,15 @@ def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
                 os.fsync(fh.fileno())
         os.replace(tmp, path)
     except Exception as exc:  # noqa: BLE001  (a full disk, a read-only folder: one line, nothing partial left)
-        raise _write_failed(path, tmp, exc) from exc
+        shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+        cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip().splitlines()[0][:200]
+        try:
+            free = f"; {shutil.disk_usage(path.parent).free / 2**20:.1f} MiB free there"
+        except OSError:
+            free = ""
+        raise OutputError(f"cannot write the toy checkpoint {str(path)!r} (cache.toy_dir): {cause}{free}; free "
+                          "some space or set cache.toy_dir=DIR, then rerun (training resumes from its last whole "
+                          "checkpoint)") from exc
 
 
 @contextlib.contextmanager
@@ -193,11 +190,21 @@ def _locked(folder: Path):
 
 
 @contextlib.contextmanager
-def _training_context(threads: Optional[int]):
+def quiet_hf_bars():
+    """No "Writing model shards" bar for each checkpoint (the training loop has its own)."""
     from transformers.utils import logging as hf_logging
 
-    prev_bar = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # no "Writing model shards" bar per checkpoint
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def _training_context(threads: Optional[int]):
     prev_threads = torch.get_num_threads()
     prev_det = torch.are_deterministic_algorithms_enabled()
     prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
@@ -205,12 +212,11 @@ def _training_context(threads: Optional[int]):
         torch.set_num_threads(int(threads))
     torch.use_deterministic_algorithms(True)
     try:
-        yield
+        with quiet_hf_bars():
+            yield
     finally:
         torch.use_deterministic_algorithms(prev_det, warn_only=prev_warn)
         torch.set_num_threads(prev_threads)
-        if prev_bar:
-            hf_logging.enable_progress_bar()
 
 
 def _optimizer(model: torch.nn.Module, rec: ToyRecipeConfig) -> torch.optim.Optimizer:
@@ -248,20 +254,15 @@ def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: 
     _write_atomic(folder / STATE_FILE, lambda p: torch.save(state, p))
 
 
-def _load_state(folder: Path, digest: str) -> Optional[dict]:
-    try:
-        state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
-    except Exception:  # missing, truncated or corrupt: restart cleanly
-        return None
-    return state if isinstance(state, dict) and state.get("recipe_hash") == digest else None
-
-
 def _resume(folder: Path, digest: str, model, optimizer, save_at: Dict[int, str], monitor) -> Tuple[int, List[float]]:
     """(the step training starts at, the losses so far): from ``train_state.pt`` when it was made for
     ``digest`` (model, optimizer and torch's RNG restored; the checkpoints past it removed, to be
     redone; the monitor's state restored, its later checkpoints redone), else step 0 in a cleared folder."""
-    state = _load_state(folder, digest)
-    if state is None:
+    try:
+        state = torch.load(folder / STATE_FILE, map_location="cpu", weights_only=False)
+    except Exception:  # missing, truncated or corrupt: restart cleanly
+        state = None
+    if not isinstance(state, dict) or state.get("recipe_hash") != digest:
         for child in folder.iterdir():
             if child.name != ".lock":
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
