@@ -123,6 +123,11 @@ class ChangePoints(Results):
         cp = self.primary
         return None if cp is None else [cp.tokens_before, cp.tokens_after]
 
+    def summary(self) -> str:
+        cp = self.primary
+        where = "none" if cp is None else f"{cp.revision_before} -> {cp.revision_after} ({cp.size:+.3g})"
+        return f"{len(self.points)} change point(s) ({self.rule}, penalty {self.penalty:.3g}); primary: {where}"
+
 
 def detect_changepoints(tokens, k, n, revisions=None, penalty: Union[str, float] = DEFAULTS.changepoint.penalty,
                         dispersion: float = 1.0) -> ChangePoints:

@@ -307,6 +307,9 @@ class Findings(Results):
     layer_onset: list = field(default_factory=list)
     convergence: list = field(default_factory=list)
 
+    def summary(self) -> str:
+        return "\n".join(x.summary() for x in self.layer_floor + self.layer_onset + self.convergence)
+
 
 def analyse_findings(results, cfg, thresholds: dict, rng: np.random.Generator) -> Findings:
     """The layer floor and the layer onsets of every model with per-layer counts, and (with a

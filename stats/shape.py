@@ -88,6 +88,9 @@ class ShapeVerdict(Results):
         evidence = out.pop("evidence")
         return out | evidence
 
+    def summary(self) -> str:
+        return f"{self.shape}: {self.reason}"
+
 
 def jump_share(values, direction: Optional[float] = None) -> dict:
     """Largest adjacent change of ``values`` in ``direction`` (> 0 a rise, < 0 a fall; by default the

@@ -152,6 +152,9 @@ class GapStory(Results):
         """The record, with the :meth:`warning` line (and its short form, ``disagreement_line``) last."""
         return record(self) | {"warning": self.warning(), "disagreement_line": self.warning(short=True)}
 
+    def summary(self) -> str:
+        return self.text + (f"\n{self.warning()}" if self.warning() else "")
+
 
 def _reasons(curves, milestones, min_points: int, min_rise_heads: float) -> list:
     out = []
