@@ -59,11 +59,6 @@ LIVE_MODES = ("off", "adaptive")
 XU2026_MIN_SEQ_LEN = 42
 
 
-def model_sources() -> tuple:
-    """``model.revisions`` choices: the source registry as it stands now (with registered sources)."""
-    return sources.source_names()
-
-
 @dataclass
 class TokenCountConfig:
     """How a revision's training-token count is known where the source computes it: ``pythia`` and
@@ -88,7 +83,7 @@ class ModelConfig:
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
     #: The model source (emergence/sources/): where the revision list comes from and where each
     #: revision lies (``pythia``, ``snapshot``, ``folder``, ``toy``, the seed suites).
-    revisions: str = field(default="snapshot", metadata={"choices": lambda: model_sources()})
+    revisions: str = field(default="snapshot", metadata={"choices": sources.source_names})
     #: ``auto`` picks the family's safe default (float32 on CPU; never fp16 for GPT-NeoX).
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
@@ -398,9 +393,10 @@ def check_corpus(corpus) -> None:
     if corpus.kind == "text_file":
         if not corpus.path:
             raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
-        if not Path(str(corpus.path)).expanduser().is_file():
+        path = Path(str(corpus.path)).expanduser()
+        if not path.is_file():
             raise EmergenceError(f"corpus.path={corpus.path!r} is not a file; give a local text file")
-        problem = text_problem(Path(str(corpus.path)).expanduser())
+        problem = text_problem(path)
         if problem:
             raise EmergenceError(f"corpus.path={corpus.path!r} {problem}; give a local UTF-8 text file")
     elif corpus.kind == "xu2026":
@@ -461,8 +457,4 @@ def check_config(cfg) -> None:
         check_ablation(cfg.screen.ablation)
 
 
-def register_configs() -> None:
-    ConfigStore.instance().store(name="emergence_schema", node=EmergenceConfig)
-
-
-register_configs()
+ConfigStore.instance().store(name="emergence_schema", node=EmergenceConfig)

@@ -233,9 +233,7 @@ class Tracker:
             if pause > 0:
                 time.sleep(pause)
             verdict, holder = self._verdict(self._runs_of(digest), mine, kept)
-            if verdict != "wait":
-                return holder
-            if time.time() > deadline:  # yielding is always safe; the rival wins or yields in its turn
+            if verdict != "wait" or time.time() > deadline:  # (yielding is safe: the rival wins or yields in turn)
                 return holder
             if time.time() - beat > self.heartbeat_s:  # a claim that waits stays alive
                 beat = time.time()
