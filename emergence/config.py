@@ -342,18 +342,15 @@ def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
                              f"{XU2026_MIN_SEQ_LEN} (the pair sits at p in [20, seq_len // 2))")
 
 
-def _memory_bytes() -> int:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):  # (not POSIX: no bound from here)
-        return 2**62
-
-
 def check_probe_memory(corpus) -> None:
     """The probe's token ids (``n_sequences`` x its length, int64) must fit in a quarter of this
     machine's memory, checked before any model is loaded or trained."""
     length = 1 + 2 * int(corpus.segment_length) if corpus.kind == "synthetic_induction" else int(corpus.seq_len)
-    need, have = int(corpus.n_sequences) * length * 8, _memory_bytes()
+    try:
+        have = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # (not POSIX: no bound from here)
+        have = 2**62
+    need = int(corpus.n_sequences) * length * 8
     if need > have // 4:
         fit = max(1, (have // 4) // (length * 8))
         raise EmergenceError(f"corpus.n_sequences={corpus.n_sequences} makes a probe of {need / 2**30:.1f} GiB "

@@ -1,10 +1,5 @@
-"""The screening loop: each selected revision claimed, fetched, loaded, screened and logged.
-
-:func:`screen_revisions` screens a job's revisions, one claimed MLflow run each, through the job's
-download pipeline (:func:`revision_pipeline`), and returns one :class:`RevisionResult` per
-revision; a revision that cannot be screened is recorded (its run FAILED) and :class:`JobFailed`
-names the failed ones at the end.
-"""
+"""The screening loop (:func:`screen_revisions`): each selected revision claimed, fetched, loaded,
+screened and logged, one :class:`RevisionResult` each."""
 
 from __future__ import annotations
 

@@ -119,11 +119,6 @@ class RevisionSweeper(BasicSweeper):
         self.notes += [line for line in err.getvalue().splitlines() if line.strip() and line not in self.notes]
         return plan
 
-    def get_job_batch(self) -> Sequence[Sequence[str]]:
-        batch = super().get_job_batch()
-        with refused():
-            return [job for overrides in batch for job in self._expand(overrides)]
-
     def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
         """Every job's plan, each config checked once (exit 2 in one line on bad input); the jobs grouped
         by store, experiment and model (a parent run each: the UI groups runs by model)."""
@@ -150,7 +145,8 @@ class RevisionSweeper(BasicSweeper):
 
         batches: List[List[List[str]]] = []
         while not self.is_done():
-            batch = [list(job) for job in self.get_job_batch()]
+            with refused():
+                batch = [job for overrides in self.get_job_batch() for job in self._expand(overrides)]
             if batch:  # (a batch of refine jobs only expands to nothing here)
                 batches.append(batch)
         groups = self._check(batches)
