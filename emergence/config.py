@@ -59,6 +59,11 @@ LIVE_MODES = ("off", "adaptive")
 XU2026_MIN_SEQ_LEN = 42
 
 
+def model_sources() -> tuple:
+    """``model.revisions`` choices: the source registry as it stands now (with registered sources)."""
+    return sources.source_names()
+
+
 @dataclass
 class TokenCountConfig:
     """How a revision's training-token count is known where the source computes it: ``pythia`` and
@@ -83,7 +88,7 @@ class ModelConfig:
     tokens: TokenCountConfig = field(default_factory=TokenCountConfig)
     #: The model source (emergence/sources/): where the revision list comes from and where each
     #: revision lies (``pythia``, ``snapshot``, ``folder``, ``toy``, the seed suites).
-    revisions: str = field(default="snapshot", metadata={"choices": sources.source_names})
+    revisions: str = field(default="snapshot", metadata={"choices": lambda: model_sources()})
     #: ``auto`` picks the family's safe default (float32 on CPU; never fp16 for GPT-NeoX).
     dtype: str = field(default="auto", metadata={"choices": DTYPES})
     #: Training recipe, for models that the project trains itself (``revisions: toy``).
