@@ -347,18 +347,15 @@ def check_xu2026_values(vocab_lo: int, vocab_hi: int, seq_len: int) -> None:
                              f"{XU2026_MIN_SEQ_LEN} (the pair sits at p in [20, seq_len // 2))")
 
 
-def _memory_bytes() -> int:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):  # (not POSIX: no bound from here)
-        return 2**62
-
-
 def check_probe_memory(corpus) -> None:
     """The probe's token ids (``n_sequences`` x its length, int64) must fit in a quarter of this
     machine's memory, checked before any model is loaded or trained."""
     length = 1 + 2 * int(corpus.segment_length) if corpus.kind == "synthetic_induction" else int(corpus.seq_len)
-    need, have = int(corpus.n_sequences) * length * 8, _memory_bytes()
+    try:
+        have = int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # (not POSIX: no bound from here)
+        have = 2**62
+    need = int(corpus.n_sequences) * length * 8
     if need > have // 4:
         fit = max(1, (have // 4) // (length * 8))
         raise EmergenceError(f"corpus.n_sequences={corpus.n_sequences} makes a probe of {need / 2**30:.1f} GiB "
@@ -398,9 +395,10 @@ def check_corpus(corpus) -> None:
     if corpus.kind == "text_file":
         if not corpus.path:
             raise EmergenceError("corpus=text_file needs corpus.path=FILE (a local text file)")
-        if not Path(str(corpus.path)).expanduser().is_file():
+        path = Path(str(corpus.path)).expanduser()
+        if not path.is_file():
             raise EmergenceError(f"corpus.path={corpus.path!r} is not a file; give a local text file")
-        problem = text_problem(Path(str(corpus.path)).expanduser())
+        problem = text_problem(path)
         if problem:
             raise EmergenceError(f"corpus.path={corpus.path!r} {problem}; give a local UTF-8 text file")
     elif corpus.kind == "xu2026":
@@ -461,8 +459,4 @@ def check_config(cfg) -> None:
         check_ablation(cfg.screen.ablation)
 
 
-def register_configs() -> None:
-    ConfigStore.instance().store(name="emergence_schema", node=EmergenceConfig)
-
-
-register_configs()
+ConfigStore.instance().store(name="emergence_schema", node=EmergenceConfig)

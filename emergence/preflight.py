@@ -11,7 +11,7 @@ and a dry run:
    that one file, a dry run never), then the device and the family's dtype (emergence/loading.py);
 5. the probe and the ablation's heads against the model's limits as its source declares them
    (``ModelSource.declared_limits``): vocabulary, context, layers, heads;
-6. the store (:func:`check_store`): a known scheme, a writable folder, a server that answers;
+6. the store (:func:`_check_store`): a known scheme, a writable folder, a server that answers;
 7. what the model source writes before screening (a toy suite to train: a writable ``cache.toy_dir``).
 
 The run folder (``hydra.run.dir``) is checked before Hydra makes it (emergence/__main__.py).
@@ -86,7 +86,7 @@ def validate(cfg: DictConfig) -> JobPlan:
         print(f"note: {note}", file=sys.stderr)
     if cfg.screen.ablation is not None:
         check_heads(cfg.screen.ablation, limits)
-    check_store(cfg.tracking)
+    _check_store(str(cfg.tracking.uri), cfg.tracking.artifacts, float(cfg.tracking.connect_timeout_s))
     problem = source.write_problem(cfg.model, cfg.cache.toy_dir)  # e.g. a read-only cache.toy_dir
     if problem:
         raise EmergenceError(problem)
@@ -96,14 +96,9 @@ def validate(cfg: DictConfig) -> JobPlan:
                    config)
 
 
-def check_store(tracking) -> None:
-    """The store of ``tracking`` can be used (emergence/common/storecheck.py); checked once per process
-    and store."""
-    _check_store(str(tracking.uri), tracking.artifacts, float(tracking.connect_timeout_s))
-
-
 @functools.lru_cache(maxsize=None)
 def _check_store(uri: str, artifacts: Optional[str], timeout_s: float) -> None:
+    """The store can be used (emergence/common/storecheck.py); checked once per process and store."""
     problem = store_problem(uri, artifacts, timeout_s)
     if problem:
         raise EmergenceError(problem)

@@ -162,15 +162,6 @@ def nearest(revisions: Sequence[Revision], name: str, count: int = 2) -> List[st
     return difflib.get_close_matches(name, [r.name for r in revisions], n=count, cutoff=0.0)
 
 
-def find(revisions: Sequence[Revision], name: str, model: str) -> Revision:
-    for r in revisions:
-        if r.name == name:
-            return r
-    near = ", ".join(nearest(revisions, name)) or "none"
-    raise EmergenceError(f"unknown revision {name!r} for model {model!r}; nearest valid: {near} "
-                         f"({len(revisions)} revisions)")
-
-
 def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
            name: Optional[str] = None) -> List[Revision]:
     """Apply a selection rule (``logspaced``, ``final``, ``all``, ``named``)."""
@@ -192,7 +183,12 @@ def select(revisions: Sequence[Revision], select: str, model: str, k: int = 10,
     if select == "named":
         if not name:
             raise EmergenceError("revision=named needs revision.name=<revision>")
-        return [find(ordered, name, model)]
+        named = [r for r in ordered if r.name == name]
+        if not named:
+            near = ", ".join(nearest(ordered, name)) or "none"
+            raise EmergenceError(f"unknown revision {name!r} for model {model!r}; nearest valid: {near} "
+                                 f"({len(ordered)} revisions)")
+        return named[:1]
     raise EmergenceError(f"unknown revision selection {select!r}; valid: {', '.join(SELECTIONS)}")
 
 

@@ -58,17 +58,12 @@ CURVE_METRICS = (fraction_metric("bos"), count_metric("induction"), count_metric
                  PR_MEAN_METRIC, "screen_seconds")
 
 
-def metric_safe(name: str) -> str:
-    """``name`` as a metric key: only letters, digits and ``_ - . /``, spaces made ``_``
-    (``toy_neox [seed 3]`` -> ``toy_neox_seed_3``)."""
-    kept = "".join(ch for ch in name if ch.isalnum() or ch in "_-./ ")
-    return "_".join(kept.split())
-
-
 def curve_metrics(model: str, values: Mapping[str, float]) -> Dict[str, float]:
     """A screened revision's curves in a parent run: ``fraction.<class>.<model>`` for every
-    class fraction in ``values`` and ``<model>/<metric>`` for :data:`CURVE_METRICS`."""
-    model = metric_safe(model)
+    class fraction in ``values`` and ``<model>/<metric>`` for :data:`CURVE_METRICS`, the model's
+    name made a metric key (only letters, digits and ``_ - . /``, spaces made ``_``:
+    ``toy_neox [seed 3]`` -> ``toy_neox_seed_3``)."""
+    model = "_".join("".join(ch for ch in model if ch.isalnum() or ch in "_-./ ").split())
     out = {f"{key}.{model}": float(v) for key, v in values.items()
            if (p := parse_metric(key)) is not None and p.kind == FRACTION}
     out.update({f"{model}/{key}": float(values[key]) for key in CURVE_METRICS if key in values})
@@ -233,9 +228,7 @@ class Tracker:
             if pause > 0:
                 time.sleep(pause)
             verdict, holder = self._verdict(self._runs_of(digest), mine, kept)
-            if verdict != "wait":
-                return holder
-            if time.time() > deadline:  # yielding is always safe; the rival wins or yields in its turn
+            if verdict != "wait" or time.time() > deadline:  # (yielding is safe: the rival wins or yields in turn)
                 return holder
             if time.time() - beat > self.heartbeat_s:  # a claim that waits stays alive
                 beat = time.time()

@@ -59,13 +59,13 @@ def own_overrides(job: Sequence[str]) -> List[str]:
 
 
 @contextlib.contextmanager
-def refused(status: int, errors=(EmergenceError,)):
-    """Exit ``status`` with one stderr line (``error: ...``) on one of ``errors``."""
+def refused():
+    """Exit 2 with one stderr line (``error: ...``) on an :class:`EmergenceError` (bad input)."""
     try:
         yield
-    except errors as exc:
+    except EmergenceError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        sys.exit(status)
+        sys.exit(2)
 
 
 def describe(overrides: Sequence[str]) -> str:
@@ -119,18 +119,13 @@ class RevisionSweeper(BasicSweeper):
         self.notes += [line for line in err.getvalue().splitlines() if line.strip() and line not in self.notes]
         return plan
 
-    def get_job_batch(self) -> Sequence[Sequence[str]]:
-        batch = super().get_job_batch()
-        with refused(2):
-            return [job for overrides in batch for job in self._expand(overrides)]
-
     def _check(self, batches: List[List[List[str]]]) -> Dict[tuple, List[List[str]]]:
         """Every job's plan, each config checked once (exit 2 in one line on bad input); the jobs grouped
         by store, experiment and model (a parent run each: the UI groups runs by model)."""
         groups: Dict[tuple, List[List[str]]] = {}
         for batch in batches + [self.refine_bases]:
             for overrides in batch:
-                with refused(2):
+                with refused():
                     plan = self.plans.get(tuple(overrides)) or self._plan(overrides)
                 t = plan.config.tracking
                 groups.setdefault((t.uri, t.experiment, t.artifacts, str(plan.config.model.name)), []).append(overrides)
@@ -150,7 +145,8 @@ class RevisionSweeper(BasicSweeper):
 
         batches: List[List[List[str]]] = []
         while not self.is_done():
-            batch = [list(job) for job in self.get_job_batch()]
+            with refused():
+                batch = [job for overrides in self.get_job_batch() for job in self._expand(overrides)]
             if batch:  # (a batch of refine jobs only expands to nothing here)
                 batches.append(batch)
         groups = self._check(batches)
@@ -250,18 +246,16 @@ class RevisionSweeper(BasicSweeper):
         its start selection."""
         from emergence.refine_rounds import Refinement, refine_rounds, screened_runs
 
-        jobs: List[Refinement] = []
-        bases: Dict[int, tuple] = {}  # id(refinement) -> (its overrides with its parent run, its plan)
-        for base in self.refine_bases:
-            plan = self.plans[tuple(base)]
-            jobs.append(Refinement(plan.config, plan.known))
-            bases[id(jobs[-1])] = ([*base, f"{PARENT}{parent_of[tuple(base)]}"], plan)
+        plans = [self.plans[tuple(base)] for base in self.refine_bases]
+        jobs = [Refinement(plan.config, plan.known) for plan in plans]
+        # id(refinement) -> its overrides with its parent run
+        bases = {id(job): [*base, f"{PARENT}{parent_of[tuple(base)]}"] for job, base in zip(jobs, self.refine_bases)}
 
         def pinned(job: Refinement, revisions) -> List[List[str]]:
-            return [[*bases[id(job)][0], f"revision.pin={r.name}"] for r in revisions]
+            return [[*bases[id(job)], f"revision.pin={r.name}"] for r in revisions]
 
-        start = [overrides for job in jobs if len(screened_runs(job.cfg, job.known)) < 2
-                 for overrides in pinned(job, bases[id(job)][1].revisions)]
+        start = [overrides for job, plan in zip(jobs, plans) if len(screened_runs(job.cfg, job.known)) < 2
+                 for overrides in pinned(job, plan.revisions)]
         if start:
             print(f"refine: screening the start selection first ({len(start)} job(s))")
             self._launch([start], outcome)
