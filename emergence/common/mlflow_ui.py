@@ -27,7 +27,7 @@ checked in headless Chromium (``scripts/check_mlflow_ui.py``, docs/checks.md):
 from __future__ import annotations
 
 import json
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 from urllib.parse import urlencode
 
 from emergence.common.contract import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, INDUCTION_LOSS_METRIC, KIND_TAG,
@@ -134,19 +134,14 @@ def tags_to_set(current: Mapping[str, str]) -> Dict[str, str]:
     return out
 
 
-def ui_base(tracking_uri: str) -> str:
-    """Where the UI of a store is: a tracking server serves its own; a local store's is
-    ``mlflow ui --backend-store-uri <uri>`` at :data:`DEFAULT_UI`."""
-    if tracking_uri.startswith(("http://", "https://")):
-        return tracking_uri.rstrip("/")
-    return DEFAULT_UI
-
-
 def _runs_url(tracking_uri: str, experiment_id: str, base: Optional[str], **params) -> str:
     """The experiment's runs page with ``params`` and ``workflowType=machine_learning`` (see the
-    module notes), at the UI ``base`` (default :func:`ui_base`)."""
+    module notes), at the UI ``base``: by default a tracking server's own UI, or for a local store
+    ``mlflow ui --backend-store-uri <uri>`` at :data:`DEFAULT_UI`."""
+    if base is None:
+        base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else DEFAULT_UI
     query = urlencode({**params, "workflowType": WORKFLOW_TRAINING})
-    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{query}"
+    return f"{base}/#/experiments/{experiment_id}/runs?{query}"
 
 
 def experiment_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
@@ -159,19 +154,30 @@ def view_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) 
     return _runs_url(tracking_uri, experiment_id, base, viewStateShareKey=VIEW_KEY, compareRunsMode="CHART")
 
 
-def open_lines(tracking_uri: str, experiment: str) -> str:
-    """How to open the study (printed at the end of a job and a sweep): the UI command for a
-    local store, the runs table and the saved view's charts; the ids read from the store."""
+def experiment_id(tracking_uri: str, experiment: str) -> Optional[str]:
+    """The id of ``experiment`` in the store; None when it has none or cannot be read."""
     import mlflow
 
     try:
         exp = mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment)
-    except Exception:  # noqa: BLE001  (the store failed: the command is still worth printing)
-        exp = None
+    except Exception:  # noqa: BLE001  (the store failed or does not exist yet: the rest is still worth printing)
+        return None
+    return None if exp is None else exp.experiment_id
+
+
+def link_lines(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> List[str]:
+    """The printed links to the experiment's runs table and to its curves."""
+    return [f"  runs table: {experiment_url(tracking_uri, experiment_id, base)}",
+            f"  curves against tokens, one line per model: {view_url(tracking_uri, experiment_id, base)}"]
+
+
+def open_lines(tracking_uri: str, experiment: str) -> str:
+    """How to open the study (printed at the end of a job and a sweep): the UI command for a
+    local store, the runs table and the saved view's charts; the ids read from the store."""
     lines = ["  python -m emergence.ui   (starts the UI on this store, prints these links and the latest report)"]
     if not tracking_uri.startswith(("http://", "https://")):
         lines.append(f"  or: mlflow ui --backend-store-uri {tracking_uri}")
+    exp = experiment_id(tracking_uri, experiment)
     if exp is not None:
-        lines += [f"  runs table: {experiment_url(tracking_uri, exp.experiment_id)}",
-                  f"  curves against tokens, one line per model: {view_url(tracking_uri, exp.experiment_id)}"]
+        lines += link_lines(tracking_uri, exp)
     return "\n".join(lines)

@@ -165,12 +165,6 @@ def io_cause(exc: BaseException) -> Optional[str]:
     return None
 
 
-def store_name(uri: str) -> str:
-    """The store as a message names it: the SQLite file, else the URI (a password hidden)."""
-    path = sqlite_file(uri)
-    return str(path) if path is not None else shown(uri)
-
-
 #: The stores that failed in this process (URI -> the StoreError line): a sweep's next jobs in this
 #: process do not retry a store that stopped answering (:func:`failed_before`).
 _FAILED: dict = {}
@@ -189,7 +183,8 @@ def store_io(uri: str, what: str = "use"):
         cause = io_cause(exc)
         if cause is None:
             raise
-        line = f"cannot {what} the MLflow store {store_name(uri)}: {cause}"
+        path = sqlite_file(uri)  # the store as the line names it: the SQLite file, else the URI (a password hidden)
+        line = f"cannot {what} the MLflow store {path if path is not None else shown(uri)}: {cause}"
         _FAILED.setdefault(uri, line)
         raise StoreError(line) from exc
 
