@@ -48,9 +48,7 @@ VIEW_CHARTS = (fraction_metric("bos"), fraction_metric("induction"), count_metri
 #: The runs table's columns in the views: model, revision, tokens and the key metrics.
 VIEW_COLUMNS = ((f"tags.`{MODEL_TAG}`", f"tags.`{REVISION_TAG}`", f"metrics.`{TOKENS_METRIC}`")
                 + tuple(f"metrics.`{m}`" for m in VIEW_CHARTS))
-#: The tool's second saved view, the one the printed runs-table URL opens: the screen runs (the
-#: parent runs filtered out, so none collapses them), one row each, model, revision, tokens and
-#: the key metrics as columns, in order of model and tokens.
+#: The tool's second saved view, the one the printed runs-table URL opens (:func:`runs_view`).
 RUNS_VIEW_KEY = "emergence-runs"
 RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW_KEY}"
 RUNS_VIEW_NAME = "screen runs: model, revision, tokens, key metrics"
@@ -81,8 +79,8 @@ def _screen_runs(**state) -> dict:
 
 
 def curves_view() -> dict:
-    """The state of the tool's saved view (see the module notes): the screen runs grouped by
-    model, the table's columns, and the charts against tokens."""
+    """The state of the curves view (see the module notes): the screen runs grouped by model and
+    the charts against tokens."""
     section = f"{VIEW_KEY}-section"
     return _screen_runs(
         orderByKey="attributes.start_time", orderByAsc=False,

@@ -299,18 +299,9 @@ def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) ->
     return exp_id
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def claim_alive(run, stale_after_s: float, now: Optional[float] = None) -> bool:
-    """Whether a RUNNING claim's process may still be working on it (see the module rules)."""
+    """Whether a RUNNING claim's process may still be working on it: its heartbeat (else its start)
+    is at most ``stale_after_s`` old and, on this host, its pid is alive."""
     tags = run.data.tags
     now = time.time() if now is None else now
     try:
@@ -321,9 +312,11 @@ def claim_alive(run, stale_after_s: float, now: Optional[float] = None) -> bool:
         return False
     if tags.get(HOST_TAG) == socket.gethostname():
         try:
-            return _pid_alive(int(tags.get(PID_TAG, "-1")))
-        except ValueError:
+            os.kill(int(tags.get(PID_TAG, "-1")), 0)
+        except (ProcessLookupError, ValueError):
             return False
+        except PermissionError:  # another user's process
+            pass
     return True
 
 
