@@ -21,7 +21,7 @@ import random
 import socket
 import threading
 import time
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 from urllib.parse import unquote, urlparse
@@ -243,22 +243,19 @@ def store_lock(uri: str, timeout: float = 900.0):
         yield
 
 
-def _repair_sqlite(path: Path) -> None:
+def _repair_sqlite(path: Optional[Path]) -> None:
     """Drop leftovers of an interrupted schema migration (``_alembic_tmp_<table>`` beside an
-    intact ``<table>``), which otherwise keep the store from opening. Called under the lock."""
-    if not path.is_file():
+    intact ``<table>``), which otherwise keep a SQLite store from opening. Called under the lock."""
+    if path is None or not path.is_file():
         return
     import sqlite3
 
-    con = sqlite3.connect(path, timeout=60)
-    try:
+    with closing(sqlite3.connect(path, timeout=60)) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         for tmp in sorted(t for t in tables if t.startswith("_alembic_tmp_")):
             if tmp[len("_alembic_tmp_"):] in tables:
                 con.execute(f'DROP TABLE "{tmp}"')
         con.commit()
-    finally:
-        con.close()
 
 
 def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) -> str:
@@ -271,9 +268,7 @@ def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) ->
     from mlflow.exceptions import MlflowException
 
     with store_io(uri, "create or open"), store_lock(uri):
-        path = sqlite_file(uri)
-        if path is not None:
-            _repair_sqlite(path)
+        _repair_sqlite(sqlite_file(uri))
         client = mlflow.MlflowClient(uri)
         exp = retry(client.get_experiment_by_name, experiment)
         if exp is None:
