@@ -21,10 +21,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import suppress
 from pathlib import Path
 from typing import List, Optional
 
-from emergence.common.mlflow_ui import experiment_url, view_url
+from emergence.common.mlflow_ui import experiment_id, experiment_url, link_lines
 from emergence.common.paths import emergence_home
 
 #: Where the last job's store is written down, under ``<home>/outputs``.
@@ -118,29 +119,9 @@ def stop_ui(proc: subprocess.Popen, timeout_s: float = 20.0) -> None:
             break
         time.sleep(0.2)
     else:
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     proc.wait()
-
-
-def experiment_id(tracking_uri: str, experiment: str) -> Optional[str]:
-    import mlflow
-
-    try:
-        exp = mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment)
-    except Exception:  # noqa: BLE001  (no such store yet: the UI still opens)
-        return None
-    return None if exp is None else exp.experiment_id
-
-
-def links(tracking_uri: str, experiment: str, base: str) -> List[str]:
-    exp = experiment_id(tracking_uri, experiment)
-    if exp is None:
-        return [f"  the UI: {base} (no experiment {experiment!r} in this store yet: run `python -m emergence`)"]
-    return [f"  runs table: {experiment_url(tracking_uri, exp, base)}",
-            f"  curves against tokens, one line per model: {view_url(tracking_uri, exp, base)}"]
 
 
 def parse(argv: List[str]) -> argparse.Namespace:
@@ -172,11 +153,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         except RuntimeError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(f"MLflow UI on {args.store}:\n" + "\n".join(links(args.store, args.experiment, base)))
+    exp = experiment_id(args.store, args.experiment)
+    links = link_lines(args.store, exp, base) if exp is not None else [
+        f"  the UI: {base} (no experiment {args.experiment!r} in this store yet: run `python -m emergence`)"]
+    print(f"MLflow UI on {args.store}:\n" + "\n".join(links))
     if args.open:
         import webbrowser
 
-        exp = experiment_id(args.store, args.experiment)
         webbrowser.open(experiment_url(args.store, exp, base) if exp else base)
         if report is not None:
             webbrowser.open(report.as_uri())

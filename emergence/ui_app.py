@@ -1,12 +1,10 @@
-"""The MLflow UI that ``python -m emergence.ui`` serves: MLflow's own server app, whose pages open
-in the "Model training" view in a browser that has not chosen one.
+"""The MLflow UI that ``python -m emergence.ui`` serves: MLflow's own server app
+(``mlflow.server.fastapi_app``), whose pages open in the "Model training" view in a browser that
+has not chosen one (MLflow lands on its GenAI pages otherwise: emergence/common/mlflow_ui.py).
 
-MLflow 3.17's UI lands on its GenAI pages unless the browser's localStorage holds the sidebar's
-switch (``mlflow.workflowType_v1``) or the URL carries ``workflowType``; no server setting changes
-that. This app is MLflow's (``mlflow.server.fastapi_app``) with one addition: its HTML page first
-sets that switch to ``machine_learning`` *where the browser has no value yet*, so a choice made
-in the sidebar stands. Registered as the MLflow app plug-in ``emergence`` (pyproject's
-``mlflow.app`` entry point): ``mlflow server --app-name emergence ...`` serves it.
+Its HTML page first sets the sidebar's switch to ``machine_learning`` *where the browser has no
+value yet*, so a choice made in the sidebar stands. Registered as the MLflow app plug-in
+``emergence`` (pyproject's ``mlflow.app`` entry point): ``mlflow server --app-name emergence``.
 """
 
 from __future__ import annotations

@@ -81,9 +81,8 @@ def problem(value: Any, rule: dict, integer: bool = False) -> Optional[str]:
             return f"is not valid; valid: {rule.get('hint', rule['pattern'])}"
         return None
     if any(k in rule for k in ("min", "max", "gt", "lt", "finite")):
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return f"must be {_range_text(rule, integer)}"
-        bad = ((rule.get("finite") and not math.isfinite(value)) or math.isnan(value)
+        bad = (not isinstance(value, (int, float)) or isinstance(value, bool)
+               or (rule.get("finite") and not math.isfinite(value)) or math.isnan(value)
                or ("min" in rule and value < rule["min"]) or ("max" in rule and value > rule["max"])
                or ("gt" in rule and not value > rule["gt"]) or ("lt" in rule and not value < rule["lt"]))
         if bad:
@@ -425,10 +424,7 @@ def discard_run_dir(outputs: Optional[str] = None) -> None:
         shutil.rmtree(run_dir / hc.output_subdir, ignore_errors=True)
     (run_dir / f"{hc.job.name}.log").unlink(missing_ok=True)
     top = Path(outputs).resolve() if outputs else None
-    folders = [run_dir]
-    if top is not None and top in run_dir.parents:
-        folders += [p for p in run_dir.parents if p == top or top in p.parents]
-    for folder in folders:
+    for folder in [run_dir] + [p for p in run_dir.parents if p == top or top in p.parents]:
         try:
             folder.rmdir()
         except OSError:  # not empty (or gone): stop here

@@ -201,10 +201,8 @@ def flag_column(head_class: str) -> str:
 
 def column_class(column: str) -> Optional[str]:
     """The class of a ``selectivity.<c>`` or ``flag.<c>`` column, else None."""
-    for prefix in ("selectivity.", "flag."):
-        if column.startswith(prefix):
-            return column[len(prefix):]
-    return None
+    prefix, dot, head_class = column.partition(".")
+    return head_class if dot and prefix in ("selectivity", "flag") else None
 
 
 # --- run identity ---------------------------------------------------------------------------
@@ -238,13 +236,10 @@ def recipe_seed(group: str, seed, data_seed=None, init_seed=None) -> RunSeed:
     ``seed``); both pinned: ``both``, seed ``d<data>-i<init>``."""
     none = (None, "None", "null", "")
     data_seed, init_seed = (None if v in none else int(v) for v in (data_seed, init_seed))
-    if data_seed is None and init_seed is None:
-        return RunSeed(str(int(seed)), "both", group)
-    if data_seed is None:
-        return RunSeed(str(int(seed)), "data", group)
-    if init_seed is None:
-        return RunSeed(str(int(seed)), "weight", group)
-    return RunSeed(f"d{data_seed}-i{init_seed}", "both", group)
+    if data_seed is not None and init_seed is not None:
+        return RunSeed(f"d{data_seed}-i{init_seed}", "both", group)
+    kind = "weight" if data_seed is not None else ("data" if init_seed is not None else "both")
+    return RunSeed(str(int(seed)), kind, group)
 
 
 def run_seed(params: Mapping[str, str]) -> Optional[RunSeed]:

@@ -27,7 +27,7 @@ checked in headless Chromium (``scripts/check_mlflow_ui.py``, docs/checks.md):
 from __future__ import annotations
 
 import json
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 from urllib.parse import urlencode
 
 from emergence.common.contract import (EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, INDUCTION_LOSS_METRIC, KIND_TAG,
@@ -48,9 +48,7 @@ VIEW_CHARTS = (fraction_metric("bos"), fraction_metric("induction"), count_metri
 #: The runs table's columns in the views: model, revision, tokens and the key metrics.
 VIEW_COLUMNS = ((f"tags.`{MODEL_TAG}`", f"tags.`{REVISION_TAG}`", f"metrics.`{TOKENS_METRIC}`")
                 + tuple(f"metrics.`{m}`" for m in VIEW_CHARTS))
-#: The tool's second saved view, the one the printed runs-table URL opens: the screen runs (the
-#: parent runs filtered out, so none collapses them), one row each, model, revision, tokens and
-#: the key metrics as columns, in order of model and tokens.
+#: The tool's second saved view, the one the printed runs-table URL opens (:func:`runs_view`).
 RUNS_VIEW_KEY = "emergence-runs"
 RUNS_VIEW_TAG = f"mlflow.sharedViewState.{RUNS_VIEW_KEY}"
 RUNS_VIEW_NAME = "screen runs: model, revision, tokens, key metrics"
@@ -81,8 +79,8 @@ def _screen_runs(**state) -> dict:
 
 
 def curves_view() -> dict:
-    """The state of the tool's saved view (see the module notes): the screen runs grouped by
-    model, the table's columns, and the charts against tokens."""
+    """The state of the curves view (see the module notes): the screen runs grouped by model and
+    the charts against tokens."""
     section = f"{VIEW_KEY}-section"
     return _screen_runs(
         orderByKey="attributes.start_time", orderByAsc=False,
@@ -134,19 +132,14 @@ def tags_to_set(current: Mapping[str, str]) -> Dict[str, str]:
     return out
 
 
-def ui_base(tracking_uri: str) -> str:
-    """Where the UI of a store is: a tracking server serves its own; a local store's is
-    ``mlflow ui --backend-store-uri <uri>`` at :data:`DEFAULT_UI`."""
-    if tracking_uri.startswith(("http://", "https://")):
-        return tracking_uri.rstrip("/")
-    return DEFAULT_UI
-
-
 def _runs_url(tracking_uri: str, experiment_id: str, base: Optional[str], **params) -> str:
     """The experiment's runs page with ``params`` and ``workflowType=machine_learning`` (see the
-    module notes), at the UI ``base`` (default :func:`ui_base`)."""
+    module notes), at the UI ``base``: by default a tracking server's own UI, or for a local store
+    ``mlflow ui --backend-store-uri <uri>`` at :data:`DEFAULT_UI`."""
+    if base is None:
+        base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else DEFAULT_UI
     query = urlencode({**params, "workflowType": WORKFLOW_TRAINING})
-    return f"{base or ui_base(tracking_uri)}/#/experiments/{experiment_id}/runs?{query}"
+    return f"{base}/#/experiments/{experiment_id}/runs?{query}"
 
 
 def experiment_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> str:
@@ -159,19 +152,30 @@ def view_url(tracking_uri: str, experiment_id: str, base: Optional[str] = None) 
     return _runs_url(tracking_uri, experiment_id, base, viewStateShareKey=VIEW_KEY, compareRunsMode="CHART")
 
 
-def open_lines(tracking_uri: str, experiment: str) -> str:
-    """How to open the study (printed at the end of a job and a sweep): the UI command for a
-    local store, the runs table and the saved view's charts; the ids read from the store."""
+def experiment_id(tracking_uri: str, experiment: str) -> Optional[str]:
+    """The id of ``experiment`` in the store; None when it has none or cannot be read."""
     import mlflow
 
     try:
         exp = mlflow.MlflowClient(tracking_uri).get_experiment_by_name(experiment)
-    except Exception:  # noqa: BLE001  (the store failed: the command is still worth printing)
-        exp = None
+    except Exception:  # noqa: BLE001  (the store failed or does not exist yet: the rest is still worth printing)
+        return None
+    return None if exp is None else exp.experiment_id
+
+
+def link_lines(tracking_uri: str, experiment_id: str, base: Optional[str] = None) -> List[str]:
+    """The printed links to the experiment's runs table and to its curves."""
+    return [f"  runs table: {experiment_url(tracking_uri, experiment_id, base)}",
+            f"  curves against tokens, one line per model: {view_url(tracking_uri, experiment_id, base)}"]
+
+
+def open_lines(tracking_uri: str, experiment: str) -> str:
+    """How to open the study (printed at the end of a job and a sweep): the UI command for a
+    local store, the runs table and the saved view's charts; the ids read from the store."""
     lines = ["  python -m emergence.ui   (starts the UI on this store, prints these links and the latest report)"]
     if not tracking_uri.startswith(("http://", "https://")):
         lines.append(f"  or: mlflow ui --backend-store-uri {tracking_uri}")
+    exp = experiment_id(tracking_uri, experiment)
     if exp is not None:
-        lines += [f"  runs table: {experiment_url(tracking_uri, exp.experiment_id)}",
-                  f"  curves against tokens, one line per model: {view_url(tracking_uri, exp.experiment_id)}"]
+        lines += link_lines(tracking_uri, exp)
     return "\n".join(lines)

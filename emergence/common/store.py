@@ -21,7 +21,7 @@ import random
 import socket
 import threading
 import time
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 from urllib.parse import unquote, urlparse
@@ -165,12 +165,6 @@ def io_cause(exc: BaseException) -> Optional[str]:
     return None
 
 
-def store_name(uri: str) -> str:
-    """The store as a message names it: the SQLite file, else the URI (a password hidden)."""
-    path = sqlite_file(uri)
-    return str(path) if path is not None else shown(uri)
-
-
 #: The stores that failed in this process (URI -> the StoreError line): a sweep's next jobs in this
 #: process do not retry a store that stopped answering (:func:`failed_before`).
 _FAILED: dict = {}
@@ -189,7 +183,8 @@ def store_io(uri: str, what: str = "use"):
         cause = io_cause(exc)
         if cause is None:
             raise
-        line = f"cannot {what} the MLflow store {store_name(uri)}: {cause}"
+        path = sqlite_file(uri)  # the store as the line names it: the SQLite file, else the URI (a password hidden)
+        line = f"cannot {what} the MLflow store {path if path is not None else shown(uri)}: {cause}"
         _FAILED.setdefault(uri, line)
         raise StoreError(line) from exc
 
@@ -248,22 +243,19 @@ def store_lock(uri: str, timeout: float = 900.0):
         yield
 
 
-def _repair_sqlite(path: Path) -> None:
+def _repair_sqlite(path: Optional[Path]) -> None:
     """Drop leftovers of an interrupted schema migration (``_alembic_tmp_<table>`` beside an
-    intact ``<table>``), which otherwise keep the store from opening. Called under the lock."""
-    if not path.is_file():
+    intact ``<table>``), which otherwise keep a SQLite store from opening. Called under the lock."""
+    if path is None or not path.is_file():
         return
     import sqlite3
 
-    con = sqlite3.connect(path, timeout=60)
-    try:
+    with closing(sqlite3.connect(path, timeout=60)) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         for tmp in sorted(t for t in tables if t.startswith("_alembic_tmp_")):
             if tmp[len("_alembic_tmp_"):] in tables:
                 con.execute(f'DROP TABLE "{tmp}"')
         con.commit()
-    finally:
-        con.close()
 
 
 def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) -> str:
@@ -276,9 +268,7 @@ def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) ->
     from mlflow.exceptions import MlflowException
 
     with store_io(uri, "create or open"), store_lock(uri):
-        path = sqlite_file(uri)
-        if path is not None:
-            _repair_sqlite(path)
+        _repair_sqlite(sqlite_file(uri))
         client = mlflow.MlflowClient(uri)
         exp = retry(client.get_experiment_by_name, experiment)
         if exp is None:
@@ -304,18 +294,9 @@ def prepare_store(uri: str, experiment: str, artifacts: Optional[str] = None) ->
     return exp_id
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def claim_alive(run, stale_after_s: float, now: Optional[float] = None) -> bool:
-    """Whether a RUNNING claim's process may still be working on it (see the module rules)."""
+    """Whether a RUNNING claim's process may still be working on it: its heartbeat (else its start)
+    is at most ``stale_after_s`` old and, on this host, its pid is alive."""
     tags = run.data.tags
     now = time.time() if now is None else now
     try:
@@ -326,9 +307,11 @@ def claim_alive(run, stale_after_s: float, now: Optional[float] = None) -> bool:
         return False
     if tags.get(HOST_TAG) == socket.gethostname():
         try:
-            return _pid_alive(int(tags.get(PID_TAG, "-1")))
-        except ValueError:
+            os.kill(int(tags.get(PID_TAG, "-1")), 0)
+        except (ProcessLookupError, ValueError):
             return False
+        except PermissionError:  # another user's process
+            pass
     return True
 
 

@@ -165,12 +165,11 @@ def store_problem(uri: str, artifacts: Optional[str] = None, timeout_s: float = 
     if uri_scheme(uri) in ("", "file", "sqlite"):
         db, folder = sqlite_file(uri), local_store_dir(uri)
         problem = sqlite_problem(db)
-        if not writable or problem:
-            return None if problem is None else f"{key}={shown(uri)!r}: {problem}"
-        problem = (file_problem(db, "the store file") if db is not None else None) \
-            or folder_problem(folder, "the store folder")
-        if problem is None and not artifacts:
-            problem = folder_problem(folder / ARTIFACTS_DIR, "the artifact folder")
+        if writable and problem is None:
+            problem = (file_problem(db, "the store file") if db is not None else None) \
+                or folder_problem(folder, "the store folder")
+            if problem is None and not artifacts:
+                problem = folder_problem(folder / ARTIFACTS_DIR, "the artifact folder")
     else:
         problem = reach_problem(uri, timeout_s)
         if problem:

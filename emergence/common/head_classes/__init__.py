@@ -70,16 +70,12 @@ def _discover(table: Registry) -> None:
         table.register(head_class)
 
 
-#: The head classes, in report order (``order``, then registration order).
+#: The head classes, in report order (``order``, then registration order); a failed lookup or
+#: a clash is a ``ValueError`` naming the valid classes. Its methods are this package's functions.
 HEAD_CLASSES = Registry("head class", discover=_discover, check=_check, order=lambda c: c.order, error=ValueError)
-#: Add a class (or, with ``replace``, swap the one of that name); returns it, so a module can
-#: write ``HEAD_CLASS = register(HeadClass(...))``.
 register = HEAD_CLASSES.register
-#: Remove a class (a test's own class, after the test).
 unregister = HEAD_CLASSES.unregister
-#: The registered class names, in report order.
 names = HEAD_CLASSES.names
-#: The class of that name; a ``ValueError`` naming the valid ones otherwise.
 get = HEAD_CLASSES.get
 
 
@@ -91,5 +87,3 @@ def classes() -> Tuple[HeadClass, ...]:
 def default_thresholds() -> Dict[str, float]:
     """``{name: default threshold}`` of every registered class."""
     return {c.name: float(c.threshold) for c in classes()}
-
-
