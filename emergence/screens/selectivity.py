@@ -53,15 +53,7 @@ import torch
 from emergence.common import head_classes
 from emergence.common.contract import FIRST_TOKEN_COLUMN, selectivity_column
 from emergence.common.head_classes import HeadClass, local
-from emergence.common.head_classes.duplicate_token import earlier_copies
-from emergence.common.head_classes.induction import targets as induction_targets_mask
 from emergence.screens.base import Reducer, ScreenPart, accumulator
-
-
-def copy_masks(input_ids: torch.Tensor):
-    """Boolean [B, T, T] masks of duplicate targets (earlier copies, key 0 excluded) and
-    induction targets (the key after each earlier copy)."""
-    return earlier_copies(input_ids), induction_targets_mask(input_ids, {})
 
 
 def class_masks(input_ids: torch.Tensor, classes: Sequence[HeadClass], settings: Mapping) -> tuple:
