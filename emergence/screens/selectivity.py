@@ -93,8 +93,7 @@ class SelectivityReducer(Reducer):
         self.settings = {"local_window": self.local_window}
         #: 1.0 for a class whose key 0 is left out of the baseline, else 0.0.
         self.drop_key0 = torch.tensor([1.0 if c.excludes_key0 else 0.0 for c in self.classes])
-        C = len(self.classes)
-        self.shape = (adapter.n_layers, adapter.n_heads, C)
+        self.shape = (adapter.n_layers, adapter.n_heads, len(self.classes))
         self.sums = None  # (num, den, first) float64 on the attention's device, made at the first layer
         self.first_count = 0
 
