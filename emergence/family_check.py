@@ -208,12 +208,7 @@ def add_ablation_checks(model, eager, family, adapter, probe: Probe, clean: torc
         got = float((torch.cat(record.last) - want).abs().max())
         add(_line("head ablation", got, f"head {layer}.{head} zeroed at the projection input vs its attention output "
                   f"zeroed (the ablation moves the states by {moved:.2e})", ok=got <= TOLERANCE and moved > TOLERANCE))
-        made: List[_Record] = []
-
-        def make():
-            made.append(_Record((), hidden_only=True))
-            return made[-1]
-
-        run_ablations(model, adapter, probe, [[(layer, head)]], make)
-        add(_line("prefix reuse", float((torch.cat(made[0].last) - want).abs().max()),
+        reused = _Record((), hidden_only=True)
+        run_ablations(model, adapter, probe, [[(layer, head)]], lambda: reused)  # (one set: one reducer)
+        add(_line("prefix reuse", float((torch.cat(reused.last) - want).abs().max()),
                   f"head {layer}.{head} ablated from layer {layer}'s cached input vs its attention output zeroed"))

@@ -4,9 +4,7 @@ straight onto the device (``device_map``, with accelerate), in the family's dtyp
 
 Where a revision lies is its model source's answer (emergence/sources/); the source's ``fetch``
 puts it on disk (``emergence.prefetch`` runs it one revision ahead) and :func:`load` reads what it
-fetched. A screen's pass switches the model to the screen's own attention (SDPA outputs, the rows
-its reducers read recomputed from Q and K: emergence/screens/attention.py), so no pass is forced
-through eager attention. ``cache.evict=true`` deletes a screened hub revision afterwards (:func:`evict`).
+fetched. ``cache.evict=true`` deletes a screened hub revision afterwards (:func:`evict`).
 """
 
 from __future__ import annotations
@@ -47,21 +45,16 @@ class LoadedModel:
 
 
 def choose_device(name: str = "auto") -> torch.device:
+    mps = bool(getattr(torch.backends, "mps", None)) and torch.backends.mps.is_available()
     if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
+        return torch.device("cuda" if torch.cuda.is_available() else "mps" if mps else "cpu")
     try:
         device = torch.device(name)
     except RuntimeError:
         raise EmergenceError(f"unknown device {name!r}; valid: {DEVICE_HINT}") from None
-    mps = getattr(torch.backends, "mps", None)
-    here = ["auto", "cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] \
-        + (["mps"] if mps and mps.is_available() else [])
+    here = ["auto", "cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] + (["mps"] if mps else [])
     if (device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count())
-            or device.type == "mps" and not (mps and mps.is_available())):
+            or device.type == "mps" and not mps):
         raise EmergenceError(f"device={name} is not available on this machine; valid here: {', '.join(here)}")
     return device
 

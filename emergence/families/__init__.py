@@ -25,11 +25,8 @@ DTYPE_NAMES = ("float32", "bfloat16", "float16")
 
 @dataclass(frozen=True)
 class Family:
-    """One architecture family.
-
-    Hook paths are dotted attribute paths. :attr:`layers` leads from the loaded causal
-    LM to the list of decoder layers; :attr:`attention` and :attr:`projection` lead from
-    one decoder layer to its attention module and to its output projection.
+    """One architecture family. Its hook paths (:attr:`layers`, :attr:`attention`,
+    :attr:`projection`) are dotted attribute paths.
 
     - The attention module calls transformers' attention interface and returns
       ``(attn_output, attn_weights, ...)``: under the screen's attention

@@ -1,13 +1,11 @@
 """Causal group ablation (METHODS section 7).
 
-A group of heads is ablated by replacing their slices of the output-projection
-input (a forward pre-hook; head masking is gone from transformers 5) by zero or by
-their mean over the probe (per position). The effect is the rise of the probe's
+A group of heads is ablated, zeroed or replaced by their per-position mean over the probe
+(:mod:`emergence.screens.head_ablation`). The effect is the rise of the probe's
 induction loss over the clean model. Control: R random groups of the same size drawn
 from the other heads less the ``exclude``d ones (the screen excludes the heads flagged
 previous-token by default, see ``AblationConfig.control_exclude``); the empirical
-p-value is (1 + #{controls with effect >= the group's}) / (R + 1). Every hook is
-removed when a pass ends.
+p-value is (1 + #{controls with effect >= the group's}) / (R + 1).
 """
 
 from __future__ import annotations
@@ -88,24 +86,21 @@ def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "me
                    clean: Optional[Tuple[float, float]] = None,
                    means: Optional[Dict[int, torch.Tensor]] = None) -> AblationResult:
     """Ablate ``group`` and ``controls`` random groups of the same size drawn from the
-    heads outside ``group`` and ``exclude`` (METHODS section 7: ``exclude`` empty).
+    heads outside ``group`` and ``exclude`` (METHODS section 7: ``exclude`` empty), sharing
+    each batch's clean prefix (:func:`emergence.screens.prefix.run_ablations`).
 
     ``clean`` (induction loss, accuracy over ``probe``) and ``means`` (per-position head
-    means over ``probe``, for ``mode="mean"``) when the screen's own pass measured them;
-    else they are measured here (one pass for both). The ablated passes share each batch's
-    clean prefix (:func:`emergence.screens.prefix.run_ablations`)."""
+    means, for ``mode="mean"``): the screen's own pass's where it measured them (:func:`clean_pass`)."""
     clean, means = clean_pass(model, adapter, probe, InductionLossReducer, clean, means,
                               mode == "mean" and means is None)
     group = [tuple(h) for h in group]
     left_out = set(group) | {tuple(h) for h in exclude}
     others = [(l, h) for l in range(adapter.n_layers) for h in range(adapter.n_heads) if (l, h) not in left_out]
-    rng = np.random.default_rng(seed)
-    control_sets = []
-    if group and len(others) >= len(group):
-        control_sets = [[others[i] for i in rng.choice(len(others), size=len(group), replace=False)]
-                        for _ in range(controls)]
     if not group:  # nothing ablated: the clean model
         return AblationResult([], clean[0], clean[1], clean[0], clean[1], np.array([]), pool_size=len(others))
+    rng = np.random.default_rng(seed)
+    control_sets = [[others[i] for i in rng.choice(len(others), size=len(group), replace=False)]
+                    for _ in range(controls if len(others) >= len(group) else 0)]
     parts = run_ablations(model, adapter, probe, [group] + control_sets, InductionLossReducer, mode, means,
                           progress, "ablation controls")
     losses = [(p.metrics["induction_loss"], p.metrics["induction_accuracy"]) for p in parts]

@@ -103,25 +103,17 @@ def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optio
     if key.shape[1] != H:  # grouped-query attention: each K/V head serves H / H_kv query heads
         key = key.repeat_interleave(H // key.shape[1], dim=1)
     R = q.shape[2]
-    if softcap:
-        scores = torch.tanh(torch.matmul(q, key.transpose(2, 3)) * (scaling / softcap)) * softcap
-        mask = _eager_mask(attention_mask, query, key)[..., :T_k]
-        return torch.softmax(scores + (mask if index is None else mask.index_select(-2, index)), dim=-1,
-                             dtype=torch.float32)
-    if attention_mask is None and index is None:  # the full map: mask and scaling fused in one product
+    if attention_mask is None and index is None and not softcap:  # the full map: mask and scaling fused
         bias = _causal_bias(rows, T_q, T_k, q.dtype, q.device).expand(B * H, R, T_k)
         scores = torch.baddbmm(bias, q.reshape(B * H, R, D), key.reshape(B * H, T_k, D).transpose(1, 2),
                                alpha=scaling).view(B, H, R, T_k)
-    elif attention_mask is None:  # a few rows: a strided product, K not copied
+    elif attention_mask is None and not softcap:  # a few rows: a strided product, K not copied
         scores = torch.matmul(q, key.transpose(2, 3)) * scaling + _causal_bias(rows, T_q, T_k, q.dtype, q.device)
-    else:
-        scores = torch.matmul(q, key.transpose(2, 3)) * scaling
-        mask = attention_mask[..., :T_k]
-        mask = mask if index is None else mask.index_select(-2, index)
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-        else:
-            scores = scores + mask
+    else:  # the model's mask, or capped logits: eager's additive mask
+        scores = torch.matmul(q, key.transpose(2, 3))
+        scores = torch.tanh(scores * (scaling / softcap)) * softcap if softcap else scores * scaling
+        mask = _eager_mask(attention_mask, query, key)[..., :T_k]
+        scores = scores + (mask if index is None else mask.index_select(-2, index))
     return torch.softmax(scores, dim=-1, dtype=torch.float32)
 
 

@@ -122,8 +122,9 @@ def run_pass(model: torch.nn.Module, adapter: ArchitectureAdapter, probe: Probe,
     want_hidden = [r for r in reducers if r.needs_hidden]
     rows = rows_for(reducers, probe.seq_len) if want_attention else ()
     delivery = [(r, _deliver(r, rows, probe.seq_len)) for r in want_attention]
+    taps = adapter.attention_modules if want_attention else ()
     try:
-        for layer, module in enumerate(adapter.attention_modules if want_attention else ()):
+        for layer, module in enumerate(taps):
             def on_attention(_mod, _args, output, layer=layer):
                 weights = output[1]
                 if weights is None:
@@ -147,7 +148,6 @@ def run_pass(model: torch.nn.Module, adapter: ArchitectureAdapter, probe: Probe,
         decoder = base_model(model)
         batches = tqdm(list(probe.batches()), desc=description, unit="batch", disable=bars_disabled(progress),
                        leave=False)
-        taps = adapter.attention_modules if want_attention else ()
         with torch.inference_mode(), screen_attention(model, taps, rows):
             for input_ids in batches:
                 for r in reducers:

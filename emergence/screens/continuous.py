@@ -15,19 +15,15 @@ from typing import Optional
 import numpy as np
 import torch
 
+from emergence.common.head_classes.duplicate_token import earlier_copies
 from emergence.screens.base import Reducer, ScreenPart
-from emergence.screens.selectivity import copy_masks
 
 
 def induction_targets(input_ids: torch.Tensor) -> torch.Tensor:
     """Boolean [B, T]: position q predicts token q+1 by induction."""
-    duplicate, _ = copy_masks(input_ids)
-    nxt = torch.zeros_like(input_ids)
-    nxt[:, :-1] = input_ids[:, 1:]
-    # duplicate[b, q, j]: j < q is a copy of token q; does token j+1 equal token q+1?
-    follows = torch.zeros_like(duplicate)
-    follows[:, :, :-1] = duplicate[:, :, :-1] & (input_ids[:, None, 1:] == nxt[:, :, None])
-    mask = follows.any(-1)
+    nxt = input_ids.roll(-1, 1)  # token q+1 (the last position, which has none, is cleared below)
+    # earlier_copies[b, q, j]: j < q is a copy of token q; does token j+1 equal token q+1?
+    mask = (earlier_copies(input_ids)[:, :, :-1] & (input_ids[:, None, 1:] == nxt[:, :, None])).any(-1)
     mask[:, -1] = False
     return mask
 

@@ -22,6 +22,14 @@ from emergence.screens.base import Reducer, ScreenPart
 Head = Tuple[int, int]
 
 
+def by_layer(heads: Sequence[Head]) -> Dict[int, List[int]]:
+    """The distinct heads by layer, both in ascending order."""
+    out: Dict[int, List[int]] = {}
+    for layer, head in sorted(set(map(tuple, heads))):
+        out.setdefault(int(layer), []).append(int(head))
+    return out
+
+
 class HeadMeanReducer(Reducer):
     """Mean of each head's output-projection input over the probe's sequences (its first
     ``limit`` ones when set), per position."""
@@ -38,9 +46,9 @@ class HeadMeanReducer(Reducer):
         self.take = 0
 
     def start_batch(self, input_ids: torch.Tensor) -> None:
-        left = input_ids.shape[0] if self.limit is None else max(0, min(input_ids.shape[0], self.limit - self.count))
-        self.take = left
-        self.count += left
+        B = input_ids.shape[0]
+        self.take = B if self.limit is None else max(0, min(B, self.limit - self.count))
+        self.count += self.take
 
     def head_outputs(self, layer: int, z: torch.Tensor) -> None:
         if self.take == 0:
@@ -58,12 +66,10 @@ def ablated(adapter, heads: Sequence[Head], mode: str, means: Optional[Dict[int,
     """Within the block, the given heads' o_proj-input slices are zeroed or mean-replaced."""
     if mode not in ABLATION_MODES:
         raise EmergenceError(f"unknown ablation mode {mode!r}; valid: {', '.join(ABLATION_MODES)}")
-    by_layer: Dict[int, List[int]] = {}
     for layer, head in heads:
         if not (0 <= layer < adapter.n_layers and 0 <= head < adapter.n_heads):
             raise EmergenceError(f"head {layer}.{head} does not exist; layers 0-{adapter.n_layers - 1}, "
                                  f"heads 0-{adapter.n_heads - 1}")
-        by_layer.setdefault(layer, []).append(head)
     handles = []
 
     def make_hook(layer: int, idx: List[int]):
@@ -79,7 +85,7 @@ def ablated(adapter, heads: Sequence[Head], mode: str, means: Optional[Dict[int,
         return hook
 
     try:
-        for layer, idx in by_layer.items():
+        for layer, idx in by_layer(heads).items():
             handles.append(adapter.output_projections[layer].register_forward_pre_hook(make_hook(layer, idx)))
         yield
     finally:

@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from emergence.common.head_classes.duplicate_token import earlier_copies
 from emergence.screens.base import RowsReducer, ScreenPart, accumulator
-from emergence.screens.selectivity import copy_masks
 
 
 def participation_ratio(W: np.ndarray, samples: int, corrected: bool = False) -> np.ndarray:
@@ -55,7 +55,7 @@ class ParticipationRatioReducer(RowsReducer):
 
     def begin(self, adapter, probe) -> None:
         super().begin(adapter, probe)
-        eligible = copy_masks(probe.input_ids)[0].any(-1)  # [N, T]: queries with an earlier copy of their token
+        eligible = earlier_copies(probe.input_ids).any(-1)  # [N, T]: queries with an earlier copy of their token
         flat = eligible.flatten().nonzero().flatten().numpy()
         rng = np.random.default_rng(self.seed)
         take = rng.choice(flat, size=min(self.samples, len(flat)), replace=False)

@@ -66,15 +66,17 @@ class ScreenRecipe:
     def ablate(self, model, adapter, probe, heads, thresholds, cfg, progress: bool,
                screened: Sequence[Reducer] = ()) -> Dict[str, float]:
         """The group ablation's metrics (:attr:`ablation` over the first ``cfg.n_sequences``);
-        ``screened``: the finished reducers of the screen's pass (its clean metrics and head means)."""
+        ``screened``: the finished reducers of the screen's pass (its clean metrics, and the head means
+        when it measured them over the ablation's sequences)."""
         subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
-        loss = found(screened, self.loss_reducer)
+        loss, means = found(screened, self.loss_reducer), found(screened, HeadMeanReducer)
+        same_means = means is not None and cfg.mode == "mean" and means.limit == cfg.n_sequences
         group = flagged(heads, thresholds, "induction") if cfg.group == "induction" else parse_heads(cfg.heads)
         exclude = sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
         result = self.ablation(model, adapter, subset, group, cfg.mode, cfg.controls, cfg.seed,
                                 exclude=exclude, progress=progress,
                                 clean=loss.first(subset.n_sequences) if loss else None,
-                                means=screened_means(screened, cfg))
+                                means=means.means if same_means else None)
         return result.metrics()
 
     def attention_rows(self, screen_cfg, seq_len: int) -> Optional[int]:
@@ -135,12 +137,6 @@ def ablation_reducers(screen_cfg) -> List[Reducer]:
 def found(reducers: Sequence[Reducer], kind: type) -> Optional[Reducer]:
     """The first of ``reducers`` that is a ``kind``, else None."""
     return next((r for r in reducers if isinstance(r, kind)), None)
-
-
-def screened_means(screened: Sequence[Reducer], cfg) -> Optional[dict]:
-    """The head means the screen's pass measured over the ablation's sequences, if it did."""
-    means = found(screened, HeadMeanReducer)
-    return means.means if means is not None and cfg.mode == "mean" and means.limit == cfg.n_sequences else None
 
 
 #: The recipes, entries of emergence/config.py ``SCREEN_RECIPES``.

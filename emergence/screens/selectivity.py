@@ -53,15 +53,7 @@ import torch
 from emergence.common import head_classes
 from emergence.common.contract import FIRST_TOKEN_COLUMN, selectivity_column
 from emergence.common.head_classes import HeadClass, local
-from emergence.common.head_classes.duplicate_token import earlier_copies
-from emergence.common.head_classes.induction import targets as induction_targets_mask
 from emergence.screens.base import Reducer, ScreenPart, accumulator
-
-
-def copy_masks(input_ids: torch.Tensor):
-    """Boolean [B, T, T] masks of duplicate targets (earlier copies, key 0 excluded) and
-    induction targets (the key after each earlier copy)."""
-    return earlier_copies(input_ids), induction_targets_mask(input_ids, {})
 
 
 def class_masks(input_ids: torch.Tensor, classes: Sequence[HeadClass], settings: Mapping) -> tuple:
@@ -101,8 +93,7 @@ class SelectivityReducer(Reducer):
         self.settings = {"local_window": self.local_window}
         #: 1.0 for a class whose key 0 is left out of the baseline, else 0.0.
         self.drop_key0 = torch.tensor([1.0 if c.excludes_key0 else 0.0 for c in self.classes])
-        C = len(self.classes)
-        self.shape = (adapter.n_layers, adapter.n_heads, C)
+        self.shape = (adapter.n_layers, adapter.n_heads, len(self.classes))
         self.sums = None  # (num, den, first) float64 on the attention's device, made at the first layer
         self.first_count = 0
 

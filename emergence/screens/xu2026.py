@@ -182,17 +182,16 @@ class Xu2026SelectivityReducer(RowsReducer):
     def finish(self) -> ScreenPart:
         acc = np.zeros(self.shape + (len(STUDY_CLASSES) + 1,)) if self.acc is None else self.acc.cpu().numpy()
         extra_sum = np.zeros(self.shape + (len(self.extra),)) if self.acc is None else self.extra_acc.cpu().numpy()
-        sums = {c: acc[..., i] for i, c in enumerate(STUDY_CLASSES)}
         base_sum = acc[..., -1]
         n_all, n_valid = max(self.n_all, 1), max(self.n_valid, 1)
         baseline = np.maximum(base_sum / n_all, self.floor)
         heads = {}
-        for c in STUDY_CLASSES:
+        for i, c in enumerate(STUDY_CLASSES):
             n = n_valid if c in ("induction", "duplicate_token") else n_all
-            heads[selectivity_column(c)] = (sums[c] / n) / baseline
+            heads[selectivity_column(c)] = (acc[..., i] / n) / baseline
         for i, c in enumerate(self.extra):
             heads[selectivity_column(c.name)] = (extra_sum[..., i] / max(self.extra_n[i], 1)) / baseline
-        heads[FIRST_TOKEN_COLUMN] = sums["bos"] / n_all
+        heads[FIRST_TOKEN_COLUMN] = acc[..., STUDY_CLASSES.index("bos")] / n_all
         return ScreenPart(heads=heads, metrics={"xu2026.valid_sequences": float(self.n_valid),
                                                 "xu2026.baseline_attention": float(np.mean(base_sum / n_all))})
 

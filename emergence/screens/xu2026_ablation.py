@@ -1,13 +1,13 @@
 """The reference study's group ablation (its ``*_ablation.py`` and matched-random scripts).
 
 The group (by default the heads at >= 50x induction: the study's "induction screen")
-is ablated by zeroing its slices of the output-projection input (a forward pre-hook,
-:func:`emergence.screens.head_ablation.ablated`). The clean metrics are the screen's own pass's
+is ablated by zeroing its slices of the output-projection input
+(:func:`emergence.screens.head_ablation.ablated`). The clean metrics are the screen's own pass's
 (its :class:`~emergence.screens.xu2026.LastPositionLossReducer`, over the same sequences),
 and the ablated passes share each batch's clean prefix below the group's first layer
-(:mod:`emergence.screens.prefix`): 12 suffixes a batch instead of 13 full passes. Metrics at the last position q = T-1
-against B, over the probe's first ``n`` sequences (the study: all 2,000): loss
-(cross-entropy), top-1 and top-5 accuracy, mean logit of B.
+(:mod:`emergence.screens.prefix`): 12 suffixes a batch instead of 13 full passes. Metrics at the
+last position q = T-1 against B, over the probe's first ``n`` sequences (the study: all 2,000):
+loss (cross-entropy), top-1 and top-5 accuracy, mean logit of B.
 
 Controls are matched per layer: control r draws, with ``RandomState(seed + r)`` and for
 each of the group's layers in ascending order, ``min(k_L, |E_L|)`` heads without
@@ -26,16 +26,9 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from emergence.screens.ablation import clean_pass, control_summary, empirical_p
-from emergence.screens.head_ablation import Head
+from emergence.screens.head_ablation import Head, by_layer
 from emergence.screens.prefix import run_ablations
 from emergence.screens.xu2026 import LAST_POSITION_METRICS, LastPositionLossReducer
-
-
-def by_layer(heads: Sequence[Head]) -> Dict[int, List[int]]:
-    out: Dict[int, List[int]] = {}
-    for layer, head in sorted(set(map(tuple, heads))):
-        out.setdefault(int(layer), []).append(int(head))
-    return out
 
 
 def matched_controls(group: Sequence[Head], n_heads: int, controls: int, seed: int = 0,
@@ -111,10 +104,8 @@ def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "
     """Clean, group, matched controls and whole-layer upper bound, at the last position.
 
     ``clean`` (the metrics of :data:`~emergence.screens.xu2026.LAST_POSITION_METRICS` over
-    ``probe``) and ``means`` (per-position head means, for ``mode="mean"``) when the screen's own
-    pass measured them; else they are measured here (one pass for both). The group, the controls and the bound share
-    each batch's clean prefix below the group's first layer
-    (:func:`emergence.screens.prefix.run_ablations`)."""
+    ``probe``) and ``means`` (per-position head means, for ``mode="mean"``): the screen's own
+    pass's where it measured them (:func:`~emergence.screens.ablation.clean_pass`)."""
     group = sorted({tuple(int(i) for i in h) for h in group})
     clean, means = clean_pass(model, adapter, probe, LastPositionLossReducer, clean, means,
                               mode == "mean" and bool(group) and means is None)

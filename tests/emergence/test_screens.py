@@ -9,10 +9,11 @@ from omegaconf import OmegaConf
 
 from tiny_models import tiny_model
 from emergence.adapters import adapter_for
+from emergence.common.head_classes.duplicate_token import earlier_copies
+from emergence.common.head_classes.induction import targets as induction_targets
 from emergence.config import HEAD_CLASSES, ScreenConfig
 from emergence.probes import synthetic_induction
 from emergence.screens import screen
-from emergence.screens.selectivity import copy_masks
 from forced_attention import forced_attention
 
 PATTERNS = {(2, 0): "previous", (2, 1): "first", (3, 2): "induction", (1, 3): "self", (3, 0): "duplicate"}
@@ -109,7 +110,7 @@ def test_streaming_screen_matches_the_naive_route():
 
 def test_text_targets_come_from_tokens():
     ids = torch.tensor([[0, 5, 6, 7, 5, 6]])
-    duplicate, induction = copy_masks(ids)
+    duplicate, induction = earlier_copies(ids), induction_targets(ids, {})
     assert duplicate[0, 4].nonzero().flatten().tolist() == [1]
     assert induction[0, 4].nonzero().flatten().tolist() == [2]
     assert induction[0, 5].nonzero().flatten().tolist() == [3]
