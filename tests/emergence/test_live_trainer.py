@@ -160,7 +160,8 @@ def test_the_trainer_example_of_the_readme_runs_as_written(tmp_path, monkeypatch
     import re
     from pathlib import Path
 
-    import transformers
+    from transformers import Trainer  # noqa: F401  (its first import replaces the lazy `transformers` module
+    import transformers                #  in sys.modules: bind the name, and patch, after it)
     from transformers import AutoModelForCausalLM
 
     import emergence.live
