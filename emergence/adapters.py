@@ -18,6 +18,7 @@ from torch import nn
 
 from emergence import EmergenceError
 from emergence import families
+from emergence.common.checks import first_line
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,10 @@ def config_problem(hf_config) -> Optional[str]:
         try:
             hf_config = AutoConfig.for_model(**hf_config)
         except Exception as exc:  # noqa: BLE001  (a model type transformers does not know)
-            return f"transformers does not know it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            return f"transformers does not know it: {first_line(str(exc), type(exc).__name__)}"
     try:
         with torch.device("meta"):
             empty = AutoModelForCausalLM.from_config(hf_config)
     except Exception as exc:  # noqa: BLE001  (no causal LM of this type in transformers)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return f"transformers has no causal LM for it: {first}"
+        return f"transformers has no causal LM for it: {first_line(str(exc), type(exc).__name__)}"
     return generic_problem(empty)

@@ -19,6 +19,7 @@ import torch
 
 from emergence import EmergenceError
 from emergence import families
+from emergence.common.checks import first_line
 from emergence.config import DEVICE_HINT, MATMUL_PRECISIONS
 from emergence.adapters import ArchitectureAdapter, adapter_for, config_problem
 from emergence.revisions import Revision
@@ -181,7 +182,7 @@ def _tokenizer(where: str, rev: Optional[str], named: str):
         return AutoTokenizer.from_pretrained(where, **({"revision": rev} if rev else {}))
     except Exception as exc:  # noqa: BLE001
         raise EmergenceError(f"cannot load the tokenizer of {named} ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''}); its files are incomplete or "
+                             f"{first_line(str(exc))}); its files are incomplete or "
                              "corrupt: delete them and download them again") from None
 
 
