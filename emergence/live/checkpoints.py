@@ -21,7 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from emergence.toy.train import REVISIONS_FILE, quiet_hf_bars
+from emergence.common.progress import quiet_hf_bars
+from emergence.toy.train import REVISIONS_FILE
 
 
 def write_json_atomic(path: Path, data: dict) -> None:

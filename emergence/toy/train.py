@@ -54,7 +54,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from emergence import EmergenceError, OutputError
-from emergence.common.progress import bars_disabled, stage_line
+from emergence.common.progress import bars_disabled, quiet_hf_bars, stage_line
 from emergence.toy.corpus import ToyCorpus, check_training_corpus
 from emergence.toy.models import build_model, check_recipe
 from emergence.toy.recipe import ToyRecipeConfig, data_seed
@@ -187,20 +187,6 @@ def _locked(folder: Path):
             yield
         finally:  # released here, not at close: a process forked meanwhile shares the open file
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def quiet_hf_bars():
-    """No "Writing model shards" bar for each checkpoint (the training loop has its own)."""
-    from transformers.utils import logging as hf_logging
-
-    shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if shown:
-            hf_logging.enable_progress_bar()
 
 
 @contextlib.contextmanager
