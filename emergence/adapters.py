@@ -19,6 +19,7 @@ from torch import nn
 from emergence import EmergenceError
 from emergence import families
 from emergence.common.checks import first_line
+from emergence.families.generic import head_dim
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,9 @@ def adapter_for(model: nn.Module, family: Optional[str] = None) -> ArchitectureA
     chosen = families.choose(family or families.AUTO, model_type, type(model).__name__,
                              lambda: generic_problem(model))
     attention = chosen.attention_modules(model)
-    n_heads = config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
-    return ArchitectureAdapter(family=chosen.name, n_layers=len(attention), n_heads=n_heads, head_dim=head_dim,
-                               attention_modules=attention, output_projections=chosen.output_projections(model))
+    return ArchitectureAdapter(family=chosen.name, n_layers=len(attention), n_heads=config.num_attention_heads,
+                               head_dim=head_dim(config), attention_modules=attention,
+                               output_projections=chosen.output_projections(model))
 
 
 def generic_problem(model: nn.Module) -> Optional[str]:
