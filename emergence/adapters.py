@@ -18,6 +18,8 @@ from torch import nn
 
 from emergence import EmergenceError
 from emergence import families
+from emergence.common.checks import first_line
+from emergence.families.generic import head_dim
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,9 @@ def adapter_for(model: nn.Module, family: Optional[str] = None) -> ArchitectureA
     chosen = families.choose(family or families.AUTO, model_type, type(model).__name__,
                              lambda: generic_problem(model))
     attention = chosen.attention_modules(model)
-    n_heads = config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
-    return ArchitectureAdapter(family=chosen.name, n_layers=len(attention), n_heads=n_heads, head_dim=head_dim,
-                               attention_modules=attention, output_projections=chosen.output_projections(model))
+    return ArchitectureAdapter(family=chosen.name, n_layers=len(attention), n_heads=config.num_attention_heads,
+                               head_dim=head_dim(config), attention_modules=attention,
+                               output_projections=chosen.output_projections(model))
 
 
 def generic_problem(model: nn.Module) -> Optional[str]:
@@ -83,11 +84,10 @@ def config_problem(hf_config) -> Optional[str]:
         try:
             hf_config = AutoConfig.for_model(**hf_config)
         except Exception as exc:  # noqa: BLE001  (a model type transformers does not know)
-            return f"transformers does not know it: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            return f"transformers does not know it: {first_line(str(exc), type(exc).__name__)}"
     try:
         with torch.device("meta"):
             empty = AutoModelForCausalLM.from_config(hf_config)
     except Exception as exc:  # noqa: BLE001  (no causal LM of this type in transformers)
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return f"transformers has no causal LM for it: {first}"
+        return f"transformers has no causal LM for it: {first_line(str(exc), type(exc).__name__)}"
     return generic_problem(empty)

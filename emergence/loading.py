@@ -4,7 +4,7 @@ straight onto the device (``device_map``, with accelerate), in the family's dtyp
 
 Where a revision lies is its model source's answer (emergence/sources/); the source's ``fetch``
 puts it on disk (``emergence.prefetch`` runs it one revision ahead) and :func:`load` reads what it
-fetched. ``cache.evict=true`` deletes a screened hub revision afterwards (:func:`evict`).
+fetched. ``cache.evict=true`` deletes a screened hub revision afterwards (emergence/sources/_hub.py).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import torch
 
 from emergence import EmergenceError
 from emergence import families
+from emergence.common.checks import first_line
 from emergence.config import DEVICE_HINT, MATMUL_PRECISIONS
 from emergence.adapters import ArchitectureAdapter, adapter_for, config_problem
 from emergence.revisions import Revision
 from emergence.sources import source_for
-from emergence.sources._hub import (HubUnreachable, evict, missing_revision_message,  # noqa: F401 (re-exported)
-                                    offline_message, screen_patterns)
+from emergence.sources._hub import HubUnreachable, missing_revision_message, offline_message
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -181,7 +181,7 @@ def _tokenizer(where: str, rev: Optional[str], named: str):
         return AutoTokenizer.from_pretrained(where, **({"revision": rev} if rev else {}))
     except Exception as exc:  # noqa: BLE001
         raise EmergenceError(f"cannot load the tokenizer of {named} ({type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''}); its files are incomplete or "
+                             f"{first_line(str(exc))}); its files are incomplete or "
                              "corrupt: delete them and download them again") from None
 
 

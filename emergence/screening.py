@@ -18,6 +18,7 @@ from emergence.common.contract import (RunSeed, CONFIG_HASH_TAG, FAMILY_PARAM, H
     MODEL_PARAM, MODEL_TAG, N_HEADS_PARAM, N_LAYERS_PARAM, PARENT_TAG, PID_TAG, PRETRAINING_CORPUS_PARAM,
     PROBE_PARAM, KNOWN_INDEX_PARAM, KNOWN_SIZE_PARAM, REVISION_PARAM, REVISION_TAG, SCREEN_TAG, STEP_PARAM,
     SWEEP_TAG, TOKENS_METRIC, TOKENS_PARAM, TOKENS_TAG)
+from emergence.common.checks import first_line
 from emergence.common.store import StoreError
 from emergence.common.progress import bars_disabled, stage_line
 from emergence.loading import load, model_bytes, plan_batch_size
@@ -207,7 +208,7 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
         raise
     except Exception as exc:  # noqa: BLE001  (recorded; the job's other revisions go on)
         tracker.fail(run_id, exc)
-        why = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        why = f"{type(exc).__name__}: {first_line(str(exc).strip())}"
         failures.append(f"{revision.name}: {why}")
         print(f"{run_name} failed: {why}", file=sys.stderr)
         return None

@@ -269,6 +269,11 @@ def _kind(tp: Any) -> str:
     return "of another type"
 
 
+def first_line(text: str, fallback: str = "") -> str:
+    """The first line of ``text`` (an error's message), or ``fallback`` when ``text`` is empty."""
+    return text.splitlines()[0] if text else fallback
+
+
 def one_line(exc: BaseException, schema: Type, overrides: Sequence[str] = ()) -> str:
     """Hydra's (or OmegaConf's) error as one line naming the key, the value and the choices."""
     text = str(exc)

@@ -8,6 +8,7 @@ they did in one line each instead (:func:`stage_line`, printed only off a termin
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Optional
 
@@ -31,3 +32,18 @@ def stage_line(text: str, progress: bool = True) -> None:
     terminal (its bars say it) nor when progress is off."""
     if progress and not on_terminal():
         print(text, flush=True)
+
+
+@contextlib.contextmanager
+def quiet_hf_bars():
+    """Hugging Face's bars off inside the block (no "Writing model shards" bar for each checkpoint:
+    the training loop has its own), back on after when they were on."""
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()

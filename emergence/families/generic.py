@@ -51,6 +51,7 @@ def find_hook_paths(model) -> Tuple[str, str, str]:
 
 
 def head_dim(config) -> int:
+    """One attention head's width: ``config.head_dim``, else ``hidden_size // num_attention_heads``."""
     return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
 
 

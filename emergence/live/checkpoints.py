@@ -15,21 +15,18 @@ lookback copies.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from emergence.toy.train import REVISIONS_FILE, quiet_hf_bars
+from emergence.common.progress import quiet_hf_bars
+from emergence.toy.train import REVISIONS_FILE, write_atomic
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1))
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write ``data`` as the JSON file ``path``, whole or not at all (:func:`write_atomic`)."""
+    write_atomic(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1)))
 
 
 class CheckpointFolder:
@@ -54,16 +51,16 @@ class CheckpointFolder:
         ``step``, atomically, and record it. Returns its name."""
         name = self.name(step)
         self.folder.mkdir(parents=True, exist_ok=True)
-        final, tmp = self.folder / name, self.folder / f".tmp-{name}-{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        with quiet_hf_bars():
-            model.save_pretrained(tmp, state_dict=state_dict)
-        if config is not None:  # the config as it was when the held weights were screened
-            config.save_pretrained(tmp)
-        if final.exists():  # a leftover of a session that died after the rename
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+
+        def save(tmp: Path) -> None:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            with quiet_hf_bars():
+                model.save_pretrained(tmp, state_dict=state_dict)
+            if config is not None:  # the config as it was when the held weights were screened
+                config.save_pretrained(tmp)
+
+        write_atomic(self.folder / name, save)  # replaces a leftover of a session that died after the rename
         self.record(step, tokens)
         return name
 

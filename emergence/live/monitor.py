@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from typing import List, Optional
 
 from emergence.adapters import adapter_for
+from emergence.common.checks import first_line
 from emergence.common.contract import INDUCTION_LOSS_METRIC, PROBE_PARAM, count_metric
 from emergence.live.checkpoints import CheckpointFolder
 from emergence.live.detector import Observation
@@ -185,7 +186,7 @@ class LiveMonitor:
             if not self._screen_failed_reported:
                 self._screen_failed_reported = True
                 report(f"the screen at {revision.name} failed ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}); training and saving go on, "
+                         f"{first_line(str(exc))}); training and saving go on, "
                          "and the screen is tried again at the next save")
             return None, None
         seconds = time.perf_counter() - tic

@@ -29,6 +29,7 @@ import mlflow
 from omegaconf import OmegaConf
 
 from emergence import catalog
+from emergence.common.checks import first_line
 from emergence.common.contract import (CONFIG_HASH_TAG, MODEL_TAG, REVISION_TAG, SCREEN_TAG, SWEEP_TAG,
     TOKENS_METRIC, TOKENS_TAG)
 from emergence.revisions import Revision
@@ -136,7 +137,7 @@ class RunWriter:
                 if not self._reported:
                     self._reported = True
                     report(f"could not log the screen of {record.revision.name} to {self.cfg.tracking.uri} "
-                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); training "
+                             f"({type(exc).__name__}: {first_line(str(exc))}); training "
                              "goes on, and logging is retried at the next save")
                 return
             self.backlog.pop(0)

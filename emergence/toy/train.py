@@ -54,7 +54,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from emergence import EmergenceError, OutputError
-from emergence.common.progress import bars_disabled, stage_line
+from emergence.common.progress import bars_disabled, quiet_hf_bars, stage_line
 from emergence.toy.corpus import ToyCorpus, check_training_corpus
 from emergence.toy.models import build_model, check_recipe
 from emergence.toy.recipe import ToyRecipeConfig, data_seed
@@ -146,20 +146,31 @@ def is_complete(folder: Path, recipe=None, digest: Optional[str] = None) -> bool
                                    and (folder / r["name"] / "model.safetensors").is_file() for r in revisions)
 
 
-def _write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+def _tmp_name(path: Path) -> Path:
+    """Where :func:`write_atomic` writes ``path`` first: ``.tmp-<name>-<pid>`` beside it."""
+    return path.with_name(f".tmp-{path.name}-{os.getpid()}")
+
+
+def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
     """Write the file or folder ``path`` through a temporary name and a rename: whole or not at all
-    (a folder left by a run that died after its rename, before its resume state, is replaced). A
-    failure removes the partial write and says in one line what could not be written and why (a full
-    disk makes ``torch.save`` raise a RuntimeError of its own, hence the free space)."""
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
+    (a folder left by a run that died after its rename, before its resume state, is replaced)."""
+    tmp = _tmp_name(path)
+    write(tmp)
+    if tmp.is_dir() and path.exists():
+        shutil.rmtree(path)
+    elif not tmp.is_dir():
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _write_toy_checkpoint(path: Path, write: Callable[[Path], None]) -> None:
+    """:func:`write_atomic`, where a failure removes the partial write and says in one line what could
+    not be written and why (a full disk makes ``torch.save`` raise a RuntimeError of its own, hence
+    the free space)."""
+    tmp = _tmp_name(path)
     try:
-        write(tmp)
-        if tmp.is_dir() and path.exists():
-            shutil.rmtree(path)
-        elif not tmp.is_dir():
-            with open(tmp, "rb") as fh:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, write)
     except Exception as exc:  # noqa: BLE001  (a full disk, a read-only folder: one line, nothing partial left)
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip().splitlines()[0][:200]
@@ -187,20 +198,6 @@ def _locked(folder: Path):
             yield
         finally:  # released here, not at close: a process forked meanwhile shares the open file
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
-def quiet_hf_bars():
-    """No "Writing model shards" bar for each checkpoint (the training loop has its own)."""
-    from transformers.utils import logging as hf_logging
-
-    shown = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if shown:
-            hf_logging.enable_progress_bar()
 
 
 @contextlib.contextmanager
@@ -242,7 +239,7 @@ def train_update(model, optimizer, rec: ToyRecipeConfig, corpus: ToyCorpus, step
 
 
 def _save_checkpoint(model, folder: Path, name: str) -> None:
-    _write_atomic(folder / name, model.save_pretrained)
+    _write_toy_checkpoint(folder / name, model.save_pretrained)
 
 
 def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: List[float],
@@ -251,7 +248,7 @@ def _save_state(folder: Path, step: int, model, optimizer, digest: str, losses: 
              "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(), "losses": losses}
     if live is not None:  # the live monitor's state at this checkpoint (emergence/live/)
         state["live"] = live
-    _write_atomic(folder / STATE_FILE, lambda p: torch.save(state, p))
+    _write_toy_checkpoint(folder / STATE_FILE, lambda p: torch.save(state, p))
 
 
 def _resume(folder: Path, digest: str, model, optimizer, save_at: Dict[int, str], monitor) -> Tuple[int, List[float]]:
@@ -370,7 +367,7 @@ def write_listing(folder: Path, rec: ToyRecipeConfig, revisions: List[Dict], dig
                            "screen_seconds_last_session": round(monitor.screen_seconds, 2),
                            "monitor_seconds_last_session": round(monitor.seconds, 2),
                            "failed_screens_last_session": monitor.failures}
-    _write_atomic(Path(folder) / REVISIONS_FILE, lambda p: p.write_text(json.dumps(listing, indent=1)))
+    _write_toy_checkpoint(Path(folder) / REVISIONS_FILE, lambda p: p.write_text(json.dumps(listing, indent=1)))
 
 
 def ensure_trained(recipe, cache_dir, name: str, progress: bool = True) -> Path:
