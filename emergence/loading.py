@@ -166,7 +166,8 @@ def _from_pretrained(model_cfg, where: str, rev: Optional[str], named: str, know
         if not bad and "safetensor" not in type(exc).__name__.lower():
             raise
         what = str(bad[0]) if bad else f"a weights file of {named}"
-        raise EmergenceError(f"{what} is truncated or corrupt ({str(exc).splitlines()[0]}); delete it and "
+        cause = first_line(str(exc), type(exc).__name__)  # (a weights reader's error may have no message)
+        raise EmergenceError(f"{what} is truncated or corrupt ({cause}); delete it and "
                              "download it again (a toy checkpoint: delete its folder, it is retrained)") from None
 
 
