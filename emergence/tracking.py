@@ -45,13 +45,14 @@ from emergence.common.contract import (CLAIM_PENDING, CLAIM_STATE_TAG, CLAIM_WON
     ERROR_TAG, FRACTION, HEADS_ARTIFACT, HEARTBEAT_TAG, HOST_TAG, INDUCTION_LOSS_METRIC, KIND_TAG, MODEL_TAG,
     NOTE_TAG, NULL_FREE_IDENTITY_KEYS, PARENT_TAG, PID_TAG, PR_MEAN_METRIC, RUN_NAME_TAG, STATUS_COMPLETE,
     STATUS_TAG, SWEEP_TAG, THROUGHPUT_PARAMS, count_metric, fraction_metric, parse_metric)
-from emergence.common.store import (Heartbeat, claim_alive, drop_artifacts, end_dead_runs,
-                                      failed_before, is_complete, prepare_store, retry, server_timeouts, sqlite_file,
+from emergence.common.store import (Heartbeat, claim_alive, drop_artifacts, end_dead_runs, is_complete,
+                                      prepare_store, quick_if_failed_before, retry, server_timeouts, sqlite_file,
                                       store_io, store_lock)
 from emergence.revisions import Revision
 
 if TYPE_CHECKING:
     import pandas as pd
+    from mlflow import MlflowClient
 
 #: The main metrics, also logged to a sweep's parent run as ``<model>/<metric>`` curves.
 CURVE_METRICS = (fraction_metric("bos"), count_metric("induction"), count_metric("bos"), INDUCTION_LOSS_METRIC,
@@ -117,6 +118,19 @@ def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
     return out
 
 
+def open_experiment(uri: str, experiment: str, artifacts: Optional[str], stale_after_s: float, timeout_s: float,
+                    what: str) -> Tuple[str, MlflowClient]:
+    """Bound the server's calls, prepare the store and experiment, end its dead runs (a failure: "cannot {what}")."""
+    import mlflow
+
+    server_timeouts(uri, timeout_s)
+    experiment_id = prepare_store(uri, experiment, artifacts)
+    client = mlflow.MlflowClient(uri)
+    with store_io(uri, what):
+        end_dead_runs(client, experiment_id, stale_after_s)
+    return experiment_id, client
+
+
 class Tracker:
     """The MLflow store and experiment of a study (``tracking`` config group). Every method that
     reads or writes the store raises :class:`emergence.common.store.StoreError` (one line) on an
@@ -129,10 +143,7 @@ class Tracker:
         self.uri = tracking_cfg.uri
         #: Seconds a call to a tracking server may go unanswered (emergence/common/store.py).
         self.timeout_s = float(getattr(tracking_cfg, "timeout_s", 60.0))
-        server_timeouts(self.uri, self.timeout_s)
         mlflow.set_tracking_uri(self.uri)
-        self.experiment_id = prepare_store(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts)
-        self.client = mlflow.MlflowClient(self.uri)
         self.parent_run: Optional[str] = parent_run or tracking_cfg.parent_run
         self.heartbeat_s = float(tracking_cfg.heartbeat_s)
         self.stale_after_s = float(tracking_cfg.stale_after_s)
@@ -141,8 +152,8 @@ class Tracker:
         self.last_holder = None
         #: This job's won claims: run id -> (identity hash, the complete runs kept beside it under force).
         self._claims: Dict[str, Tuple[str, frozenset]] = {}
-        with self._io():
-            end_dead_runs(self.client, self.experiment_id, self.stale_after_s)
+        self.experiment_id, self.client = open_experiment(self.uri, tracking_cfg.experiment, tracking_cfg.artifacts,
+                                                          self.stale_after_s, self.timeout_s, "use")
 
     def _io(self, what: str = "use"):
         return store_io(self.uri, what)
@@ -303,8 +314,7 @@ class Tracker:
     def fail(self, run_id: str, error: BaseException, status: str = "FAILED") -> None:
         """Mark a claimed run FAILED (or KILLED for Ctrl-C) with the error as a tag."""
         text = f"{type(error).__name__}: {error}".strip()
-        if failed_before(self.uri) is not None:  # one quick try: the store failed already (the claim is cleaned on resume)
-            server_timeouts(self.uri, 8.0)
+        quick_if_failed_before(self.uri)  # the store failed already: one quick try (the claim is cleaned on resume)
         try:
             retry(self.client.set_tag, run_id, ERROR_TAG, text[:4900], attempts=10)
             retry(self.client.set_terminated, run_id, status, attempts=10)
@@ -335,13 +345,8 @@ def start_parent(uri: str, experiment: str, artifacts: Optional[str], sweep: str
     (:func:`end_dead_runs`), and create the parent run of ``model``'s jobs (RUNNING; its heartbeat:
     :func:`parent_heartbeat`), tagged with the model so that the UI's view grouped by model holds
     it in its model's group. Returns ``(experiment_id, run_id)``."""
-    import mlflow
-
-    server_timeouts(uri, timeout_s)
-    exp_id = prepare_store(uri, experiment, artifacts)
-    client = mlflow.MlflowClient(uri)
+    exp_id, client = open_experiment(uri, experiment, artifacts, stale_after_s, timeout_s, "write to")
     with store_io(uri, "write to"):
-        end_dead_runs(client, exp_id, stale_after_s)
         run = retry(client.create_run, exp_id, run_name=name,
                     tags={KIND_TAG: "sweep", SWEEP_TAG: sweep, RUN_NAME_TAG: name, MODEL_TAG: model,
                           "emergence.jobs": str(n_jobs),
@@ -363,8 +368,7 @@ def end_parent(uri: str, run_id: str, failed: Iterable[str], status: Optional[st
     (the next job ends the run KILLED); one quick try when the store failed earlier in this process."""
     import mlflow
 
-    if failed_before(uri) is not None:
-        server_timeouts(uri, 8.0)
+    quick_if_failed_before(uri)
     client = mlflow.MlflowClient(uri)
     failed = list(failed)
     try:

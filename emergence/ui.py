@@ -66,8 +66,8 @@ def latest_report() -> Optional[Path]:
     return max(reports, key=lambda p: p.stat().st_mtime) if reports else None
 
 
-def free_port(start: int) -> int:
-    """``start`` when nothing listens there on 127.0.0.1, else a free port the system gives."""
+def free_port(start: int = 0) -> int:
+    """``start`` when nothing listens there on 127.0.0.1, else (and for ``start=0``) a free port the system gives."""
     for port in (start, 0):
         with socket.socket() as s:
             try:

@@ -38,7 +38,6 @@ import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -55,12 +54,6 @@ PLOTS = "return document.querySelectorAll('.js-plotly-plot .scatterlayer .trace'
 #: Columns the runs-table view must show (emergence/common/mlflow_ui.py, runs_view).
 RUNS_COLUMNS = ("fraction.bos", "fraction.induction", "count.bos", "count.induction")
 STUDY = ["-m", "model=toy_neox,toy_olmo", "recipe@model.recipe=fast_neox", "model.family=auto", "corpus.n_sequences=64", "stats=false"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http(method: str, url: str, body=None, timeout: float = 120.0):
@@ -179,6 +172,7 @@ def look(browser: Browser, url: str, want: str, view_section: str, shot: Path, t
 
 def check_pages(port: int, experiment_id: str, run_id: str, out: Path, work: Path) -> dict:
     from emergence.common.mlflow_ui import experiment_url, view_url
+    from emergence.ui import free_port
 
     section = "Against tokens"
     base = f"http://127.0.0.1:{port}"
@@ -227,6 +221,8 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import mlflow
+
+    from emergence.ui import free_port
 
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="ui_check_") as tmp:

@@ -1,4 +1,4 @@
-"""A real ``mlflow server`` for the tests that need one, and a free port: one copy of each.
+"""A real ``mlflow server`` for the tests that need one, and a free port (emergence.ui's): one copy of each.
 
 The ``server`` fixture (tests/conftest.py) starts one for a test module; a test that stops or
 freezes its server (tests/e2e/test_faults_io.py) starts its own with :func:`mlflow_server`."""
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,12 +15,7 @@ from pathlib import Path
 
 from store_template import new_store
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that no process listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from emergence.ui import free_port
 
 
 @contextmanager

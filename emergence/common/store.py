@@ -207,6 +207,12 @@ def server_timeouts(uri: str, timeout_s: float) -> None:
     os.environ["MLFLOW_HTTP_REQUEST_BACKOFF_JITTER"] = "0.5"
 
 
+def quick_if_failed_before(uri: str) -> None:
+    """One quick try (:func:`server_timeouts` of 8 s) for a store that failed earlier in this process."""
+    if failed_before(uri) is not None:
+        server_timeouts(uri, 8.0)
+
+
 def log_artifacts_whole(client, uri: str, run_id: str, folder: str, artifact_path: str) -> None:
     """Log the files of ``folder`` under ``artifact_path`` of a run, whole or not at all: when the
     store fails midway (a full disk) what was copied is deleted and a :class:`StoreError` (one line)

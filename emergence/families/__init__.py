@@ -40,12 +40,13 @@ class Family:
     name: str
     #: The HF ``config.model_type`` values this family covers.
     model_types: Tuple[str, ...]
-    #: From the causal LM to the list of decoder layers (``gpt_neox.layers``).
-    layers: str
-    #: From one decoder layer to its attention module (``attention``, ``self_attn``).
-    attention: str
-    #: From one decoder layer to its output projection (``attention.dense``, ``self_attn.o_proj``).
-    projection: str
+    #: From the causal LM to the list of decoder layers (``gpt_neox.layers``); the default is
+    #: the common layout's (Llama, OLMo, Gemma, Qwen3, Phi).
+    layers: str = "model.layers"
+    #: From one decoder layer to its attention module (``attention``; the common layout's by default).
+    attention: str = "self_attn"
+    #: From one decoder layer to its output projection (``attention.dense``; the common layout's by default).
+    projection: str = "self_attn.o_proj"
     #: dtype of ``dtype: auto`` on an accelerator (on the CPU ``auto`` is always float32).
     accelerator_dtype: str = "bfloat16"
     #: Why float16 is refused for this family, or None when it is allowed.

@@ -13,8 +13,5 @@ from emergence.families import Family
 FAMILY = Family(
     name="gemma",
     model_types=("gemma", "gemma2", "gemma3_text"),
-    layers="model.layers",
-    attention="self_attn",
-    projection="self_attn.o_proj",
     description="Gemma, Gemma 2, Gemma 3 (text)",
 )

@@ -11,8 +11,5 @@ from emergence.families import Family
 FAMILY = Family(
     name="llama",
     model_types=("llama", "mistral", "qwen2"),
-    layers="model.layers",
-    attention="self_attn",
-    projection="self_attn.o_proj",
     description="Llama, Mistral, Qwen2 (Llama-style decoders)",
 )

@@ -18,9 +18,6 @@ def toy_config(recipe, common):
 FAMILY = Family(
     name="olmo",
     model_types=("olmo", "olmo2"),
-    layers="model.layers",
-    attention="self_attn",
-    projection="self_attn.o_proj",
     toy_config=toy_config,
     description="OLMo, OLMo 2 (dense)",
 )

@@ -20,9 +20,6 @@ def toy_config(recipe, common):
 FAMILY = Family(
     name="olmoe",
     model_types=("olmoe",),
-    layers="model.layers",
-    attention="self_attn",
-    projection="self_attn.o_proj",
     toy_config=toy_config,
     description="OLMoE (mixture of experts)",
 )

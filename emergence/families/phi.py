@@ -20,8 +20,5 @@ class PhiFamily(Family):
 FAMILY = PhiFamily(
     name="phi",
     model_types=("phi", "phi3"),
-    layers="model.layers",
-    attention="self_attn",
-    projection="self_attn.o_proj",
     description="Phi-1/1.5/2 (phi), Phi-3/4 mini (phi3)",
 )

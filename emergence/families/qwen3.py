@@ -9,8 +9,5 @@ from emergence.families import Family
 FAMILY = Family(
     name="qwen3",
     model_types=("qwen3",),
-    layers="model.layers",
-    attention="self_attn",
-    projection="self_attn.o_proj",
     description="Qwen3 (dense)",
 )
