@@ -45,6 +45,7 @@ from emergence.common.progress import bars_disabled  # noqa: E402
 from stats.findings import class_layer_counts  # noqa: E402
 from stats.headviews import circuit_figure, heads_heatmap  # noqa: E402
 from stats.plotstyle import count_axis, format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402
+from stats.units import BOUND_SIGN  # noqa: E402
 
 COLORS = {"logistic": "C0", "step": "C3", "ramp": "C2", "constant": "C7"}
 #: Font sizes of a parent run's figures (:func:`fraction_figures`).
@@ -269,7 +270,7 @@ def _gap_label(ax, analysis, model: str, row: int) -> int:
         return 0
     if not np.isfinite(g.ratio):
         return 0
-    sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
+    sign = BOUND_SIGN.get(g.bound, "")
     ax.text(1.01, row, f"{sign}{g.ratio:.2g}x", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
     return 1
 

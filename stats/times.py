@@ -60,6 +60,7 @@ from stats.config import DEFAULTS, FORMATIONS
 from stats.hypotheses import separation_test
 from stats.models.logistic import LN9
 from stats.results import Results
+from stats.units import BOUND_SIGN
 
 
 def logistic_times(theta, x, rng: Optional[np.random.Generator] = None, width_factor: float = 1.0):
@@ -222,7 +223,7 @@ class GapRatio(Results):
     level: float = 0.95
 
     def summary(self) -> str:
-        sign = {"lower": ">= ", "upper": "<= "}.get(self.bound, "")
+        sign = BOUND_SIGN.get(self.bound, "")
         return (f"{self.model}: {self.late_class} / {self.early_class} ({self.formation}) gap {sign}{self.ratio:.3g}x, "
                 f"{self.level:.0%} interval {self.ratio_ci}, p = {self.p_value:.3g} (H0: {self.null})")
 
