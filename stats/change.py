@@ -32,7 +32,7 @@ measured against a stated noise model, by regime (:mod:`stats.shape`):
   5, which :func:`change_test` notes on such curves.
 
 ``p = (1 + #{T* >= T}) / (B + 1)`` over ``B = n_perm`` replicates, or Besag and Clifford's
-(1991) sequential ``p = h / L`` once ``h`` = :data:`SEQUENTIAL_HITS` of the first ``L``
+(1991) sequential ``p = h / L`` once ``h`` = :data:`~stats.hypotheses.SEQUENTIAL_HITS` of the first ``L``
 replicates reach ``T`` (a curve without change stops early). The head-wise test is exact in
 size under its null; the bootstrap is approximate, as measured above (``tests/stats/test_change.py``;
 the benchmarks measure both on simulated studies).
@@ -56,12 +56,10 @@ from typing import Optional
 import numpy as np
 
 from stats.bootstrap import simulate_counts
-from stats.hypotheses import TestResult
+from stats.hypotheses import SEQUENTIAL_HITS, TestResult
 from stats.isotonic import isotonic_fit, unimodal_fit, weighted_fractions
 
 SHAPES = ("monotone", "unimodal")
-#: Sequential stop: the replicates stop once this many reach the observed statistic.
-SEQUENTIAL_HITS = 20
 #: Replicates drawn at a time.
 CHUNK = 250
 #: Up to this many revisions an overdispersed aggregate curve's test is noted as approximate.
@@ -110,7 +108,8 @@ def explained_ss(k, n, shape: str = "monotone") -> np.ndarray:
 
 
 def _replicates(draw, stat: float, n_perm: int) -> tuple:
-    """``(p, B used)``: replicates of the statistic from ``draw(size)`` in chunks, with the sequential stop."""
+    """``(p, B used)``: replicates of the statistic from ``draw(size)`` in chunks, with the sequential stop.
+    Not :func:`stats.hypotheses.sequential_p`: the stop is checked at a chunk's end, ``p = hits / used``."""
     hits = used = 0
     while used < n_perm:
         t_star = draw(min(CHUNK, n_perm - used))

@@ -96,7 +96,7 @@ class CurveAnalysis(Results):
             "regime": self.regime, "decline": None if self.phases is None else written(self.phases.decline),
             "rise_revisions": None if rise_end is None else [str(c.revisions[0]), str(c.revisions[rise_end - 1])],
             "n_points": len(c),
-            "changepoint_tokens": None if cp is None else [cp.tokens_before, cp.tokens_after],
+            "changepoint_tokens": None if self.changepoints is None else self.changepoints.primary_tokens,
             "changepoint_revisions": None if cp is None else [cp.revision_before, cp.revision_after],
             "changepoints": written(self.changepoints), "p_step": None if self.step_test is None else self.step_test.p_value,
             "change_test": written(self.change), "single_revision": single_revision(self.change),

@@ -40,11 +40,12 @@ from scipy import stats as sps  # noqa: E402
 
 from tqdm.auto import tqdm  # noqa: E402
 
-from emergence.common.contract import FRACTION, selectivity_column  # noqa: E402
+from emergence.common.contract import FRACTION, RunSeed, selectivity_column  # noqa: E402
 from emergence.common.progress import bars_disabled  # noqa: E402
 from stats.findings import class_layer_counts  # noqa: E402
 from stats.headviews import circuit_figure, heads_heatmap  # noqa: E402
 from stats.plotstyle import count_axis, format_tokens, fraction_axis, paper_style, save, share_axis, token_axis  # noqa: E402
+from stats.units import BOUND_SIGN  # noqa: E402
 
 COLORS = {"logistic": "C0", "step": "C3", "ramp": "C2", "constant": "C7"}
 #: Font sizes of a parent run's figures (:func:`fraction_figures`).
@@ -269,7 +270,7 @@ def _gap_label(ax, analysis, model: str, row: int) -> int:
         return 0
     if not np.isfinite(g.ratio):
         return 0
-    sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
+    sign = BOUND_SIGN.get(g.bound, "")
     ax.text(1.01, row, f"{sign}{g.ratio:.2g}x", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
     return 1
 
@@ -373,7 +374,8 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
                 continue
             c, color = ca.curve, f"C{i % 10}"
             ax.plot(c.tokens, c.fraction, "o", ms=3, color=color, alpha=0.8,
-                    label=_seed_label(row) + ("" if row["used"] else " (not pooled)"))
+                    label=RunSeed(row["seed"], row["seed_kind"], group.model).label
+                    + ("" if row["used"] else " (not pooled)"))
             if ca.fits is not None and len(c):
                 grid = np.logspace(np.log10(c.tokens.min()), np.log10(c.tokens.max()), 200)
                 ax.plot(grid, ca.fits["logistic"].predict(grid), color=color, lw=1.0, alpha=0.8)
@@ -392,11 +394,6 @@ def seed_curves_figure(group, analysis, path: Path) -> Path:
         ax.set_title(f"{group.model} / {head_class}: {len(group.per_seed)} runs", fontsize=9)
         ax.legend(fontsize=6, loc="best")
     return save(fig, path)
-
-
-def _seed_label(row: dict) -> str:
-    """A run of a seed group: ``seed 3``, ``data-seed 3`` (one kind of seed varied)."""
-    return f"{row['seed_kind'] + '-' if row['seed_kind'] != 'both' else ''}seed {row['seed']}"
 
 
 def _band(ci, ax) -> tuple:
@@ -431,7 +428,8 @@ def forest_figure(group, path: Path) -> Path:
             ax.annotate("", xy=(r * (3 if row["bound"] == "lower" else 1 / 3), y), xytext=(r, y),
                         arrowprops=dict(arrowstyle="->", color=color, lw=1.2))
         vals += [v for v in (r, lo, hi) if v is not None]
-    labels = [_seed_label(r) + {"lower": " (>=)", "upper": " (<=)"}.get(r["bound"], "") for r in rows]
+    labels = [RunSeed(r["seed"], r["seed_kind"], group.model).label
+              + {"lower": " (>=)", "upper": " (<=)"}.get(r["bound"], "") for r in rows]
     d = group.to_dict()
     if d["ratio"] is not None or d["bound"]:
         lo, hi = d["ci"]

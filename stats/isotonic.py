@@ -17,23 +17,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from stats.models.base import batch_counts
+
 #: The max-min formula works on (rows, m, m) arrays: rows are taken this many cells at a time.
 MAX_CELLS = 2_000_000
 #: Rows longer than this are fitted by :func:`pava_fit` (O(m) steps) instead of the max-min formula (O(m^2) cells).
 PAVA_FROM = 24
 
 
-def _rows(y, w) -> tuple:
-    """``y`` as rows (B, m) of floats and the weights ``w`` broadcast to them."""
-    y = np.atleast_2d(np.asarray(y, float))
-    return y, np.broadcast_to(np.asarray(w, float), y.shape)
-
-
 def isotonic_fit(y, w):
     """Weighted least-squares non-decreasing fit of rows ``y`` (B, m) by the max-min formula
     ``fit_i = max_{a <= i} min_{b >= i} M(a, b)``, ``M(a, b)`` the weighted mean of ``y_a .. y_b``
     (the pool-adjacent-violators solution, also the binomial maximum-likelihood monotone fit)."""
-    y, w = _rows(y, w)
+    y, w = batch_counts(y, w)
     m = y.shape[-1]
     if m > PAVA_FROM and y.ndim == 2:  # long rows: the vectorised pool-adjacent-violators pass (the same fit) is faster
         return pava_fit(y, w)
@@ -57,7 +53,7 @@ def unimodal_fit(y, w):
     fits, their weighted squared errors and those of the non-decreasing fit alone. The best split
     (the first of equal ones; none unless better by 1e-12) from the prefix and suffix errors
     (:func:`prefix_isotonic_ss`), each side fitted by :func:`pava_fit` (the other side weighted 0)."""
-    y, w = _rows(y, w)
+    y, w = batch_counts(y, w)
     m = y.shape[-1]
     prefix = prefix_isotonic_ss(y, w)
     up, ss_up = pava_fit(y, w), np.maximum(prefix[:, -1], 0.0)
@@ -83,7 +79,7 @@ def _pava(y, w) -> tuple:
     column, whatever the depth). A single row goes through a plain loop (fewer steps).
     Returns the error of the non-decreasing fit of every prefix (B, m), and the final stack
     ``(cumulative sums (3, B, m + 1), first columns (B, m + 1), top slot (B,))``."""
-    y, w = _rows(y, w)
+    y, w = batch_counts(y, w)
     n_rows, m = y.shape
     if n_rows == 1:
         return _pava_row(y[0], w[0])
@@ -188,7 +184,7 @@ def _split_ss(y, w, up) -> np.ndarray:
 def unimodal_ss(y, w) -> tuple:
     """``(ss_unimodal, ss_increasing)`` of rows ``y`` (B, m): the errors of :func:`unimodal_fit`
     and of the non-decreasing fit, by one prefix and one suffix pass (:func:`prefix_isotonic_ss`)."""
-    y, w = _rows(y, w)
+    y, w = batch_counts(y, w)
     up = prefix_isotonic_ss(y, w)  # up[:, c]: non-decreasing on [0, c]
     ss_up = np.maximum(up[:, -1], 0.0)
     if y.shape[-1] < 2:
@@ -199,7 +195,7 @@ def unimodal_ss(y, w) -> tuple:
 def weighted_fractions(k, n) -> tuple:
     """``(n, w, y, pooled)`` of rows ``k`` (B, m) of ``n``: ``n`` broadcast to the rows, the weights
     (``n``, 0 where not positive), the fractions ``k / n`` and each row's pooled fraction (B, 1)."""
-    k, n = _rows(k, n)
+    k, n = batch_counts(k, n)
     w = np.where(n > 0, n, 0.0)
     y = k / np.where(n > 0, n, 1)
     return n, w, y, (w * y).sum(-1, keepdims=True) / np.maximum(w.sum(-1, keepdims=True), 1e-300)

@@ -81,7 +81,7 @@ from scipy import stats as sps
 
 from stats.config import DEFAULTS
 from stats.results import Results
-from stats.units import format_number
+from stats.units import BOUND_SIGN, format_number
 
 #: A run's within-run variance is at least this (decades^2): a run whose draws are all equal
 #: (a bound drawn as itself) must not take all the weight.
@@ -387,7 +387,7 @@ class PooledGap(Results):
         """One line: the pooled ratio with both intervals, tau^2, I^2 and the shape agreement."""
         if self.pooled is None:
             return f"{self.model}: {self.n_seeds} run(s), no pooled gap ({'; '.join(self.notes) or 'too few runs'})"
-        sign = {"lower": ">= ", "upper": "<= "}.get(self.bound, "")
+        sign = BOUND_SIGN.get(self.bound, "")
         value = format_number(self.ratio) if self.ratio is not None else format_number(self.ci[0] if self.bound == "lower" else self.ci[1])
         shapes = ", ".join(f"{c} {a['modal']} in {a['counts'][a['modal']]} of {sum(a['counts'].values())}"
                            for c, a in self.shapes.items() if a["modal"] is not None)

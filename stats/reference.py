@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 
 from stats.results import Results
-from stats.units import format_number as _num
+from stats.units import BOUND_SIGN, format_number as _num
 
 #: The study's per-head table (gzip CSV; see ``stats/data/README.md``).
 XU2026_HEADS = Path(__file__).resolve().parent / "data" / "xu2026_heads.csv.gz"
@@ -245,7 +245,7 @@ def _gaps(rep, study, model):
         tool = "not computed: " + "; ".join(g.notes)
         agrees = None if value is None else False
     else:
-        sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
+        sign = BOUND_SIGN.get(g.bound, "")
         tool = f"{sign}{g.ratio:.3g} [{_num(g.ratio_ci[0])}, {_num(g.ratio_ci[1])}], p = {_num(g.p_value)}"
         sep = g.ratio > 1 and g.p_value < study.config.alpha
         agrees = None if value is None else bool(sep)

@@ -14,7 +14,7 @@ from typing import Optional
 from emergence.common.contract import KIND_TAG, STATS_CLASSES_TAG, STATS_KIND_TAG, STATS_MODELS_TAG, STATS_SOURCE_TAG
 from emergence.common.store import log_run
 from stats.story import interval_text
-from stats.units import format_number as _num, format_threshold, format_tokens as _fmt_tokens, get_unit
+from stats.units import BOUND_SIGN, format_number as _num, format_threshold, format_tokens as _fmt_tokens, get_unit
 
 
 #: The sign of a censored curve's t50, a bound: ``<=`` the first revision (left), ``>`` the last (right).
@@ -242,7 +242,7 @@ def _gap_ratio_cell(g: dict) -> str:
     """A gap ratio: a bound with its sign (``>= 1.67``), none where there is no ratio."""
     if g.get("ratio") is None:
         return "-"
-    return f"{({'lower': '>= ', 'upper': '<= '}.get(g.get('bound'), ''))}{_num(g.get('ratio'))}"
+    return f"{BOUND_SIGN.get(g.get('bound'), '')}{_num(g.get('ratio'))}"
 
 
 def _floor_section(layer_floor: list) -> list:
@@ -509,7 +509,7 @@ def _pooled_section(groups: list) -> list:
          "and I^2, and the prediction interval for a new run. A censored run enters as its bound (`>=` / `<=`), "
          "never as a point."]
     for g in groups:
-        sign = {"lower": ">= ", "upper": "<= "}.get(g.get("bound"), "")
+        sign = BOUND_SIGN.get(g.get("bound"), "")
         value = g.get("ratio")
         if value is None and g.get("bound"):
             value = g["ci"][0] if g["bound"] == "lower" else g["ci"][1]
@@ -523,7 +523,7 @@ def _pooled_section(groups: list) -> list:
               f"{g['late_class']} shape | gap ratio | 95% interval | p-value | pooled |",
               "|---|---|---|---|---|---|---|---|---|---|"]
         for r in g["per_seed"]:
-            b = {"lower": ">= ", "upper": "<= "}.get(r.get("bound"), "")
+            b = BOUND_SIGN.get(r.get("bound"), "")
             L.append(f"| {r['model']} | {r['seed_kind']} | {_seed_t50(r, g['early_class'])} | "
                      f"{r.get('shape.' + g['early_class'])} | {_seed_t50(r, g['late_class'])} | "
                      f"{r.get('shape.' + g['late_class'])} | {b}{_num(r.get('ratio'))} | {interval_text(r.get('ci'), _num)} | "

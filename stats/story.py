@@ -42,7 +42,7 @@ import numpy as np
 
 from stats.config import DEFAULTS
 from stats.results import Results, record
-from stats.units import format_number, format_tokens
+from stats.units import BOUND_SIGN, format_number, format_tokens
 
 #: A rise of at most this many heads is "few heads": its fitted t50 rests on single heads switching.
 FEW_HEADS = 5
@@ -98,7 +98,7 @@ def describe_gap(g) -> str:
     """The fitted gap in words: its ratio (a bound marked ``>=`` / ``<=``), interval and p-value."""
     if g is None or g.ratio is None or not np.isfinite(g.ratio):
         return "no fitted gap"
-    sign = {"lower": ">= ", "upper": "<= "}.get(g.bound, "")
+    sign = BOUND_SIGN.get(g.bound, "")
     p = "" if g.p_value is None or not np.isfinite(g.p_value) else f", p = {g.p_value:.3g}"
     return f"gap {sign}{g.ratio:.3g}x {_ratio_ci(g.ratio_ci)}{p}"
 
@@ -231,7 +231,7 @@ def _direction(side: str, late: str, early: str) -> str:
 
 
 def _ratio_text(ratio, ci, bound) -> str:
-    sign = {"lower": ">= ", "upper": "<= "}.get(bound, "")
+    sign = BOUND_SIGN.get(bound, "")
     value = "-" if ratio is None or not np.isfinite(ratio) else f"{sign}{ratio:.3g}"
     return f"{value} {_ratio_ci(ci)}"
 

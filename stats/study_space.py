@@ -348,7 +348,8 @@ def sample_study(rng: np.random.Generator, space: StudySpace = StudySpace(),
     decline_at = None
     if not flat and rng.random() < space.p_decline and x50 + width + 0.1 < x[-1]:
         decline_at = float(rng.uniform(x50 + width, x[-1]))
-    return _study(kind, tokens, x, regime, n_heads, n_switch, x50, width, decline_at, rng, criterion)
+    return _study(kind=kind, tokens=tokens, x=x, regime=regime, n_heads=n_heads, n_switch=n_switch, x50=x50,
+                  width=width, decline_at=decline_at, rng=rng, criterion=criterion)
 
 
 def _n_switch(rng, space: StudySpace, n_heads: int) -> int:
@@ -356,7 +357,7 @@ def _n_switch(rng, space: StudySpace, n_heads: int) -> int:
     return _log_uniform_int(rng, space.n_switch[0], max(min(space.n_switch[1], int(space.max_switch_share * n_heads)), 3))
 
 
-def _study(kind, tokens, x, regime, n_heads, n_switch, x50, width, decline_at, rng, criterion,
+def _study(*, kind, tokens, x, regime, n_heads, n_switch, x50, width, decline_at, rng, criterion,
            switch=None) -> SampledStudy:
     """The :class:`SampledStudy` of the drawn factors (``switch``: followed heads' switch-on times, fixed)."""
     factors = {"grid": kind, "revisions": len(x), "step0": bool(tokens[0] == 0), "regime": regime, "n_heads": n_heads,
@@ -452,5 +453,6 @@ def sample_pair(rng: np.random.Generator, ratio: float, space: StudySpace = Stud
         if regime == "identity":
             switch = rng.normal(x50, width / NORMAL_WIDTH_PER_SD, n_switch)
             switch += x50 - np.median(switch)
-        out.append(_study(kind, tokens, x, regime, n_heads, n_switch, x50, width, None, rng, criterion, switch))
+        out.append(_study(kind=kind, tokens=tokens, x=x, regime=regime, n_heads=n_heads, n_switch=n_switch, x50=x50,
+                          width=width, decline_at=None, rng=rng, criterion=criterion, switch=switch))
     return tuple(out)

@@ -60,6 +60,7 @@ from stats.config import DEFAULTS, FORMATIONS
 from stats.hypotheses import separation_test
 from stats.models.logistic import LN9
 from stats.results import Results
+from stats.units import BOUND_SIGN
 
 
 def logistic_times(theta, x, rng: Optional[np.random.Generator] = None, width_factor: float = 1.0):
@@ -156,9 +157,12 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
             notes.append("the t50 interval reaches before the first revision (open lower end)")
         if cis["t50"][1] is None:
             notes.append("the t50 interval reaches after the last revision (open upper end)")
-    return TransitionTimes(float(10 ** pt["onset"]), float(10 ** pt["t50"]), float(10 ** pt["saturation"]),
-                           cis["onset"], cis["t50"], cis["saturation"], width, unresolved, float(pt["spacing"]),
-                           bracket, bound, level, notes, draws_t50, draws_onset, width_ci=width_ci)
+    return TransitionTimes(
+        onset=float(10 ** pt["onset"]), t50=float(10 ** pt["t50"]), saturation=float(10 ** pt["saturation"]),
+        onset_ci=cis["onset"], t50_ci=cis["t50"], saturation_ci=cis["saturation"],
+        width_decades=width, width_is_bound=unresolved, spacing_decades=float(pt["spacing"]),
+        bracket_tokens=bracket, t50_bound=bound, level=level, notes=notes,
+        draws_t50=draws_t50, draws_onset=draws_onset, width_ci=width_ci)
 
 
 def censored_times(side: str, bound_tokens: float, n_boot: int, level: float = 0.95,
@@ -172,8 +176,11 @@ def censored_times(side: str, bound_tokens: float, n_boot: int, level: float = 0
     bound = "upper" if side == "left" else "lower"
     text = note or (f"t50 at or before the first revision ({t:.3g} tokens): an upper bound" if side == "left"
                     else f"t50 after the last revision ({t:.3g} tokens): a lower bound")
-    return TransitionTimes(t, t, t, list(ci), list(ci), list(ci), float("nan"), False, float("nan"), None, bound, level,
-                           [text], draws, draws.copy(), side)
+    return TransitionTimes(
+        onset=t, t50=t, saturation=t, onset_ci=list(ci), t50_ci=list(ci), saturation_ci=list(ci),
+        width_decades=float("nan"), width_is_bound=False, spacing_decades=float("nan"),
+        bracket_tokens=None, t50_bound=bound, level=level, notes=[text],
+        draws_t50=draws, draws_onset=draws.copy(), censored=side)
 
 
 def bracket_times(lo_tokens: float, hi_tokens: float, n_boot: int, rng: np.random.Generator,
@@ -184,9 +191,12 @@ def bracket_times(lo_tokens: float, hi_tokens: float, n_boot: int, rng: np.rando
     mid = float(10 ** ((a + b) / 2))
     draws = rng.uniform(a, b, n_boot)
     ci = [float(lo_tokens), float(hi_tokens)]
-    return TransitionTimes(mid, mid, mid, list(ci), list(ci), list(ci), b - a, True, b - a, list(ci), None, level,
-                           ["rise located by the checkpoints alone (a short rise before a decline): times are bracketed"],
-                           draws, draws.copy(), width_ci=[0.0, b - a])
+    return TransitionTimes(
+        onset=mid, t50=mid, saturation=mid, onset_ci=list(ci), t50_ci=list(ci), saturation_ci=list(ci),
+        width_decades=b - a, width_is_bound=True, spacing_decades=b - a,
+        bracket_tokens=list(ci), t50_bound=None, level=level,
+        notes=["rise located by the checkpoints alone (a short rise before a decline): times are bracketed"],
+        draws_t50=draws, draws_onset=draws.copy(), width_ci=[0.0, b - a])
 
 
 def bootstrap_transition_times(fit, dispersion, n_boot: int, rng: np.random.Generator, level: float = DEFAULTS.level,
@@ -222,7 +232,7 @@ class GapRatio(Results):
     level: float = 0.95
 
     def summary(self) -> str:
-        sign = {"lower": ">= ", "upper": "<= "}.get(self.bound, "")
+        sign = BOUND_SIGN.get(self.bound, "")
         return (f"{self.model}: {self.late_class} / {self.early_class} ({self.formation}) gap {sign}{self.ratio:.3g}x, "
                 f"{self.level:.0%} interval {self.ratio_ci}, p = {self.p_value:.3g} (H0: {self.null})")
 

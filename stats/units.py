@@ -29,6 +29,10 @@ from emergence.common.units import format_tokens  # noqa: F401  (the one token f
 #: ``source.units.<class>``: decide the unit from the source, then from the values.
 AUTO = "auto"
 
+#: The sign written before a value that is a bound (a ``bound`` of ``"lower"`` / ``"upper"``):
+#: ``>= 1.67``, ``<= 0.4``; ``BOUND_SIGN.get(bound, "")`` for a value that may be a point.
+BOUND_SIGN = {"lower": ">= ", "upper": "<= "}
+
 
 def format_number(v, fmt: str = "{:.3g}") -> str:
     """``v`` in ``fmt``; ``-`` for None or a float that is not finite."""

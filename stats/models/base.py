@@ -47,7 +47,7 @@ LOGIT_BOUND = 18.0
 
 
 def batch_counts(k, n) -> tuple:
-    """Counts ``k`` as rows (B, m) and ``n`` broadcast to them, as floats."""
+    """Counts ``k`` as rows (B, m) and ``n`` broadcast to them, as floats (also fractions and their weights)."""
     k = np.atleast_2d(np.asarray(k, float))
     return k, np.broadcast_to(np.asarray(n, float), k.shape)
 
