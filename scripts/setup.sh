@@ -28,12 +28,14 @@ fi
 
 # The project, editable with its dev extra, and its dependencies: through uv where it can be had
 # (it resolves, downloads and installs in parallel: about 20 s where pip takes about 60 s on 2
-# cores, the same versions), else through pip. torch, installed above, stays as it is: it
-# satisfies the project's range, and uv does not upgrade what does.
-if "${PIP[@]}" uv 2>/dev/null && UV_HTTP_TIMEOUT=${UV_HTTP_TIMEOUT:-30} .venv/bin/uv pip install --quiet \
-    --python .venv/bin/python --compile-bytecode -e ".[dev]"; then
+# cores, the same versions), from the sources pip is configured with (scripts/pip_sources.py),
+# else through pip. torch, installed above, stays: it satisfies the project's range.
+if "${PIP[@]}" uv 2>/dev/null && mapfile -t SOURCES < <(.venv/bin/python scripts/pip_sources.py) \
+    && .venv/bin/uv pip install --quiet "${SOURCES[@]}" --python .venv/bin/python --compile-bytecode \
+      -e ".[dev]" 2>/dev/null; then
   :
 else
+  echo "setup: uv could not install the project here; installing it with pip"
   "${PIP[@]}" -e ".[dev]"
 fi
 .venv/bin/python -c "import torch, transformers, mlflow, hydra; print(f'emergence ready: torch {torch.__version__}, transformers {transformers.__version__}, mlflow {mlflow.__version__}, hydra {hydra.__version__}')"
