@@ -42,7 +42,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import shutil
 import time
 from pathlib import Path
@@ -54,6 +53,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from emergence import EmergenceError, OutputError
+from emergence.common.atomic import tmp_name, write_atomic
 from emergence.common.progress import bars_disabled, quiet_hf_bars, stage_line
 from emergence.toy.corpus import ToyCorpus, check_training_corpus
 from emergence.toy.models import build_model, check_recipe
@@ -146,29 +146,12 @@ def is_complete(folder: Path, recipe=None, digest: Optional[str] = None) -> bool
                                    and (folder / r["name"] / "model.safetensors").is_file() for r in revisions)
 
 
-def _tmp_name(path: Path) -> Path:
-    """Where :func:`write_atomic` writes ``path`` first: ``.tmp-<name>-<pid>`` beside it."""
-    return path.with_name(f".tmp-{path.name}-{os.getpid()}")
-
-
-def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Write the file or folder ``path`` through a temporary name and a rename: whole or not at all
-    (a folder left by a run that died after its rename, before its resume state, is replaced)."""
-    tmp = _tmp_name(path)
-    write(tmp)
-    if tmp.is_dir() and path.exists():
-        shutil.rmtree(path)
-    elif not tmp.is_dir():
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _write_toy_checkpoint(path: Path, write: Callable[[Path], None]) -> None:
-    """:func:`write_atomic`, where a failure removes the partial write and says in one line what could
-    not be written and why (a full disk makes ``torch.save`` raise a RuntimeError of its own, hence
-    the free space)."""
-    tmp = _tmp_name(path)
+    """:func:`~emergence.common.atomic.write_atomic` (a folder left by a run that died after its
+    rename, before its resume state, is replaced), where a failure removes the partial write and says
+    in one line what could not be written and why (a full disk makes ``torch.save`` raise a
+    RuntimeError of its own, hence the free space)."""
+    tmp = tmp_name(path)
     try:
         write_atomic(path, write)
     except Exception as exc:  # noqa: BLE001  (a full disk, a read-only folder: one line, nothing partial left)

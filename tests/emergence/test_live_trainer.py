@@ -160,8 +160,10 @@ def test_the_trainer_example_of_the_readme_runs_as_written(tmp_path, monkeypatch
     import re
     from pathlib import Path
 
-    from transformers import Trainer  # noqa: F401  (its first import replaces the lazy `transformers` module
-    import transformers                #  in sys.modules: bind the name, and patch, after it)
+    # The first import of Trainer replaces the lazy `transformers` module in sys.modules: the name is
+    # bound, and patched, after it (else the example's import sees an unpatched module).
+    from transformers import Trainer  # noqa: F401
+    import transformers
     from transformers import AutoModelForCausalLM
 
     import emergence.live
