@@ -382,6 +382,29 @@ def test_a_truncated_weights_file_and_a_broken_tokenizer_are_one_line(tmp_path):
         load(cfg.model, Revision(10000, 10, "step10"), device="cpu", folder=str(folder / "step10"))
 
 
+def test_a_truncated_weights_file_whose_reader_says_nothing_is_still_one_line(tmp_path, monkeypatch):
+    """A weights reader's error may carry no message: the line names the error's type instead."""
+    import transformers
+    from tiny_models import save_revisions
+
+    from emergence import EmergenceError
+    from emergence.loading import load
+    from emergence.catalog import compose
+    from emergence.revisions import Revision
+
+    folder = save_revisions(tmp_path / "tiny", "gpt_neox", steps=(10,))
+    cfg = compose(["model=pythia_70m", f"model.path={folder}", "model.repo=null", "model.revisions=folder"])
+    weights = folder / "step10" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+
+    def silent(*args, **kwargs):
+        raise RuntimeError()
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", silent)
+    with pytest.raises(EmergenceError, match=r"model.safetensors is truncated or corrupt \(RuntimeError\)"):
+        load(cfg.model, Revision(10000, 10, "step10"), device="cpu", folder=str(folder / "step10"))
+
+
 def test_end_to_end_exit_status_and_one_stderr_line(tmp_path):
     proc = commands.run([sys.executable, "-m", "emergence", "+screen.treshold.bos=3", f"hydra.run.dir={tmp_path}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
