@@ -103,6 +103,10 @@ class StudyAnalysis(Results):
         labels (:func:`stats.units.format_threshold`)."""
         return {c: get_unit(u).to_dict() for c, u in (self.results.source.get("units") or {}).items()}
 
+    @property
+    def has_pr(self) -> bool:
+        return self.results.has_pr()
+
     def to_dict(self) -> dict:
         """The content of ``summary.json``: each stage's record in one layout (JSON-safe: NaN and inf
         become null)."""
@@ -121,7 +125,7 @@ class StudyAnalysis(Results):
             "findings": {"layer_floor": written(self.layer_floor), "layer_onset": written(self.layer_onset),
                          "convergence": written(self.convergence)},
             "pr_lead": written(self.pr_lead),
-            "has_pr_data": self.results.has_pr(),
+            "has_pr_data": self.has_pr,
         })
 
     def summary(self) -> StudySummary:

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from emergence.common.storecheck import store_problem
 from stats.analysis import analyse
-from stats.config import SourceConfig, StatsConfig, TrackingConfig
+from stats.config import SourceConfig, StatsConfig, TrackingConfig, check_analysis
 from stats.errors import StatsError
 from stats.paths import emergence_home
 from stats.report import log_to_mlflow, write_outputs
@@ -95,4 +95,5 @@ def analyse_store(tracking_uri: str, experiment: str, models: Sequence[str], art
                        tracking=TrackingConfig(log=True, uri=tracking_uri, artifacts=artifacts),
                        output_dir=out)
     conf.analysis.progress = progress
+    check_analysis(conf.analysis)
     return summary_line(run(conf))

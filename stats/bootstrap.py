@@ -49,10 +49,12 @@ class BootstrapResults:
     counts: np.ndarray
 
 
-def parametric_bootstrap(fit, n_boot: int, rng: np.random.Generator, dispersion=None) -> BootstrapResults:
-    """Bootstrap a :class:`~stats.models.base.FitResults`: simulate from its fit, refit with its model
-    from its parameters, under ``dispersion`` (default: the fit's phi; or one a replicate)."""
+def parametric_bootstrap(fit, n_boot: int, rng: np.random.Generator, model=None, dispersion=None) -> BootstrapResults:
+    """Bootstrap a :class:`~stats.models.base.FitResults`: simulate from its fit, refit with
+    ``model`` (default: its own), under ``dispersion`` (default: the fit's phi; or one a replicate)."""
+    model = fit.model if model is None else model
     dispersion = fit.dispersion if dispersion is None else dispersion
     counts = simulate_counts(fit.fitted, fit.n, n_boot, rng, dispersion)
-    bf = fit.model.fit_batch(fit.x, counts, fit.n, init=fit.theta)
+    init = fit.theta if model is fit.model else None
+    bf = model.fit_batch(fit.x, counts, fit.n, init=init)
     return BootstrapResults(bf.theta, bf.loglik, counts)

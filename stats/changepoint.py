@@ -123,6 +123,11 @@ class ChangePoints(Results):
         cp = self.primary
         return None if cp is None else [cp.tokens_before, cp.tokens_after]
 
+    @property
+    def primary_revisions(self) -> Optional[list]:
+        cp = self.primary
+        return None if cp is None else [cp.revision_before, cp.revision_after]
+
     def summary(self) -> str:
         cp = self.primary
         where = "none" if cp is None else f"{cp.revision_before} -> {cp.revision_after} ({cp.size:+.3g})"

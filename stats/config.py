@@ -1,15 +1,19 @@
 """Structured-config schemas of ``python -m stats`` (and the options of the library).
 
-``conf/stats.yaml`` lists ``stats_schema`` first in its defaults, so Hydra merges the YAML and the
-command line into these typed dataclasses (a misspelt key or a wrong type fails at composition,
-naming the key); they are also the options of :func:`stats.analysis.analyse` used as a library.
+``conf/stats.yaml`` lists ``stats_schema`` first in its defaults, so Hydra merges the
+YAML and the command line into these typed dataclasses: a misspelt key or a wrong
+type fails at composition, naming the key. The same dataclasses are the options of
+:func:`stats.analysis.analyse` when the suite is used as a library.
 
-Each option's default and constraint (range, choices) sit in its field and ``metadata``, and nowhere
-else: the YAML files under ``conf/`` set only what differs, the library takes its keyword defaults
-from :data:`DEFAULTS`, and the schema walker emergence/common/checks.py (torch-free) checks them:
-:func:`check_config` (the command line, before any data is read), :func:`check_analysis` (the
-library), :func:`check_options` (one options object). The rules across fields (milestones, a
-source's own settings, :meth:`stats.sources.Source.check`) are here too, once.
+Each option's default and constraint (range, choices) sit next to it, in its field and
+``metadata``, and nowhere else: the YAML files under ``conf/`` set only what differs, and the
+library functions take their keyword defaults from :data:`DEFAULTS`. The schema walker
+emergence/common/checks.py (torch-free) checks a composed config: :func:`check_config` (the
+command line, before any data is read) and :func:`check_analysis` (the library);
+:func:`check_options` checks one options object the library was handed (the verdict rule of
+:func:`stats.curve_analysis.analyse_curve`, a milestone rule). The rules across fields (a
+milestone rule sets one level; the gap milestones name rules; a source's own settings,
+:meth:`stats.sources.Source.check`) are here too, once.
 """
 
 from __future__ import annotations

@@ -89,15 +89,15 @@ class CurveAnalysis(Results):
     def entries(self) -> dict:
         """Every entry the record can show, by name: the verdict's evidence, the times, the curve's
         record, then the analysis's own (each part overriding the ones before it)."""
-        c, cp = self.curve, None if self.changepoints is None else self.changepoints.primary
+        c, cps = self.curve, self.changepoints
         rise_end = None if self.phases is None else self.phases.rise_end
         own = {
             "shape": self.verdict.shape, "reason": self.verdict.reason, "censored": self.censored,
             "regime": self.regime, "decline": None if self.phases is None else written(self.phases.decline),
             "rise_revisions": None if rise_end is None else [str(c.revisions[0]), str(c.revisions[rise_end - 1])],
             "n_points": len(c),
-            "changepoint_tokens": None if self.changepoints is None else self.changepoints.primary_tokens,
-            "changepoint_revisions": None if cp is None else [cp.revision_before, cp.revision_after],
+            "changepoint_tokens": None if cps is None else cps.primary_tokens,
+            "changepoint_revisions": None if cps is None else cps.primary_revisions,
             "changepoints": written(self.changepoints), "p_step": None if self.step_test is None else self.step_test.p_value,
             "change_test": written(self.change), "single_revision": single_revision(self.change),
             "step_test": written(self.step_test), "dispersion": written(self.dispersion),
@@ -188,15 +188,21 @@ def _censored(curve: Curve, censor: Censoring, verdict: ShapeVerdict, cfg: Analy
     return CurveAnalysis(curve, verdict, times=times, censoring=censor, **parts)
 
 
+def _switched(curve: Curve, stop: int) -> Optional[np.ndarray]:
+    """The count of the curve's heads switched on (:func:`stats.switching.switched_counts` over the whole
+    curve, heads on before training left out) at its first ``stop`` revisions; None without flags."""
+    return None if curve.flags is None else switched_counts(curve.trained_flags)[:stop]
+
+
 def _rise_end_unseen(curve: Curve, rise: Curve, switched: Optional[np.ndarray],
                      share: float = 0.1) -> Optional[str]:
-    """Which end of the followed heads' rise (``switched``: the heads switched on by each revision,
-    heads on before training left out) the range does not show (``"start"``, ``"end"``, ``"both"``), or
-    None; then the heads bound the width from below only (:func:`stats.shape.sharp_or_gradual`). The
-    start is unseen where step 0 is known and heads off then and on at the first revision hold at least
-    ``share`` of the heads switched by the rise's end (its 10 % point may lie before the range; without
-    step 0 such heads are the rise's floor). The end is unseen where no decline follows and heads still
-    arrive at the last revision (:func:`_still_arriving`)."""
+    """Which end of the followed heads' rise (``switched``: :func:`_switched`) the range does not show
+    (``"start"``, ``"end"``, ``"both"``), or None; then the heads bound the width from below only
+    (:func:`stats.shape.sharp_or_gradual`). The start is unseen where step 0 is known and heads off
+    then and on at the first revision hold at least ``share`` of the heads switched by the rise's end
+    (its 10 % point may lie before the range; without step 0 such heads are the rise's floor). The
+    end is unseen where no decline follows and heads still arrive at the last revision
+    (:func:`_still_arriving`)."""
     c = switched
     if c is None or c.size < 2 or c[-1] <= 0:
         return None
@@ -261,7 +267,7 @@ def _short_rise(curve: Curve, rise: Curve, cfg: AnalysisConfig, rng, change: Tes
     ev = jump_evidence(f, float(np.median(rise.n)), 1.0, "identity", level=cfg.level)
     ev.update({"n_points": len(rise), "p_change": change.p_value,
                **jump_location(rise.tokens, rise.revisions, ev.pop("_index"))})
-    switched = None if curve.flags is None else switched_counts(curve.trained_flags)[:len(rise)]
+    switched = _switched(curve, len(rise))
     verdict = sharp_or_gradual(ev, cfg.shape, rise.tokens, rise.k, rise.n, rise.revisions, "identity",
                                switched=switched, unseen=_rise_end_unseen(curve, rise, switched))
     return CurveAnalysis(curve, verdict, times=times, change=change, **parts)
@@ -333,7 +339,7 @@ def _fitted(curve: Curve, rise: Curve, change: TestResult, cfg: AnalysisConfig, 
     parts.update(fits=fits, dispersion=disp, changepoints=cps, continuous=cont)
     if pre.shape == "none":
         return CurveAnalysis(curve, pre, **parts)
-    switched = None if curve.flags is None else switched_counts(curve.trained_flags)[:len(rise)]
+    switched = _switched(curve, len(rise))
     unseen = _rise_end_unseen(curve, rise, switched)
     if rule["regime"] == "identity" and switched is not None and unseen not in ("end", "both"):
         censor = censoring_from_heads(rise, cfg.n_boot, rng, cfg.level)  # most heads switched on before the range

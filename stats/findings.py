@@ -199,13 +199,13 @@ def _later_rank_test(vals, group: np.ndarray, n_perm: int, rng) -> TestResult:
 
 def layer_onset(counts: pd.DataFrame, model: str, head_class: str = _FC.onset_class, min_count: int = _FC.onset_min_count,
                 floor_layers=tuple(_FC.floor_layers), n_perm: int = _FC.n_perm, rng: Optional[np.random.Generator] = None,
-                persist: int = 1, just_above_floor: int = _FC.just_above_floor, alpha: float = DEFAULTS.alpha
-                ) -> Optional[LayerOnset]:
+                n_layers: Optional[int] = None, persist: int = 1, just_above_floor: int = _FC.just_above_floor,
+                alpha: float = DEFAULTS.alpha) -> Optional[LayerOnset]:
     """Per-layer onset and the tests of the middle-first claim of one model (see module docstring)."""
     if counts.empty:
         return None
     rng = np.random.default_rng(0) if rng is None else rng
-    L = int(counts["layer"].max() + 1)
+    L = int(n_layers if n_layers is not None else counts["layer"].max() + 1)
     onset = {}
     for layer in range(L):
         d = counts[counts["layer"] == layer].sort_values("tokens")

@@ -57,6 +57,9 @@ class TestResult(Results):
     n_boot: Optional[int] = None
     details: dict = field(default_factory=dict)
 
+    def rejects(self, alpha: float = 0.05) -> bool:
+        return bool(self.p_value <= alpha)
+
     def to_dict(self):
         """The record, ``n_boot`` left out when None and the ``details`` merged in."""
         out = record(self)

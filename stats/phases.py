@@ -52,11 +52,14 @@ from stats.results import Results
 DECLINE_PERMUTATIONS = 999
 
 
-def decline_test(y, n, n_perm: int, rng: np.random.Generator, regime: str = "identity") -> float:
-    """p-value of H0 "non-decreasing" against a unimodal rise-then-fall of the fractions ``y`` of ``n``
-    heads (module docstring): ``identity``, residual permutations around the non-decreasing fit;
-    ``aggregate``, binomial draws from it (the null's own sampling noise)."""
+def decline_test(k, n, n_perm: int, rng: np.random.Generator, regime: str = "identity") -> float:
+    """p-value of H0 "non-decreasing" against a unimodal rise-then-fall (module docstring):
+    ``identity``, residual permutations around the non-decreasing fit; ``aggregate``, binomial
+    draws from it (the null's own sampling noise)."""
+    k = np.asarray(k, float)
+    n = np.asarray(n, float)
     w = np.where(n > 0, n, 0.0)
+    y = k / np.where(n > 0, n, 1)
     ss, ss_up = unimodal_ss(y, w)
     t = float(ss_up[0] - ss[0])
     if t <= 1e-12:
@@ -114,8 +117,8 @@ def curve_phases(curve, min_rise_heads: float, min_decline_share: float, alpha: 
     """The :class:`CurvePhases` of ``curve`` (rules of the module docstring); ``regime`` (default:
     :attr:`~stats.tracked.Curve.regime`) chooses the decline test's null draws."""
     regime = regime or curve.regime
-    n = np.asarray(curve.n, float)
-    y = np.asarray(curve.k, float) / np.where(n > 0, n, 1)
+    k, n = np.asarray(curve.k, float), np.asarray(curve.n, float)
+    y = k / np.where(n > 0, n, 1)
     n_ref = float(np.median(n))
     fit = unimodal_fit(y, np.where(n > 0, n, 0.0))[0][0]
     peak, later = float(fit.max()), float(fit[-1])
@@ -123,7 +126,7 @@ def curve_phases(curve, min_rise_heads: float, min_decline_share: float, alpha: 
     drop = peak - later
     if last_peak == len(y) - 1 or drop * n_ref < min_rise_heads - 1e-9 or drop < min_decline_share * peak - 1e-12:
         return CurvePhases(fit, len(y))  # rises to the last revision, or falls by too little to be a decline
-    p_value = decline_test(y, n, min(n_perm, DECLINE_PERMUTATIONS), rng, regime)
+    p_value = decline_test(k, n, min(n_perm, DECLINE_PERMUTATIONS), rng, regime)
     if p_value > alpha:
         return CurvePhases(fit, len(y))
     revs, tok = curve.revisions, curve.tokens

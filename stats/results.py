@@ -83,8 +83,10 @@ def json_safe(obj):
     """Recursively turn numpy scalars into Python ones and NaN/inf into None."""
     if isinstance(obj, dict):
         return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, np.ndarray)):
+    if isinstance(obj, (list, tuple)):
         return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [json_safe(v) for v in obj.tolist()]
     if isinstance(obj, (np.bool_,)):
         return bool(obj)
     if isinstance(obj, (np.integer,)):

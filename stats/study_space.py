@@ -224,7 +224,8 @@ class StudyTruth:
         :attr:`partly_seen` (which no grid resolves) its true shape or ``unresolved`` besides (where it
         places t50 is for t50 coverage to judge). ``none`` is right besides where the data cannot show
         the change: a rise in the last interval (seen at the last revision alone) or one the noise hides
-        (:func:`oracle_z` below :data:`DETECTABLE_Z`)."""
+        (:func:`oracle_z` below :data:`DETECTABLE_Z`; the benchmarks print the criteria over the
+        detectable studies as well as over all)."""
         if self.flat or (self.censored and not self.partly_seen):
             return ("none",)
         if self.borderline:

@@ -309,8 +309,12 @@ class FitResults:
         return {"params": {k: float(v) for k, v in self.params.items()}, "loglik": self.loglik, "aicc": self.aicc}
 
     @property
+    def n_obs(self) -> int:
+        return len(self.tokens)
+
+    @property
     def aicc(self) -> float:
-        return information_criterion(self.loglik, self.n_params, len(self.tokens), self.dispersion)
+        return information_criterion(self.loglik, self.n_params, self.n_obs, self.dispersion)
 
     @property
     def fitted(self) -> np.ndarray:
@@ -352,7 +356,7 @@ class FitResults:
         crit = "QAICc" if self.dispersion > 1 else "AICc"
         lines = [
             f"{self.model.name} model, binomial ML on log10 tokens",
-            f"  revisions: {len(self.tokens)}   parameters: {self.n_params}   "
+            f"  revisions: {self.n_obs}   parameters: {self.n_params}   "
             f"log-likelihood: {self.loglik:.3f}   {crit}: {self.aicc:.3f}   dispersion: {self.dispersion:.3f}",
             f"  {'parameter':<12}{'estimate':>14}{'95% lower':>14}{'95% upper':>14}",
         ]
@@ -369,8 +373,7 @@ class CurveModel:
     """Base of the curve models: ``fit(tokens, k, n)`` returns a :class:`FitResults`.
 
     Subclasses define the internal parameters ``theta`` (unconstrained or boxed),
-    ``mean(theta, x, ref=None)``, ``natural(theta, x)``, ``information(theta, x, n)`` (the expected
-    Fisher information of the internal parameters, (q, q)) and ``fit_batch(x, k, n, init=None)``.
+    ``mean(theta, x)``, ``natural(theta, x)`` and ``fit_batch(x, k, n)``.
     """
 
     name: str = "base"
@@ -380,9 +383,19 @@ class CurveModel:
     def n_params(self) -> int:
         return len(self.param_names)
 
+    def mean(self, theta, x, ref=None):  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def natural(self, theta, x):
         """The natural parameters (B, q) of internal ones: here probabilities from their logits."""
         return expit(np.atleast_2d(theta))
+
+    def fit_batch(self, x, k, n, init=None) -> BatchFit:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def information(self, theta, x, n):  # pragma: no cover - abstract
+        """Expected Fisher information of the internal parameters (q, q)."""
+        raise NotImplementedError
 
     def fit(self, tokens, k, n, dispersion: float = 1.0) -> FitResults:
         """Fit one curve (``tokens`` > 0, ``k``, ``n``: one value a revision, sorted by tokens) by

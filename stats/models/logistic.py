@@ -19,9 +19,8 @@ Starts: for every gap between adjacent revisions, the step fitted there (levels 
 pooled fractions on each side) at the steepest slope, the same levels at a moderate
 slope, and the observed extremes at a gentle slope; the best few by likelihood, and
 the best of each of the three kinds, are refined by Levenberg-Marquardt and the best
-result kept (with many revisions the steep starts fill the best few, and from the step
-limit the slope's gradient vanishes, so a gradual rise must be reached from a moderate
-or gentle start).
+result kept (from the step limit the slope's gradient vanishes, so a gradual rise
+must be reached from a moderate or gentle start).
 """
 
 from __future__ import annotations
@@ -104,8 +103,10 @@ class LogisticModel(CurveModel):
 
     name = "logistic"
     param_names = ("floor", "ceiling", "log10_t50", "slope")
-    #: The best starts by likelihood refined (besides the best of each kind).
-    n_refine = 3
+
+    def __init__(self, n_refine: int = 3, max_iter: int = 200):
+        self.n_refine = n_refine
+        self.max_iter = max_iter
 
     def mean(self, theta, x, ref=None):
         return logistic_mean(np.atleast_2d(theta), np.asarray(x, float))
@@ -154,12 +155,13 @@ class LogisticModel(CurveModel):
         )
         return np.clip(cand, lo, hi)
 
-    def fit_batch(self, x, k, n, init=None) -> BatchFit:
+    def fit_batch(self, x, k, n, init=None, n_refine=None) -> BatchFit:
         """Fit B replicate curves ``k`` (B, m) at once; ``init`` (q,) or (B, q) is an extra start."""
         x = np.asarray(x, float)
         k, n = batch_counts(k, n)
         B, m = k.shape
         lo, hi = logistic_bounds(x)
+        R = self.n_refine if n_refine is None else n_refine
         const = log_binom_coef(k, n).sum(-1)
         if m < 2:
             th = np.tile(np.array([logit(k.sum() / max(n.sum(), 1)), logit(k.sum() / max(n.sum(), 1)), x[0], lo[3]]), (B, 1))
@@ -168,8 +170,10 @@ class LogisticModel(CurveModel):
         S = cand.shape[1]
         p0 = logistic_mean(cand.reshape(-1, 4), x).reshape(B, S, m)
         ll0 = binomial_loglik(k[:, None, :], n[:, None, :], p0, const=0.0)
-        top = np.argsort(-ll0, axis=1)[:, :min(self.n_refine, S)]
-        # ... and the best of each kind (steep, moderate, gentle: module docstring)
+        R = min(R, S)
+        top = np.argsort(-ll0, axis=1)[:, :R]
+        # ... and the best start of each kind (steep, moderate, gentle): with many revisions the
+        # steep step starts fill the top R, and from the step limit a gradual rise is not reached
         G = S // 3
         per_kind = np.stack([k * G + np.argmax(ll0[:, k * G:(k + 1) * G], axis=1) for k in range(3)], axis=1)
         top = np.concatenate([top, per_kind], axis=1)
@@ -184,7 +188,9 @@ class LogisticModel(CurveModel):
         unique = np.ones((B, Rt), bool)
         unique[:, :T] = ~((top[:, :, None] == top[:, None, :]) & earlier).any(-1)
         rows = np.repeat(np.arange(B), Rt).reshape(B, Rt)[unique]
-        th, ll_u = levenberg_marquardt(lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows])
+        th, ll_u = levenberg_marquardt(
+            lambda t: logistic_mean_jac(t, x), chosen[unique], lo, hi, k[rows], n[rows], max_iter=self.max_iter,
+        )
         theta = np.zeros((B, Rt, 4))
         ll = np.full((B, Rt), -np.inf)
         theta[unique], ll[unique] = th, ll_u

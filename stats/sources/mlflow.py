@@ -186,13 +186,13 @@ def _run_heads(frames: list, read_heads: bool) -> tuple:
 def group_runs(runs) -> tuple:
     """Group runs by identity; returns ``(points, labels, notes, seeds)``.
 
-    ``points``: :class:`RunIdentity` -> its runs, newest first; ``labels``: (model, probe
-    key, seed) -> the model name used in the tables (the bare name when the model has one
-    probe and one seed; else ``<model> [<corpus kind>]`` (``[<probe key>]`` when two probes share
-    a kind) and ``... [seed 3]``, see :func:`seed_label`); ``seeds``: that name -> its :class:`RunSeed`, whose group is the
-    model's (probe) name unless the runs logged another ``seed_group``. Refuses
-    (:class:`StatsError`) runs of one model and probe whose measure settings differ, and runs
-    of one point whose head layout (n_layers, n_heads) differs.
+    ``points``: :class:`RunIdentity` -> its runs, newest first; ``labels``: (model, probe key,
+    seed) -> the model name used in the tables (the bare name when the model has one probe and
+    one seed; else ``<model> [<corpus kind>]`` (``[<probe key>]`` when two probes share a
+    kind) and ``... [seed 3]``, see :func:`seed_label`); ``seeds``: that name -> its
+    :class:`RunSeed`, whose group is the model's (probe) name unless the runs logged another
+    ``seed_group``. Refuses (:class:`StatsError`) runs of one model and probe whose measure
+    settings differ, and runs of one point whose head layout (n_layers, n_heads) differs.
     """
     runs = sorted(runs, key=lambda r: (r.info.start_time or 0, r.info.run_id), reverse=True)
     points: dict = {}

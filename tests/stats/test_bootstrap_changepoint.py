@@ -37,6 +37,7 @@ def test_changepoint_finds_a_known_step_and_reports_its_bracket():
         found += p is not None and (p.revision_before, p.revision_after) == ("r5", "r6")
     assert found >= 29
     assert cps.primary_tokens == [TOK[5], TOK[6]]
+    assert cps.primary_revisions == ["r5", "r6"]
     assert cps.to_dict()["primary"]["tokens_before"] == TOK[5]
 
 

@@ -11,7 +11,7 @@ from stats.analysis import StudySummary, analyse
 from stats.config import AnalysisConfig, SensitivityConfig, ShapeConfig, SourceConfig, check_options
 from stats.curve_analysis import RECORD, analyse_curve
 from stats.errors import StatsError
-from stats.results import Results
+from stats.results import Results, json_safe
 from stats.sources import Source, get, kinds, read_source, register, unregister
 from stats.tracked import Curve, TrackedResults
 
@@ -37,6 +37,13 @@ def test_a_record_is_its_fields_renamed_less_the_excluded_ones():
     assert rec == {"model": "m", "class": "bos", "total": 3}
     assert list(rec) == ["model", "class", "total"]
     assert "model: m" in _Example("m", "bos").summary()
+
+
+def test_json_safe_writes_an_array_through_its_python_values():
+    dates = np.array(["2026-01-02", "2026-03-04"], dtype="datetime64[D]")
+    out = json_safe({"dates": dates, "x": np.array([1.5, np.nan, np.inf]), "n": np.arange(2)})
+    assert out == {"dates": dates.tolist(), "x": [1.5, None, None], "n": [0, 1]}
+    assert [type(v) for v in out["dates"] + out["n"]] == [type(v) for v in dates.tolist()] + [int, int]
 
 
 def curve(k, n=64.0, identity=False):
