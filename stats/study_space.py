@@ -260,13 +260,16 @@ def _truth(x, x50: float, x10: float, x90: float, decline: bool, criterion: floa
 
 def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
     """Whether revisions at log10 tokens ``x`` can tell a rise from ``x10`` to ``x90`` (its 10 % and 90 %
-    points) sharp from gradual by ``criterion`` C. Sharp (width <= C): the revisions that bracket it (the
-    last at or before ``x10``, the first at or after ``x90``) are at most C apart, so the data bound its
-    width by C. Gradual: the first and last revisions inside it lie more than C apart (a lower bound on
-    its width whatever its shape between checkpoints), and revisions outside it on both sides show its
-    floor and ceiling (else a rise still under way at the end of the range reads, scaled to what is
-    seen, narrower than it is). Either needs two revisions at or after the 90 % point: at the last
-    alone heads may still be arriving (:func:`stats.curve_analysis._still_arriving`)."""
+    points) sharp from gradual by ``criterion`` C: a sharp rise (width <= C) when the revisions that
+    bracket it (the last at or before ``x10``, the first at or after ``x90``) are at most C apart, so
+    that the data bound its width by C; a gradual one when revisions inside it lie more than C apart
+    (the first and last of them bound its width from below, so that it exceeds C on this grid
+    whatever the shape of the rise between checkpoints) and revisions outside it on both sides show
+    its floor and its ceiling: without them the data cannot tell that the last revision lies below
+    the rise's 90 % point (or the first above its 10 %), and a rise still under way at the end of
+    the range reads, scaled to what is seen, narrower than it is. Either shape needs two revisions
+    at or after the 90 % point: at the last revision alone heads may still be arriving, and only a
+    revision after it shows that they stopped (:func:`stats.curve_analysis._still_arriving`)."""
     before, after = x[x <= x10], x[x >= x90]
     ceiling = after.size >= 2  # a revision past the 90 % point, and one more that shows the rise has stopped
     if x90 - x10 <= criterion:
@@ -277,18 +280,21 @@ def grid_resolves(x, x10: float, x90: float, criterion: float) -> bool:
 
 def oracle_z(expected, variance) -> float:
     """The change's size against the noise: ``z = sqrt(sum_i (c_i - mean c)^2 / mean_i v_i)`` of the
-    expected counts ``c_i`` at the grid's positive revisions and their noise variances ``v_i`` (at least
-    a quarter of a head squared): what a test that knew the curve's shape would see (power 0.9 at the
-    5 % level from z = 2.9); the analysis is held to the changes with z >= :data:`DETECTABLE_Z`."""
+    expected counts ``c_i`` at the grid's positive revisions and their noise variances ``v_i``
+    (at least a quarter of a head squared): what a test that knew the curve's shape would
+    see (its power at the 5 % level is 0.9 from z = 2.9); the analysis, which does not know it,
+    is held to the changes with z >= :data:`DETECTABLE_Z`."""
     c = np.asarray(expected, float)
     v = max(float(np.mean(variance)), 0.25)
     return float(np.sqrt(np.sum((c - c.mean()) ** 2) / v))
 
 
 def oracle_t50_se(tokens, n_heads: int, curve: AggregateCurve) -> float:
-    """The standard error of log10 t50 of an oracle knowing everything but t50, from aggregate counts on
-    the grid ``tokens``: ``1 / sqrt(I)``, ``I = sum_i (n dp_i / dx50)^2 / v_i`` (Fisher information of the
-    logistic's midpoint; ``v_i`` the counts' variance, at least a quarter of a head squared)."""
+    """The standard error of log10 t50 that an oracle knowing everything but t50 would have from
+    aggregate counts on the grid ``tokens``: ``1 / sqrt(I)``, ``I = sum_i (n dp_i / dx50)^2 / v_i``
+    (Fisher information of the logistic's midpoint; ``v_i`` the counts' variance, at least a
+    quarter of a head squared). The analysis, which also fits the floor, ceiling and width, is
+    held to gaps of at least :data:`DETECTABLE_Z` of these (:func:`stats.space_scores.pair_bins`)."""
     tokens = np.asarray(tokens, float)
     p = curve.rise(tokens[tokens > 0])
     k = 2.0 * LN9 / curve.width_decades  # the logistic's slope in log10 tokens
@@ -302,9 +308,11 @@ def oracle_t50_se(tokens, n_heads: int, curve: AggregateCurve) -> float:
 def oracle_shape_z(tokens, n_heads: int, curve: AggregateCurve, criterion: float) -> float:
     """The rise's shape against the noise: the distance ``min_c sqrt(sum_i (n (p_i - q_i(c)))^2 / v_i)``
     between the expected counts of the rise ``p`` and those of the nearest rise ``q(c)`` of 10-90 width
-    ``criterion`` (same floor and ceiling, midpoint ``c``) at the grid's positive revisions, ``v_i`` as
-    in :func:`oracle_t50_se`: what a test of sharp against gradual that knew everything else would see
-    (power 0.9 at the 5 % level from about 2.9)."""
+    ``criterion`` (same floor and ceiling, midpoint ``c``) at the grid's positive revisions, ``v_i``
+    the counts' variance (at least a quarter of a head squared): what a test of sharp against gradual
+    that knew everything else would see. Below :data:`DETECTABLE_Z` the noise hides the shape, as
+    :func:`oracle_z` says of a change, and the truth accepts ``unresolved`` (a 5 %-level test that
+    knew the rest would have power 0.9 from about 2.9)."""
     tokens = np.asarray(tokens, float)
     x = np.log10(tokens[tokens > 0])
     p = curve.rise(10**x)
@@ -322,10 +330,13 @@ def oracle_shape_z(tokens, n_heads: int, curve: AggregateCurve, criterion: float
 
 def oracle_median_se(spread_decades: float, n_switch: int) -> float:
     """The standard error of log10 t50 of ``n_switch`` followed heads whose switch-on times are drawn
-    from ``Normal(log10 t50, spread_decades)``: ``sqrt(pi / 2) spread / sqrt(n)``, the sample median's
-    asymptotic standard error (over the exact one by 7 % at three heads, 1 % at twenty). Which heads a
-    class has is itself measured, so the analysis resamples them (:mod:`stats.head_times`): three heads
-    over a gradual rise place their median no better than this, however fine the grid."""
+    from ``Normal(log10 t50, spread_decades)``: the spread of their median, ``sqrt(pi / 2) spread /
+    sqrt(n)`` (the sample median's asymptotic standard error; over the exact one by 7 % at three heads,
+    1 % at twenty). Which heads a class has is itself measured (a flickering head may settle by chance,
+    a switched head drop out, a threshold pass one and not its neighbour), so the analysis resamples the
+    heads (:mod:`stats.head_times`) and is held to gaps of at least :data:`DETECTABLE_Z` of these
+    (:func:`stats.space_scores.pair_bins`): three heads over a gradual rise place their median no better
+    than this, however fine the grid."""
     return float(np.sqrt(np.pi / 2) * spread_decades / np.sqrt(max(n_switch, 1)))
 
 
