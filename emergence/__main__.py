@@ -85,8 +85,11 @@ def main(cfg: DictConfig):
             results = parent.results = run_job(cfg, plan=plan, parent_run=parent.run_id)
     except EmergenceError as exc:
         refuse(exc)
-    except (StoreError, OutputError, JobFailed) as exc:  # (the store or a folder failed mid-job: what was written stays)
-        if isinstance(exc, JobFailed) and cfg.report and exc.results:
+    except (StoreError, OutputError) as exc:  # the store or a folder failed mid-job: what was written before stays
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except JobFailed as exc:
+        if cfg.report and exc.results:
             print(format_table(exc.results))
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)

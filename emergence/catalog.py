@@ -72,8 +72,9 @@ def option_file(group: str, option: str) -> Path:
 
 
 def check_group_choice(group: str, value: str) -> None:
-    if value not in group_options(group):
-        raise EmergenceError(f"unknown {group} {value!r}; valid: {', '.join(group_options(group))}")
+    options = group_options(group)
+    if value not in options:
+        raise EmergenceError(f"unknown {group} {value!r}; valid: {', '.join(options)}")
 
 
 def compose(overrides: Sequence[str] = ()) -> DictConfig:

@@ -4,7 +4,7 @@ straight onto the device (``device_map``, with accelerate), in the family's dtyp
 
 Where a revision lies is its model source's answer (emergence/sources/); the source's ``fetch``
 puts it on disk (``emergence.prefetch`` runs it one revision ahead) and :func:`load` reads what it
-fetched. ``cache.evict=true`` deletes a screened hub revision afterwards (emergence/sources/_hub.py).
+fetched. ``cache.evict=true`` deletes a screened hub revision afterwards (:func:`evict`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from emergence.config import DEVICE_HINT, MATMUL_PRECISIONS
 from emergence.adapters import ArchitectureAdapter, adapter_for, config_problem
 from emergence.revisions import Revision
 from emergence.sources import source_for
-from emergence.sources._hub import HubUnreachable, missing_revision_message, offline_message
+from emergence.sources._hub import (HubUnreachable, evict, missing_revision_message,  # noqa: F401 (re-exported)
+                                    offline_message, screen_patterns)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -125,11 +125,8 @@ def synthetic_induction(vocab: Sequence[int], n_sequences: int, segment_length: 
                  f"synthetic_induction N={n_sequences} n={segment_length} seed={seed} first={first_token}")
 
 
-def text_file(corpus, config, tokenizer) -> Probe:
-    """Windows of ``corpus.path`` tokenised with the model's tokenizer, each after the first token
-    when ``corpus.prepend_first_token``."""
-    first_token = first_token_id(config, tokenizer, corpus.first_token) if corpus.prepend_first_token else None
-    path, seq_len = corpus.path, corpus.seq_len
+def text_file(path: str, tokenizer, n_sequences: int, seq_len: int, stride: Optional[int],
+              first_token: Optional[int], batch_size: int) -> Probe:
     file = Path(path)
     if not file.is_file():
         raise EmergenceError(f"corpus.path={path!r} is not a file; give a local text file")
@@ -137,14 +134,14 @@ def text_file(corpus, config, tokenizer) -> Probe:
         raise EmergenceError("corpus=text_file needs the model's tokenizer, and this model has none")
     ids = tokenizer(file.read_text(), add_special_tokens=False)["input_ids"]
     body = seq_len - (1 if first_token is not None else 0)
-    stride = corpus.stride or body
-    windows = [ids[i:i + body] for i in range(0, len(ids) - body + 1, stride)][:corpus.n_sequences]
+    stride = stride or body
+    windows = [ids[i:i + body] for i in range(0, len(ids) - body + 1, stride)][:n_sequences]
     if not windows:
         raise EmergenceError(f"corpus.path={path!r} has {len(ids)} tokens, fewer than one window of {body}")
     tensor = torch.tensor(windows, dtype=torch.long)
     if first_token is not None:
         tensor = torch.cat([torch.full((len(windows), 1), first_token, dtype=torch.long), tensor], dim=1)
-    return Probe(tensor, "text_file", first_token, corpus.batch_size,
+    return Probe(tensor, "text_file", first_token, batch_size,
                  f"text_file {file.name} windows={len(windows)} len={seq_len}")
 
 
@@ -287,6 +284,12 @@ def _synthetic_induction(corpus, config, tokenizer) -> Probe:
                                corpus.seed, corpus.batch_size)
 
 
+def _text_file(corpus, config, tokenizer) -> Probe:
+    first = first_token_id(config, tokenizer, corpus.first_token) if corpus.prepend_first_token else None
+    return text_file(corpus.path, tokenizer, corpus.n_sequences, corpus.seq_len, corpus.stride,
+                     first, corpus.batch_size)
+
+
 def _xu2026(corpus, config, tokenizer) -> Probe:
     shape = xu2026_shape(corpus, limits_of(config, tokenizer))
     note = " (fitted to the model)" if shape.note else ""
@@ -311,7 +314,7 @@ class CorpusKind:
 
 
 SYNTHETIC_INDUCTION = CorpusKind("synthetic_induction", check_synthetic_induction, _synthetic_induction)
-TEXT_FILE = CorpusKind("text_file", check_text_file, text_file)
+TEXT_FILE = CorpusKind("text_file", check_text_file, _text_file)
 XU2026 = CorpusKind("xu2026", lambda corpus, limits: xu2026_shape(corpus, limits).note, _xu2026)
 
 

@@ -7,7 +7,7 @@ import functools
 import sys
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
@@ -190,16 +190,16 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
     run_name = f"{cfg.model.name}@{revision.name}:{cfg.screen.name}"
     tags = {CONFIG_HASH_TAG: digest, SWEEP_TAG: sweep, MODEL_TAG: cfg.model.name,
             REVISION_TAG: revision.name, TOKENS_TAG: str(revision.tokens), SCREEN_TAG: cfg.screen.name}
-    result = functools.partial(RevisionResult, cfg.model.name, revision, classes=reported)
+    make_result = functools.partial(RevisionResult, cfg.model.name, revision, classes=reported)
     run_id, why = tracker.claim(digest, run_name, tags, force=bool(cfg.force))
     if run_id is None:
-        return _not_screened_here(tracker, result, revision, digest, why, run_name, plan.label)
+        return _not_screened_here(tracker, make_result, revision, digest, why, run_name, plan.label)
     pipeline.claimed.add(revision.name)
     try:
         with tracker.heartbeat(run_id):
             metrics = _screen_revision(cfg, tracker, run_id, fetched, plan, progress)
     except ClaimLost as lost:  # another job completed this identity first: its run stays, ours was deleted
-        return _not_screened_here(tracker, result, revision, digest, str(lost), run_name, plan.label)
+        return _not_screened_here(tracker, make_result, revision, digest, str(lost), run_name, plan.label)
     except KeyboardInterrupt as exc:
         tracker.fail(run_id, exc, status="KILLED")
         raise
@@ -213,26 +213,26 @@ def _claim_and_screen(cfg: DictConfig, tracker: Tracker, sweep: str, pipeline: P
         print(f"{run_name} failed: {why}", file=sys.stderr)
         return None
     tracker.log_curves([(plan.label, metrics, revision.tokens)])  # one curve a seed
-    return result(run_id, metrics, skipped=False)
+    return make_result(run_id, metrics, skipped=False)
 
 
-def _not_screened_here(tracker: Tracker, result, revision: Revision, digest: str, why: str, run_name: str,
-                       label: str) -> RevisionResult:
-    """The ``result`` (:class:`RevisionResult`, its model, revision and classes given) of a revision this
-    job did not claim: done before (its run's metrics), or held by a live job elsewhere (no metrics; the
-    table says who screens it)."""
+def _not_screened_here(tracker: Tracker, make_result: Callable[..., RevisionResult], revision: Revision,
+                       digest: str, why: str, run_name: str, label: str) -> RevisionResult:
+    """The result (built by ``make_result``: :class:`RevisionResult`, its model, revision and classes given)
+    of a revision this job did not claim: done before (its run's metrics), or held by a live job elsewhere
+    (no metrics; the table says who screens it)."""
     done = tracker.finished_run(digest)
     if done is not None:
         tracker.log_curves([(label, done.data.metrics, revision.tokens)])
-        return result(done.info.run_id, dict(done.data.metrics), skipped=True)
+        return make_result(done.info.run_id, dict(done.data.metrics), skipped=True)
     print(f"{run_name}: {why}; skipped", file=sys.stderr)
     holder = tracker.last_holder
     if holder is None:
-        return result("", {}, skipped=True, note=why)
+        return make_result("", {}, skipped=True, note=why)
     tags = holder.data.tags
     by = "sweep" if tags.get(PARENT_TAG) else "job"
-    return result(holder.info.run_id, {}, skipped=True,
-                  note=f"screened by another {by} (host {tags.get(HOST_TAG, '?')}, pid {tags.get(PID_TAG, '?')})")
+    return make_result(holder.info.run_id, {}, skipped=True,
+                       note=f"screened by another {by} (host {tags.get(HOST_TAG, '?')}, pid {tags.get(PID_TAG, '?')})")
 
 
 def _screen_revision(cfg: DictConfig, tracker: Tracker, run_id: str, fetched, plan: JobPlan,

@@ -120,7 +120,8 @@ def flatten(container: Mapping, prefix: str = "") -> Dict[str, str]:
 
 def open_experiment(uri: str, experiment: str, artifacts: Optional[str], stale_after_s: float, timeout_s: float,
                     what: str) -> Tuple[str, MlflowClient]:
-    """Bound the server's calls, prepare the store and experiment, end its dead runs (a failure: "cannot {what}")."""
+    """Bound the server's calls, prepare the store and experiment, end its dead runs. A failure to end the
+    dead runs is worded "cannot {what}"; :func:`prepare_store` keeps its own ("cannot create or open")."""
     import mlflow
 
     server_timeouts(uri, timeout_s)

@@ -136,7 +136,7 @@ def _runs_url(tracking_uri: str, experiment_id: str, base: Optional[str], **para
     """The experiment's runs page with ``params`` and ``workflowType=machine_learning`` (see the
     module notes), at the UI ``base``: by default a tracking server's own UI, or for a local store
     ``mlflow ui --backend-store-uri <uri>`` at :data:`DEFAULT_UI`."""
-    if base is None:
+    if not base:  # None or empty: the default UI
         base = tracking_uri.rstrip("/") if tracking_uri.startswith(("http://", "https://")) else DEFAULT_UI
     query = urlencode({**params, "workflowType": WORKFLOW_TRAINING})
     return f"{base}/#/experiments/{experiment_id}/runs?{query}"

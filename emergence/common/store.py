@@ -133,7 +133,10 @@ class StoreError(Exception):
     does not answer): the message is one line naming the store and the cause."""
 
 
-def _first_line(exc: BaseException) -> str:
+def _cause_line(exc: BaseException) -> str:
+    """The line of ``exc``'s message that names the cause: unlike :func:`emergence.common.checks.first_line`
+    (a text's first line as it is), the lines are stripped, blank ones and ``(raised as ...`` ones skipped,
+    and an exception without such a line gives its type name."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip() and not line.startswith("(raised as")]
     return lines[0] if lines else type(exc).__name__
 
@@ -149,18 +152,18 @@ def io_cause(exc: BaseException) -> Optional[str]:
         module = type(exc).__module__
         if isinstance(exc, OSError):
             where = f": {exc.filename!r}" if getattr(exc, "filename", None) else ""
-            return f"{exc.strerror or _first_line(exc)}{where}"
+            return f"{exc.strerror or _cause_line(exc)}{where}"
         if module.startswith("sqlite3") or (module.startswith("sqlalchemy") and name in ("OperationalError",
                                                                                         "DatabaseError")):
-            return _first_line(getattr(exc, "orig", None) or exc).replace("(sqlite3.OperationalError) ", "")
+            return _cause_line(getattr(exc, "orig", None) or exc).replace("(sqlite3.OperationalError) ", "")
         if module.startswith("requests") and name in ("ConnectionError", "Timeout", "ConnectTimeout", "ReadTimeout"):
-            return f"the server does not answer ({_first_line(exc)[:200]})"
+            return f"the server does not answer ({_cause_line(exc)[:200]})"
         if name == "MlflowException":
             text = str(exc)
             if "API request to" in text and ("failed with exception" in text or "Max retries" in text):
-                return f"the server does not answer ({_first_line(exc)[:200]})"
+                return f"the server does not answer ({_cause_line(exc)[:200]})"
             if getattr(exc, "error_code", "") in ("INTERNAL_ERROR", "TEMPORARILY_UNAVAILABLE"):
-                return f"the server failed: {_first_line(exc)[:300]}"
+                return f"the server failed: {_cause_line(exc)[:300]}"
         exc = exc.__cause__ or exc.__context__
     return None
 

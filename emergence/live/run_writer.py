@@ -75,6 +75,7 @@ class RunWriter:
         #: CPU time the writer spent (its thread's), for the overhead benchmark
         self.cpu_seconds = 0.0
         self._reported = False
+        self._tracker = None
         self._orphans: List[str] = []
         self._queue: "queue.Queue" = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="emergence-live-writer", daemon=True)
@@ -143,13 +144,14 @@ class RunWriter:
             self.backlog.pop(0)
             self.failing = False
 
-    @functools.cached_property
-    def tracker(self) -> Tracker:
-        previous = mlflow.get_tracking_uri()  # the training's own MLflow logging (report_to) keeps its store
-        try:
-            return Tracker(self.cfg.tracking)
-        finally:
-            mlflow.set_tracking_uri(previous)
+    def tracker(self):
+        if self._tracker is None:
+            previous = mlflow.get_tracking_uri()  # the training's own MLflow logging (report_to) keeps its store
+            try:
+                self._tracker = Tracker(self.cfg.tracking)
+            finally:
+                mlflow.set_tracking_uri(previous)
+        return self._tracker
 
     @functools.cached_property
     def run_seed(self):
@@ -159,7 +161,7 @@ class RunWriter:
 
     def _write(self, record: LiveRecord) -> None:
         cfg, revision = self.cfg, record.revision
-        tracker = self.tracker
+        tracker = self.tracker()
         for run_id in self._orphans:  # our own claims whose writing failed: FAILED, so a new claim replaces them
             tracker.fail(run_id, RuntimeError("live screen not written; retried"))
         self._orphans = []

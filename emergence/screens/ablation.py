@@ -1,11 +1,13 @@
 """Causal group ablation (METHODS section 7).
 
-A group of heads is ablated, zeroed or replaced by their per-position mean over the probe
-(:mod:`emergence.screens.head_ablation`). The effect is the rise of the probe's
-induction loss over the clean model. Control: R random groups of the same size drawn
-from the other heads less the ``exclude``d ones (the screen excludes the heads flagged
-previous-token by default, see ``AblationConfig.control_exclude``); the empirical
-p-value is (1 + #{controls with effect >= the group's}) / (R + 1).
+A group of heads is ablated by replacing their slices of the output-projection input (a
+forward pre-hook, :mod:`emergence.screens.head_ablation`; head masking is gone from
+transformers 5) by zero or by their mean over the probe (per position). The effect is the
+rise of the probe's induction loss over the clean model. Control: R random groups of the
+same size drawn from the other heads less the ``exclude``d ones (the screen excludes the
+heads flagged previous-token by default, see ``AblationConfig.control_exclude``); the
+empirical p-value is (1 + #{controls with effect >= the group's}) / (R + 1). Every hook is
+removed when a pass ends.
 """
 
 from __future__ import annotations
@@ -86,11 +88,12 @@ def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "me
                    clean: Optional[Tuple[float, float]] = None,
                    means: Optional[Dict[int, torch.Tensor]] = None) -> AblationResult:
     """Ablate ``group`` and ``controls`` random groups of the same size drawn from the
-    heads outside ``group`` and ``exclude`` (METHODS section 7: ``exclude`` empty), sharing
-    each batch's clean prefix (:func:`emergence.screens.prefix.run_ablations`).
+    heads outside ``group`` and ``exclude`` (METHODS section 7: ``exclude`` empty).
 
     ``clean`` (induction loss, accuracy over ``probe``) and ``means`` (per-position head
-    means, for ``mode="mean"``): the screen's own pass's where it measured them (:func:`clean_pass`)."""
+    means over ``probe``, for ``mode="mean"``) when the screen's own pass measured them;
+    else they are measured here (one pass for both, :func:`clean_pass`). The ablated passes share
+    each batch's clean prefix (:func:`emergence.screens.prefix.run_ablations`)."""
     clean, means = clean_pass(model, adapter, probe, InductionLossReducer, clean, means,
                               mode == "mean" and means is None)
     group = [tuple(h) for h in group]
@@ -99,8 +102,10 @@ def group_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "me
     if not group:  # nothing ablated: the clean model
         return AblationResult([], clean[0], clean[1], clean[0], clean[1], np.array([]), pool_size=len(others))
     rng = np.random.default_rng(seed)
-    control_sets = [[others[i] for i in rng.choice(len(others), size=len(group), replace=False)]
-                    for _ in range(controls if len(others) >= len(group) else 0)]
+    control_sets = []
+    if len(others) >= len(group):
+        control_sets = [[others[i] for i in rng.choice(len(others), size=len(group), replace=False)]
+                        for _ in range(controls)]
     parts = run_ablations(model, adapter, probe, [group] + control_sets, InductionLossReducer, mode, means,
                           progress, "ablation controls")
     losses = [(p.metrics["induction_loss"], p.metrics["induction_accuracy"]) for p in parts]

@@ -109,11 +109,15 @@ def attention_rows(query: torch.Tensor, key: torch.Tensor, attention_mask: Optio
                                alpha=scaling).view(B, H, R, T_k)
     elif attention_mask is None and not softcap:  # a few rows: a strided product, K not copied
         scores = torch.matmul(q, key.transpose(2, 3)) * scaling + _causal_bias(rows, T_q, T_k, q.dtype, q.device)
-    else:  # the model's mask, or capped logits: eager's additive mask
+    else:  # the model's mask, or capped logits: eager's additive mask, of the rows only
         scores = torch.matmul(q, key.transpose(2, 3))
         scores = torch.tanh(scores * (scaling / softcap)) * softcap if softcap else scores * scaling
-        mask = _eager_mask(attention_mask, query, key)[..., :T_k]
-        scores = scores + (mask if index is None else mask.index_select(-2, index))
+        if attention_mask is None:
+            mask = _causal_bias(rows, T_q, T_k, q.dtype, q.device)
+        else:  # the rows picked before a boolean mask is converted (not the whole [B, 1, T, T])
+            mask = attention_mask[..., :T_k]
+            mask = _eager_mask(mask if index is None else mask.index_select(-2, index), query, key)
+        scores = scores + mask
     return torch.softmax(scores, dim=-1, dtype=torch.float32)
 
 

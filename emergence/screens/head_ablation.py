@@ -64,6 +64,7 @@ class HeadMeanReducer(Reducer):
 @contextlib.contextmanager
 def ablated(adapter, heads: Sequence[Head], mode: str, means: Optional[Dict[int, torch.Tensor]] = None):
     """Within the block, the given heads' o_proj-input slices are zeroed or mean-replaced."""
+    heads = list(heads)  # read twice (checked, then grouped by layer): a generator would ablate nothing
     if mode not in ABLATION_MODES:
         raise EmergenceError(f"unknown ablation mode {mode!r}; valid: {', '.join(ABLATION_MODES)}")
     for layer, head in heads:

@@ -69,14 +69,15 @@ class ScreenRecipe:
         ``screened``: the finished reducers of the screen's pass (its clean metrics, and the head means
         when it measured them over the ablation's sequences)."""
         subset = probe.head(cfg.n_sequences, f" (first {cfg.n_sequences} for ablation)")
-        loss, means = found(screened, self.loss_reducer), found(screened, HeadMeanReducer)
-        same_means = means is not None and cfg.mode == "mean" and means.limit == cfg.n_sequences
+        loss = found(screened, self.loss_reducer)
+        mean_reducer = found(screened, HeadMeanReducer)
+        same_means = mean_reducer is not None and cfg.mode == "mean" and mean_reducer.limit == cfg.n_sequences
         group = flagged(heads, thresholds, "induction") if cfg.group == "induction" else parse_heads(cfg.heads)
         exclude = sorted({h for c in cfg.control_exclude for h in flagged(heads, thresholds, c)})
         result = self.ablation(model, adapter, subset, group, cfg.mode, cfg.controls, cfg.seed,
                                 exclude=exclude, progress=progress,
                                 clean=loss.first(subset.n_sequences) if loss else None,
-                                means=means.means if same_means else None)
+                                means=mean_reducer.means if same_means else None)
         return result.metrics()
 
     def attention_rows(self, screen_cfg, seq_len: int) -> Optional[int]:

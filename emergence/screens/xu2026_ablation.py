@@ -104,8 +104,10 @@ def matched_ablation(model, adapter, probe, group: Sequence[Head], mode: str = "
     """Clean, group, matched controls and whole-layer upper bound, at the last position.
 
     ``clean`` (the metrics of :data:`~emergence.screens.xu2026.LAST_POSITION_METRICS` over
-    ``probe``) and ``means`` (per-position head means, for ``mode="mean"``): the screen's own
-    pass's where it measured them (:func:`~emergence.screens.ablation.clean_pass`)."""
+    ``probe``) and ``means`` (per-position head means, for ``mode="mean"``) when the screen's own
+    pass measured them; else they are measured here (one pass for both,
+    :func:`~emergence.screens.ablation.clean_pass`). The group, the controls and the bound share
+    each batch's clean prefix below the group's first layer (:func:`emergence.screens.prefix.run_ablations`)."""
     group = sorted({tuple(int(i) for i in h) for h in group})
     clean, means = clean_pass(model, adapter, probe, LastPositionLossReducer, clean, means,
                               mode == "mean" and bool(group) and means is None)

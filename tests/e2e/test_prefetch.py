@@ -213,7 +213,7 @@ def test_hub_job_prefetches_from_the_cache_evicts_behind_and_stops_at_the_missin
 
 
 def test_only_the_files_a_screen_needs_are_downloaded():
-    from emergence.sources._hub import screen_patterns
+    from emergence.loading import screen_patterns
 
     both = screen_patterns(["config.json", "model.safetensors", "pytorch_model.bin", "tokenizer.json"])
     assert "*.safetensors" in both and not any(p.endswith(".bin") for p in both)  # one weight format

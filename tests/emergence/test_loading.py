@@ -72,8 +72,7 @@ SCRIPT = textwrap.dedent("""
     import json, sys
     from omegaconf import OmegaConf
     from emergence import EmergenceError
-    from emergence.loading import load
-    from emergence.sources._hub import evict
+    from emergence.loading import load, evict
     from emergence.revisions import Revision
     cfg = OmegaConf.create({"name": "hubby", "repo": "org/hubby", "path": None, "family": "gpt_neox",
                             "dtype": "auto", "revisions": "snapshot"})

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from tiny_models import tiny_model
 from emergence.adapters import adapter_for
 from emergence.common.head_classes.duplicate_token import earlier_copies
-from emergence.common.head_classes.induction import targets as induction_targets
+from emergence.common.head_classes.induction import targets as induction_key_targets
 from emergence.config import HEAD_CLASSES, ScreenConfig
 from emergence.probes import synthetic_induction
 from emergence.screens import screen
@@ -110,7 +110,7 @@ def test_streaming_screen_matches_the_naive_route():
 
 def test_text_targets_come_from_tokens():
     ids = torch.tensor([[0, 5, 6, 7, 5, 6]])
-    duplicate, induction = earlier_copies(ids), induction_targets(ids, {})
+    duplicate, induction = earlier_copies(ids), induction_key_targets(ids, {})
     assert duplicate[0, 4].nonzero().flatten().tolist() == [1]
     assert induction[0, 4].nonzero().flatten().tolist() == [2]
     assert induction[0, 5].nonzero().flatten().tolist() == [3]
