@@ -211,7 +211,7 @@ def change_test(k, n, revisions, flags: Optional[np.ndarray] = None, shape: str 
         j = 1 + int(np.argmin([_statistic(*without(j), shape) for j in range(1, m)]))
         if not _alone(k, n, j):
             return TestResult(name, NULLS[name], stat, p, used, details)
-        p_without = _test(*without(j), shape, n_perm, rng)[1]
+        _, p_without, _, _ = _test(*without(j), shape, n_perm, rng)
         details["p_without_most_influential"] = p_without
         details["most_influential"] = revisions[j]
         if p_without > alpha:

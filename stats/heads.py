@@ -127,8 +127,9 @@ def _refuse(df: pd.DataFrame, col: str, bad, where: str, why) -> None:
     ``why(row)`` says what is wrong with its value."""
     if bad.any():
         row = int(np.flatnonzero(np.asarray(bad))[0])
-        v = df[col].iloc[row]
-        raise StatsError(f"{where}: column {col!r} row {row}: {repr(v) if isinstance(v, str) else str(v)} {why(row)}")
+        value = df[col].iloc[row]
+        shown = repr(value) if isinstance(value, str) else str(value)
+        raise StatsError(f"{where}: column {col!r} row {row}: {shown} {why(row)}")
 
 
 def _numeric(df: pd.DataFrame, col: str, where: str, allow_nan: bool) -> pd.Series:

@@ -331,6 +331,11 @@ def simulate_population(pop: "HeadPopulation", tokens, rng: np.random.Generator,
                           switch_log10=sim.switch_log10)
 
 
+def _t50_between(x, lo: int, hi: int, rng) -> float:
+    """A t50 drawn log-uniformly between revisions ``lo`` and ``hi`` (``x``: log10 tokens)."""
+    return float(10 ** rng.uniform(x[lo], x[hi]))
+
+
 def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
     """One draw of a named simulated family (see :data:`FAMILIES`) at ``tokens``.
 
@@ -345,7 +350,7 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
     x = np.log10(tokens)
     m = len(x)
     d = float(np.median(np.diff(x)))
-    inside = float(10 ** rng.uniform(x[2], x[m - 3]))
+    inside = _t50_between(x, 2, m - 3, rng)
     lo, hi = rng.uniform(0.0, 0.05), rng.uniform(0.4, 0.8)
     regime, kind = name.split("/")
     # every family's parameters are drawn, whichever is asked for: the draws' order fixes each family's stream
@@ -362,7 +367,7 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
             "right-censored": dict(kind="logistic", width_decades=rng.uniform(0.5, 2.0) * d, floor=rng.uniform(0, 0.01),
                                    t50=10 ** (x[-1] + rng.uniform(1.5, 3.0) * d)),
             "rise-decline": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d,
-                                 t50=float(10 ** rng.uniform(x[1], x[m // 2 - 1]))),
+                                 t50=_t50_between(x, 1, m // 2 - 1, rng)),
             "unequal-n": dict(kind="logistic", width_decades=rng.uniform(0.1, 0.5) * d),
         }[kind]
         spec = {"floor": lo, "ceiling": hi, "t50": inside, **spec}
@@ -380,7 +385,7 @@ def family(name: str, tokens, rng: np.random.Generator) -> SimulatedCurve:
         "flat": dict(n_switch=0, spread_decades=0.1, n_always=int(rng.integers(0, 61))),
         "left-censored": dict(t50=10 ** (x[0] - rng.uniform(1.5, 3.0) * d)),
         "right-censored": dict(t50=10 ** (x[-1] + rng.uniform(1.5, 3.0) * d)),
-        "rise-decline": dict(t50=float(10 ** rng.uniform(x[1], x[m // 2 - 1]))),
+        "rise-decline": dict(t50=_t50_between(x, 1, m // 2 - 1, rng)),
         "circuit-3-of-256": dict(n_switch=3, spread_decades=0.05, n_flicker=2, flicker_p=0.2, dropout=0.05),
     }[kind]
     pop = HeadPopulation(**(common | spec))

@@ -223,8 +223,8 @@ def factor_table(records: list, columns: dict, factors=FACTORS) -> list:
 
 
 def _bin_order(label: str):
-    order = ("yes", "no", "grid", "noise", "log", "linear", "pythia", "before", "first", "inside", "last", "after", "identity", "aggregate",
-             "sharp", "borderline", "gradual", "flat")
+    order = ("yes", "no", "grid", "noise", "log", "linear", "pythia", "before", "first", "inside", "last", "after",
+             "identity", "aggregate", "sharp", "borderline", "gradual", "flat")
     if label in order:
         return (0, order.index(label), 0)
     digits = "".join(ch if ch.isdigit() else " " for ch in label).split()

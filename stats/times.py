@@ -135,8 +135,10 @@ def transition_times(fit, boot=None, rng: Optional[np.random.Generator] = None, 
     if unresolved:
         bracket = [float(10 ** pt["gap_lo"]), float(10 ** pt["gap_hi"])]
         notes.append("transition narrower than the checkpoint spacing: width is an upper bound, times are bracketed")
-    notes += {"upper": ["t50 before the first revision: reported t50 is an upper bound"],
-              "lower": ["t50 after the last revision: reported t50 is a lower bound"]}.get(bound, [])
+    if bound == "upper":
+        notes.append("t50 before the first revision: reported t50 is an upper bound")
+    elif bound == "lower":
+        notes.append("t50 after the last revision: reported t50 is a lower bound")
     cis = dict.fromkeys(("onset", "t50", "saturation"), [nan, nan])
     draws_t50 = draws_onset = None
     width_ci = [0.0, width] if unresolved else [nan, nan]

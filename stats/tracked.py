@@ -200,25 +200,30 @@ class TrackedResults(Results):
         return curve
 
     def follow_heads(self, curve: Curve, df: pd.DataFrame, threshold: Optional[float] = None) -> Curve:
-        """Set ``curve``'s heads' flags, (revisions x heads) in the order of its revisions, columns the
-        (layer, head) pairs (a head missing at a revision is unflagged; with ``threshold``: flagged at
-        ``selectivity >= threshold`` instead of the table's flags) and, where ``df`` (its counts) has a
-        revision at 0 tokens, their flags there (``flags_at_init``)."""
+        """Set ``curve``'s heads' flags (:meth:`head_flags`) and, where ``df`` (its counts) has a revision
+        at 0 tokens, their flags there (``flags_at_init``)."""
         init = df.loc[df["tokens"] == 0, "revision"].astype(str).iloc[:1].tolist()
-        revisions = [*curve.revisions, *init]
-        h = self.model_heads(curve.model)
-        column = flag_column(curve.head_class) if threshold is None else selectivity_column(curve.head_class)
-        values = np.nan_to_num(h[column].to_numpy(float), nan=0.0)
-        flag = values > 0 if threshold is None else values >= threshold
-        layer, head = h["layer"].to_numpy(), h["head"].to_numpy()
-        columns, _ = pd.factorize(pd.MultiIndex.from_arrays([layer, head]), sort=True)  # (layer, head) pairs, sorted
-        rows = pd.Index([str(r) for r in revisions]).get_indexer(h["revision"].astype(str).to_numpy())
-        flags = np.zeros((len(revisions), int(columns.max()) + 1 if len(columns) else 0), bool)
-        keep = (rows >= 0) & flag
-        flags[rows[keep], columns[keep]] = True  # a head flagged in any of its rows at a revision
+        flags = self.head_flags(curve.model, curve.head_class, [*curve.revisions, *init], threshold)
         curve.flags = flags[: len(curve.revisions)]
         curve.flags_at_init = flags[-1] if init else None
         return curve
+
+    def head_flags(self, model: str, head_class: str, revisions, threshold: Optional[float] = None) -> np.ndarray:
+        """(revisions x heads) flags of ``model``'s heads for ``head_class``, rows in the order of
+        ``revisions``, columns the (layer, head) pairs; a head missing at a revision is unflagged.
+        With ``threshold``: flagged at ``selectivity >= threshold`` instead of the table's flags."""
+        h = self.model_heads(model)
+        if threshold is None:
+            flag = np.nan_to_num(h[flag_column(head_class)].to_numpy(float), nan=0.0) > 0
+        else:
+            flag = np.nan_to_num(h[selectivity_column(head_class)].to_numpy(float), nan=0.0) >= threshold
+        layer, head = h["layer"].to_numpy(), h["head"].to_numpy()
+        columns, _ = pd.factorize(pd.MultiIndex.from_arrays([layer, head]), sort=True)  # (layer, head) pairs, sorted
+        rows = pd.Index([str(r) for r in revisions]).get_indexer(h["revision"].astype(str).to_numpy())
+        grid = np.zeros((len(revisions), int(columns.max()) + 1 if len(columns) else 0), bool)
+        keep = (rows >= 0) & flag
+        grid[rows[keep], columns[keep]] = True  # a head flagged in any of its rows at a revision
+        return grid
 
     def model_heads(self, model: str) -> pd.DataFrame:
         """The per-head rows of ``model`` (split once per table: the analysis asks for each model's

@@ -81,8 +81,9 @@ def problem(value: Any, rule: dict, integer: bool = False) -> Optional[str]:
             return f"is not valid; valid: {rule.get('hint', rule['pattern'])}"
         return None
     if any(k in rule for k in ("min", "max", "gt", "lt", "finite")):
-        bad = (not isinstance(value, (int, float)) or isinstance(value, bool)
-               or (rule.get("finite") and not math.isfinite(value)) or math.isnan(value)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return f"must be {_range_text(rule, integer)}"
+        bad = ((rule.get("finite") and not math.isfinite(value)) or math.isnan(value)
                or ("min" in rule and value < rule["min"]) or ("max" in rule and value > rule["max"])
                or ("gt" in rule and not value > rule["gt"]) or ("lt" in rule and not value < rule["lt"]))
         if bad:

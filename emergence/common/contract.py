@@ -236,10 +236,13 @@ def recipe_seed(group: str, seed, data_seed=None, init_seed=None) -> RunSeed:
     ``seed``); both pinned: ``both``, seed ``d<data>-i<init>``."""
     none = (None, "None", "null", "")
     data_seed, init_seed = (None if v in none else int(v) for v in (data_seed, init_seed))
-    if data_seed is not None and init_seed is not None:
-        return RunSeed(f"d{data_seed}-i{init_seed}", "both", group)
-    kind = "weight" if data_seed is not None else ("data" if init_seed is not None else "both")
-    return RunSeed(str(int(seed)), kind, group)
+    if data_seed is None and init_seed is None:
+        return RunSeed(str(int(seed)), "both", group)
+    if data_seed is None:
+        return RunSeed(str(int(seed)), "data", group)
+    if init_seed is None:
+        return RunSeed(str(int(seed)), "weight", group)
+    return RunSeed(f"d{data_seed}-i{init_seed}", "both", group)
 
 
 def run_seed(params: Mapping[str, str]) -> Optional[RunSeed]:

@@ -20,13 +20,14 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from emergence.common.progress import quiet_hf_bars
 from emergence.common.atomic import write_atomic
+from emergence.common.progress import quiet_hf_bars
 from emergence.toy.train import REVISIONS_FILE
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write ``data`` as the JSON file ``path``, whole or not at all (:func:`~emergence.common.atomic.write_atomic`)."""
+    """Write ``data`` as the JSON file ``path``, whole or not at all
+    (:func:`~emergence.common.atomic.write_atomic`)."""
     write_atomic(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1)))
 
 
